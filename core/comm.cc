@@ -1,0 +1,309 @@
+#include "core/comm.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstring>
+#include <fstream>
+#include <unordered_set>
+
+#include <cuda_runtime_api.h>
+
+#include "core/env.h"
+#include "core/errors.h"
+#include "core/log.h"
+#include "executor/host_executor.h"
+#include "transport/bootstrap/bootstrap.h"
+#include "transport/shm/shm_window.h"
+
+collieComm::~collieComm() = default;
+
+namespace collie {
+
+namespace {
+
+std::mutex gLiveMu;
+std::unordered_set<const collieComm*>& liveComms() {
+  static std::unordered_set<const collieComm*> set;
+  return set;
+}
+
+// A GPU is usable when the runtime finds at least one device. Without a
+// driver cudaGetDeviceCount fails and leaves the count unwritten, hence the 0.
+bool gpuUsable(int* device) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count <= 0) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return cudaGetDevice(device) == cudaSuccess;
+}
+
+// Reads the int config field at `offset` only if the caller's struct is big enough to have it.
+int configField(const collieConfig_t* config, size_t offset, int fallback) {
+  if (config == nullptr || config->size < offset + sizeof(int)) return fallback;
+  int v;
+  memcpy(&v, reinterpret_cast<const char*>(config) + offset, sizeof(v));
+  return v == COLLIE_CONFIG_UNDEF_INT ? fallback : v;
+}
+
+}  // namespace
+
+void registerComm(collieComm* comm) {
+  std::lock_guard<std::mutex> lock(gLiveMu);
+  liveComms().insert(comm);
+}
+void unregisterComm(collieComm* comm) {
+  std::lock_guard<std::mutex> lock(gLiveMu);
+  liveComms().erase(comm);
+}
+bool commIsLive(const collieComm* comm) {
+  std::lock_guard<std::mutex> lock(gLiveMu);
+  return liveComms().count(comm) != 0;
+}
+
+std::string hostIdentity() {
+  if (std::optional<std::string> id = env::get("COLLIE_HOSTID")) return *id;
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  std::string boot;
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  std::getline(f, boot);
+  return std::string(host) + ":" + boot;
+}
+
+Status resolveConfig(const collieConfig_t* config, InitOptions* out) {
+  if (config != nullptr) {
+    if (config->magic != COLLIE_CONFIG_MAGIC)
+      return Status::error(collieInvalidArgument,
+                           "config: magic is 0x%x, not COLLIE_CONFIG_MAGIC; start from COLLIE_CONFIG_INITIALIZER",
+                           config->magic);
+    if (config->size < offsetof(collieConfig_t, blocking))
+      return Status::error(collieInvalidArgument, "config: size %zu is too small", config->size);
+  }
+  InitOptions o;
+  // Environment first, config over it: the program's explicit choice wins.
+  if (std::optional<std::string> dev = env::get("COLLIE_DEVICE")) {
+    if (*dev == "host") o.backend = collieBackendHost;
+    else if (*dev == "cuda") o.backend = collieBackendCuda;
+    else if (*dev == "auto") o.backend = collieBackendAuto;
+    else return Status::error(collieInvalidArgument, "COLLIE_DEVICE=%s: expected host, cuda or auto", dev->c_str());
+  }
+  o.timeoutSec = env::getDouble("COLLIE_TIMEOUT", 300);
+  o.initTimeoutSec = env::getDouble("COLLIE_INIT_TIMEOUT", 60);
+
+  const int blocking = configField(config, offsetof(collieConfig_t, blocking), 1);
+  if (blocking == 0) return notImplemented("config.blocking = 0 (non-blocking init)", "init always blocks for now");
+  const int backend = configField(config, offsetof(collieConfig_t, backend), o.backend);
+  if (backend < collieBackendAuto || backend > collieBackendCuda)
+    return Status::error(collieInvalidArgument, "config.backend %d is not a collieBackend_t", backend);
+  o.backend = static_cast<collieBackend_t>(backend);
+  const int timeoutMs = configField(config, offsetof(collieConfig_t, timeoutMs), -1);
+  if (timeoutMs == 0 || timeoutMs < -1)
+    return Status::error(collieInvalidArgument, "config.timeoutMs %d must be positive", timeoutMs);
+  if (timeoutMs > 0) o.timeoutSec = timeoutMs / 1000.0;
+  const int initMs = configField(config, offsetof(collieConfig_t, initTimeoutMs), -1);
+  if (initMs == 0 || initMs < -1)
+    return Status::error(collieInvalidArgument, "config.initTimeoutMs %d must be positive", initMs);
+  if (initMs > 0) o.initTimeoutSec = initMs / 1000.0;
+  if (!(o.timeoutSec > 0) || !(o.initTimeoutSec > 0))
+    return Status::error(collieInvalidArgument, "COLLIE_TIMEOUT and COLLIE_INIT_TIMEOUT must be positive");
+  *out = o;
+  return Status();
+}
+
+// The window geometry every rank derives from the same environment; checked
+// against each peer's header at init, so a mismatch is an error, not garbage.
+static Status windowLayout(int nranks, WindowLayout* layout) {
+  bool bad = false;
+  const int64_t slots = env::getInt("COLLIE_SLOTS", 4, &bad);
+  if (bad || slots < 2 || slots > 64) return Status::error(collieInvalidArgument, "COLLIE_SLOTS must be 2..64");
+  const int64_t slotBytes = env::getInt("COLLIE_SLOT_BYTES", 1 << 18, &bad);
+  if (bad || slotBytes < 4096 || slotBytes > (1 << 26))
+    return Status::error(collieInvalidArgument, "COLLIE_SLOT_BYTES must be 4096..64 MiB");
+  const int64_t bound = env::getInt("COLLIE_WINDOW_BYTES", 16 << 20, &bad);
+  if (bad || bound < 4096) return Status::error(collieInvalidArgument, "COLLIE_WINDOW_BYTES must be >= 4096");
+  // Shrink slots so that nranks * slots * slotBytes stays within the bound.
+  int64_t fit = bound / (static_cast<int64_t>(nranks) * slots);
+  fit = std::max<int64_t>(4096, fit & ~int64_t{4095});
+  layout->nranks = static_cast<uint32_t>(nranks);
+  layout->nslots = static_cast<uint32_t>(slots);
+  layout->slotBytes = static_cast<uint64_t>(std::min(slotBytes, fit)) & ~uint64_t{15};
+  return Status();
+}
+
+Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOptions& options, collieComm** out) {
+  env::warnUnknownOnce();
+  ScopedLogRank logRank(rank);
+  const auto start = std::chrono::steady_clock::now();
+
+  auto comm = std::make_unique<collieComm>();
+  comm->rank = rank;
+  comm->nranks = nranks;
+  comm->timeoutSec = options.timeoutSec;
+
+  int device = -1;
+  const bool gpu = gpuUsable(&device);
+  if (options.backend == collieBackendCuda)
+    return notImplemented("the CUDA backend (COLLIE_DEVICE=cuda or config.backend)", "it lands with the CUDA executor");
+  if (options.backend == collieBackendAuto && gpu)
+    COLLIE_INFO("a GPU is usable but the CUDA executor has not landed yet; using the host backend");
+  comm->backend = collieBackendHost;
+
+  PeerInfo me;
+  memset(&me, 0, sizeof(me));
+  const std::string hostId = hostIdentity();
+  strncpy(me.hostId, hostId.c_str(), sizeof(me.hostId) - 1);
+  me.pid = getpid();
+  me.cudaDevice = -1;
+  me.backend = comm->backend;
+
+  WindowLayout layout;
+  COLLIE_RETURN_IF_ERROR(windowLayout(nranks, &layout));
+  me.windowBytes = layout.totalBytes();
+
+  COLLIE_RETURN_IF_ERROR(Bootstrap::create(id, rank, nranks, &me, sizeof(me), options.initTimeoutSec, &comm->bootstrap));
+  comm->bootstrap->setTimeout(options.timeoutSec);
+  comm->peers.resize(static_cast<size_t>(nranks));
+  for (int r = 0; r < nranks; ++r) memcpy(&comm->peers[static_cast<size_t>(r)], comm->bootstrap->info(r), sizeof(me));
+
+  for (int r = 0; r < nranks; ++r) {
+    const PeerInfo& p = comm->peers[static_cast<size_t>(r)];
+    if (strncmp(p.hostId, me.hostId, sizeof(me.hostId)) != 0)
+      return notImplemented("a communicator spanning hosts", "the UCX transport lands later")
+          .withContext("rank " + std::to_string(r) + " is on host '" + std::string(p.hostId, strnlen(p.hostId, 64)) +
+                       "', rank " + std::to_string(rank) + " on '" + hostId + "'");
+    if (p.windowBytes != me.windowBytes)
+      return Status::error(collieInvalidUsage,
+                           "rank %d uses a %llu-byte window, rank %d a %llu-byte one: set COLLIE_SLOTS, "
+                           "COLLIE_SLOT_BYTES and COLLIE_WINDOW_BYTES alike on all ranks",
+                           r, static_cast<unsigned long long>(p.windowBytes), rank,
+                           static_cast<unsigned long long>(me.windowBytes));
+  }
+
+  COLLIE_RETURN_IF_ERROR(ShmWindows::create(comm->bootstrap.get(), layout.totalBytes(), &comm->windows));
+  std::vector<uint8_t*> windows(static_cast<size_t>(nranks));
+  for (int r = 0; r < nranks; ++r) windows[static_cast<size_t>(r)] = comm->windows->window(r);
+  comm->executor = std::make_unique<HostExecutor>(rank, layout, windows, &comm->aborted, options.timeoutSec);
+  comm->executor->initWindow();
+  COLLIE_RETURN_IF_ERROR(comm->bootstrap->barrier());
+  COLLIE_RETURN_IF_ERROR(comm->executor->checkPeers());
+  comm->hostFootprint = layout.totalBytes();
+
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  COLLIE_INFO("comm rank %d/%d ready in %.1f ms: host backend, window %zu bytes (%u slots x %llu bytes per peer)", rank,
+              nranks, ms, comm->hostFootprint, layout.nslots, static_cast<unsigned long long>(layout.slotBytes));
+  *out = comm.release();
+  registerComm(*out);
+  return Status();
+}
+
+Status readEnvInit(EnvInit* out) {
+  EnvInit e;
+  const char* rankVar = nullptr;
+  const char* sizeVar = nullptr;
+  if (env::get("COLLIE_RANK") || env::get("COLLIE_WORLD_SIZE")) {
+    rankVar = "COLLIE_RANK";
+    sizeVar = "COLLIE_WORLD_SIZE";
+  } else if (env::get("OMPI_COMM_WORLD_RANK")) {
+    rankVar = "OMPI_COMM_WORLD_RANK";
+    sizeVar = "OMPI_COMM_WORLD_SIZE";
+  } else if (env::get("SLURM_PROCID")) {
+    rankVar = "SLURM_PROCID";
+    sizeVar = "SLURM_NTASKS";
+  } else {
+    return Status::error(collieInvalidUsage,
+                         "environment init: none of COLLIE_RANK, OMPI_COMM_WORLD_RANK or SLURM_PROCID is set; start "
+                         "the program with collie-run, mpirun or srun");
+  }
+  bool badRank = false, badSize = false;
+  e.rank = static_cast<int>(env::getInt(rankVar, -1, &badRank));
+  e.nranks = static_cast<int>(env::getInt(sizeVar, -1, &badSize));
+  if (badSize || e.nranks < 1 || e.nranks > (1 << 20))
+    return Status::error(collieInvalidArgument, "environment init: %s must be a positive integer", sizeVar);
+  if (badRank || e.rank < 0 || e.rank >= e.nranks)
+    return Status::error(collieInvalidArgument, "environment init: %s must be in [0, %d)", rankVar, e.nranks);
+  if (std::optional<std::string> root = env::get("COLLIE_ROOT")) {
+    const size_t colon = root->rfind(':');
+    char* end = nullptr;
+    long port = colon == std::string::npos ? 0 : strtol(root->c_str() + colon + 1, &end, 10);
+    if (colon == std::string::npos || colon == 0 || end == nullptr || *end != '\0' || port <= 0 || port > 65535)
+      return Status::error(collieInvalidArgument, "COLLIE_ROOT=%s: expected host:port", root->c_str());
+    e.rootHost = root->substr(0, colon);
+    if (e.rootHost.size() > 2 && e.rootHost.front() == '[' && e.rootHost.back() == ']')
+      e.rootHost = e.rootHost.substr(1, e.rootHost.size() - 2);  // [v6]:port
+    e.rootPort = static_cast<int>(port);
+    e.haveRoot = true;
+  }
+  *out = e;
+  return Status();
+}
+
+// Resolves a host name to the numeric address that goes into a unique id.
+static Status numericHost(const std::string& host, std::string* out) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
+  if (rc != 0 || res == nullptr)
+    return Status::error(collieInvalidArgument, "COLLIE_ROOT host '%s' cannot be resolved: %s", host.c_str(),
+                         gai_strerror(rc));
+  char buf[NI_MAXHOST];
+  rc = getnameinfo(res->ai_addr, res->ai_addrlen, buf, sizeof(buf), nullptr, 0, NI_NUMERICHOST);
+  freeaddrinfo(res);
+  if (rc != 0) return Status::error(collieInvalidArgument, "COLLIE_ROOT host '%s': %s", host.c_str(), gai_strerror(rc));
+  *out = buf;
+  return Status();
+}
+
+Status commInitFromEnv(const InitOptions& options, collieComm** out) {
+  EnvInit e;
+  COLLIE_RETURN_IF_ERROR(readEnvInit(&e));
+  UniqueIdInfo info;
+  collieUniqueId id;
+  if (!e.haveRoot) {
+    if (e.nranks != 1)
+      return Status::error(collieInvalidUsage,
+                           "environment init of %d ranks needs COLLIE_ROOT=host:port (an address of rank 0's host and "
+                           "a free port; collie-run sets it)",
+                           e.nranks);
+    // A single rank needs no rendezvous partner: serve our own.
+    Secret secret;
+    COLLIE_RETURN_IF_ERROR(randomSecret(&secret));
+    COLLIE_RETURN_IF_ERROR(startRendezvousRoot("127.0.0.1", 0, secret, options.initTimeoutSec, &id));
+    return commInit(id, 1, 0, options, out);
+  }
+  if (std::optional<std::string> hex = env::get("COLLIE_SECRET")) {
+    if (!parseSecretHex(*hex, &info.secret))
+      return Status::error(collieInvalidArgument, "COLLIE_SECRET must be 32 hexadecimal digits");
+  } else {
+    // Without a shared secret every rank derives the same one from the root
+    // address: the job still works, but anyone who can reach the port can join.
+    const std::string seed = e.rootHost + ":" + std::to_string(e.rootPort);
+    uint64_t h1 = 1469598103934665603ull, h2 = 7809847782465536322ull;
+    for (char c : seed) {
+      h1 = (h1 ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+      h2 = (h2 ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+    }
+    memcpy(info.secret.bytes, &h1, 8);
+    memcpy(info.secret.bytes + 8, &h2, 8);
+    if (e.rank == 0)
+      COLLIE_INFO("COLLIE_SECRET is not set: the rendezvous secret is derived from COLLIE_ROOT (weaker); "
+                  "collie-run sets a random one");
+  }
+  COLLIE_RETURN_IF_ERROR(numericHost(e.rootHost, &info.host));
+  info.port = e.rootPort;
+  if (e.rank == 0) {
+    COLLIE_RETURN_IF_ERROR(startRendezvousRoot(info.host, info.port, info.secret, options.initTimeoutSec, &id));
+  } else {
+    encodeUniqueId(info, &id);
+  }
+  return commInit(id, e.nranks, e.rank, options, out);
+}
+
+}  // namespace collie

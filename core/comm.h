@@ -1,0 +1,88 @@
+// The communicator: one rank's membership of a clique, the transports it set
+// up at init, and the executor that runs its collectives. Created by
+// commInit(), reached from the C API through collieComm_t.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <utility>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "algorithms/program.h"
+#include "collie.h"
+#include "core/peer_info.h"
+#include "core/status.h"
+
+namespace collie {
+class Bootstrap;
+class ShmWindows;
+class HostExecutor;
+}  // namespace collie
+
+struct collieComm {
+  int rank = 0;
+  int nranks = 1;
+  collieBackend_t backend = collieBackendHost;
+  int cudaDevice = -1;
+  double timeoutSec = 300;
+
+  std::unique_ptr<collie::Bootstrap> bootstrap;
+  std::vector<collie::PeerInfo> peers;
+  std::unique_ptr<collie::ShmWindows> windows;
+  std::unique_ptr<collie::HostExecutor> executor;
+  size_t hostFootprint = 0;  // bytes of windows this rank owns
+
+  std::atomic<bool> aborted{false};
+  std::atomic<int> asyncError{collieSuccess};  // set when a collective fails mid-way: the comm is broken
+  bool finalized = false;
+  uint64_t seq = 0;  // collectives issued so far
+
+  // Programs built so far, by (collective, count).
+  std::map<std::pair<int, uint64_t>, collie::Program> programs;
+
+  std::mutex errorMu;
+  std::string lastError;
+
+  ~collieComm();
+};
+
+namespace collie {
+
+/// Options of a new communicator after config and environment are merged.
+struct InitOptions {
+  collieBackend_t backend = collieBackendAuto;
+  double timeoutSec = 300;
+  double initTimeoutSec = 60;
+};
+
+/// Merges a caller's config (may be NULL) with COLLIE_DEVICE / COLLIE_TIMEOUT / COLLIE_INIT_TIMEOUT.
+Status resolveConfig(const collieConfig_t* config, InitOptions* out);
+
+/// Creates rank `rank` of `nranks` of the communicator named by `id`.
+Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOptions& options, collieComm** out);
+
+/// Reads rank, size, rendezvous and secret from a launcher's environment.
+struct EnvInit {
+  int rank = 0;
+  int nranks = 1;
+  std::string rootHost;
+  int rootPort = 0;
+  bool haveRoot = false;
+};
+Status readEnvInit(EnvInit* out);
+Status commInitFromEnv(const InitOptions& options, collieComm** out);
+
+/// Live-handle registry: lets every call tell a real communicator from a
+/// destroyed or made-up pointer without touching freed memory.
+void registerComm(collieComm* comm);
+void unregisterComm(collieComm* comm);
+bool commIsLive(const collieComm* comm);
+
+/// The host identity of this process (COLLIE_HOSTID, else hostname + boot id).
+std::string hostIdentity();
+
+}  // namespace collie

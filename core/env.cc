@@ -1,0 +1,96 @@
+#include "core/env.h"
+
+#include <cassert>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "core/log.h"
+
+extern char** environ;
+
+namespace collie {
+namespace env {
+
+const std::vector<VarInfo>& knownVars() {
+  static const std::vector<VarInfo> vars = {
+      {"COLLIE_DEBUG", "log level: WARN (default), INFO or TRACE"},
+      {"COLLIE_DEBUG_FILE", "write the log to this file instead of stderr (%h host, %p pid)"},
+      {"COLLIE_DEVICE", "backend of new communicators: host, cuda or auto (default)"},
+      {"COLLIE_TIMEOUT", "seconds any wait inside a collective may last (default 300)"},
+      {"COLLIE_INIT_TIMEOUT", "seconds communicator init may last (default 60)"},
+      {"COLLIE_SOCKET_IFNAME", "network interface the bootstrap listens on (default: loopback-free first, else lo)"},
+      {"COLLIE_ROOT", "host:port of the rendezvous for environment init; rank 0 serves it"},
+      {"COLLIE_SECRET", "32 hex digits shared by all ranks of an environment init (set by collie-run)"},
+      {"COLLIE_RANK", "rank of this process for environment init"},
+      {"COLLIE_WORLD_SIZE", "number of ranks for environment init"},
+      {"COLLIE_LOCAL_RANK", "rank among the processes of this host (set by collie-run)"},
+      {"COLLIE_HOSTID", "host identity override, to split one machine into fake nodes in tests"},
+      {"COLLIE_SLOT_BYTES", "bytes per receive slot of a host window (default 262144)"},
+      {"COLLIE_SLOTS", "receive slots per peer of a host window (default 4)"},
+      {"COLLIE_WINDOW_BYTES", "bound on the slot bytes of one rank's host window (default 16 MiB)"},
+      {"COLLIE_ALGO", "algorithm override per collective, e.g. allreduce:ring"},
+      {"OMPI_COMM_WORLD_RANK", "OpenMPI's rank, used by environment init"},
+      {"OMPI_COMM_WORLD_SIZE", "OpenMPI's size, used by environment init"},
+      {"OMPI_COMM_WORLD_LOCAL_RANK", "OpenMPI's local rank"},
+      {"SLURM_PROCID", "Slurm's rank, used by environment init"},
+      {"SLURM_NTASKS", "Slurm's size, used by environment init"},
+      {"SLURM_LOCALID", "Slurm's local rank"},
+  };
+  return vars;
+}
+
+static bool isKnown(const char* name) {
+  for (const VarInfo& v : knownVars())
+    if (strcmp(v.name, name) == 0) return true;
+  return false;
+}
+
+std::optional<std::string> get(const char* name) {
+  assert(isKnown(name) && "read an environment variable that is not listed in kEnvVars");
+  const char* v = getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string(v);
+}
+
+int64_t getInt(const char* name, int64_t fallback, bool* bad) {
+  if (bad) *bad = false;
+  std::optional<std::string> v = get(name);
+  if (!v) return fallback;
+  errno = 0;
+  char* end = nullptr;
+  long long x = strtoll(v->c_str(), &end, 10);
+  if (errno != 0 || end == v->c_str() || *end != '\0') {
+    if (bad) *bad = true;
+    COLLIE_WARN("%s=%s is not an integer; using %lld", name, v->c_str(), static_cast<long long>(fallback));
+    return fallback;
+  }
+  return x;
+}
+
+double getDouble(const char* name, double fallback) {
+  std::optional<std::string> v = get(name);
+  if (!v) return fallback;
+  char* end = nullptr;
+  double x = strtod(v->c_str(), &end);
+  if (end == v->c_str() || *end != '\0') {
+    COLLIE_WARN("%s=%s is not a number; using %g", name, v->c_str(), fallback);
+    return fallback;
+  }
+  return x;
+}
+
+void warnUnknownOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (char** e = environ; e && *e; ++e) {
+      if (strncmp(*e, "COLLIE_", 7) != 0) continue;
+      std::string name(*e, strcspn(*e, "="));
+      if (!isKnown(name.c_str())) COLLIE_WARN("unknown environment variable %s is ignored", name.c_str());
+    }
+  });
+}
+
+}  // namespace env
+}  // namespace collie

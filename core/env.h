@@ -1,0 +1,36 @@
+// The one place that reads environment variables. Every variable Collie reads is
+// listed in kEnvVars (env.cc) with a one-line description, so `collie-run --help-env`
+// and docs can print them, and a misspelt COLLIE_* variable is reported once at WARN.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace collie {
+namespace env {
+
+struct VarInfo {
+  const char* name;
+  const char* description;
+};
+
+/// Every variable Collie reads, in documentation order.
+const std::vector<VarInfo>& knownVars();
+
+/// The raw value of a known variable, or nullopt when unset or empty.
+/// Asking for a name not in knownVars() is a programming error (aborts in debug builds).
+std::optional<std::string> get(const char* name);
+
+/// Integer value; `fallback` when unset. Sets *bad (if given) when the text is not an integer.
+int64_t getInt(const char* name, int64_t fallback, bool* bad = nullptr);
+
+/// Floating value (e.g. seconds); `fallback` when unset or malformed (malformed is logged).
+double getDouble(const char* name, double fallback);
+
+/// Logs, once per process, every COLLIE_* variable that is set but unknown.
+void warnUnknownOnce();
+
+}  // namespace env
+}  // namespace collie

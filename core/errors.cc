@@ -1,0 +1,37 @@
+#include "core/errors.h"
+
+#include <string>
+
+#include "core/comm.h"
+#include "core/log.h"
+
+namespace collie {
+
+namespace {
+thread_local std::string tlsLastError;
+}
+
+collieResult_t report(const Status& status, collieComm_t comm) {
+  if (status.ok()) return collieSuccess;
+  tlsLastError = status.message();
+  if (comm != nullptr && commIsLive(comm)) {
+    std::lock_guard<std::mutex> lock(comm->errorMu);
+    comm->lastError = status.message();
+  }
+  COLLIE_WARN("%s (%s)", status.message().c_str(), collieGetErrorString(status.code()));
+  return status.code();
+}
+
+const char* lastErrorText(collieComm_t comm) {
+  if (comm != nullptr && commIsLive(comm)) {
+    std::lock_guard<std::mutex> lock(comm->errorMu);
+    if (!comm->lastError.empty()) return comm->lastError.c_str();
+  }
+  return tlsLastError.c_str();
+}
+
+Status notImplemented(const char* call, const char* when) {
+  return Status::error(collieInvalidUsage, "%s is not implemented yet (%s)", call, when);
+}
+
+}  // namespace collie

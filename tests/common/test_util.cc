@@ -1,0 +1,216 @@
+#include "common/test_util.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <type_traits>
+
+namespace collie {
+namespace test {
+
+namespace {
+
+bool isFloat(collieDataType_t t) {
+  return t == collieFloat16 || t == collieFloat32 || t == collieFloat64 || t == collieBfloat16 ||
+         t == collieFloat8e4m3 || t == collieFloat8e5m2;
+}
+bool isSigned(collieDataType_t t) { return t == collieInt8 || t == collieInt32 || t == collieInt64; }
+
+size_t sizeOf(collieDataType_t t) {
+  switch (t) {
+    case collieInt8: case collieUint8: case collieFloat8e4m3: case collieFloat8e5m2: return 1;
+    case collieFloat16: case collieBfloat16: return 2;
+    case collieInt32: case collieUint32: case collieFloat32: return 4;
+    default: return 8;
+  }
+}
+
+// Stores a double into a float-type element (round to nearest, via the CUDA conversion headers).
+void storeFloat(collieDataType_t t, void* buf, size_t i, double v) {
+  switch (t) {
+    case collieFloat16: static_cast<__half*>(buf)[i] = __float2half_rn(static_cast<float>(v)); break;
+    case collieBfloat16: static_cast<__nv_bfloat16*>(buf)[i] = __float2bfloat16_rn(static_cast<float>(v)); break;
+    case collieFloat8e4m3: static_cast<__nv_fp8_e4m3*>(buf)[i] = __nv_fp8_e4m3(static_cast<float>(v)); break;
+    case collieFloat8e5m2: static_cast<__nv_fp8_e5m2*>(buf)[i] = __nv_fp8_e5m2(static_cast<float>(v)); break;
+    case collieFloat32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
+    default: static_cast<double*>(buf)[i] = v; break;
+  }
+}
+
+double loadFloat(collieDataType_t t, const void* buf, size_t i) {
+  switch (t) {
+    case collieFloat16: return __half2float(static_cast<const __half*>(buf)[i]);
+    case collieBfloat16: return __bfloat162float(static_cast<const __nv_bfloat16*>(buf)[i]);
+    case collieFloat8e4m3: return static_cast<float>(static_cast<const __nv_fp8_e4m3*>(buf)[i]);
+    case collieFloat8e5m2: return static_cast<float>(static_cast<const __nv_fp8_e5m2*>(buf)[i]);
+    case collieFloat32: return static_cast<const float*>(buf)[i];
+    default: return static_cast<const double*>(buf)[i];
+  }
+}
+
+// Integers as raw 64-bit patterns: sign-extended for signed types.
+uint64_t loadInt(collieDataType_t t, const void* buf, size_t i) {
+  switch (t) {
+    case collieInt8: return static_cast<uint64_t>(static_cast<int64_t>(static_cast<const int8_t*>(buf)[i]));
+    case collieUint8: return static_cast<const uint8_t*>(buf)[i];
+    case collieInt32: return static_cast<uint64_t>(static_cast<int64_t>(static_cast<const int32_t*>(buf)[i]));
+    case collieUint32: return static_cast<const uint32_t*>(buf)[i];
+    case collieInt64: return static_cast<uint64_t>(static_cast<const int64_t*>(buf)[i]);
+    default: return static_cast<const uint64_t*>(buf)[i];
+  }
+}
+
+// Truncates to the type's width: this is the wrap-around the library promises.
+void storeInt(collieDataType_t t, void* buf, size_t i, uint64_t v) {
+  switch (t) {
+    case collieInt8: case collieUint8: static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v); break;
+    case collieInt32: case collieUint32: static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(v); break;
+    default: static_cast<uint64_t*>(buf)[i] = v; break;
+  }
+}
+
+// The largest magnitude inputs may have so that sums over 8 ranks stay exact.
+int sumRange(collieDataType_t t) {
+  switch (t) {
+    case collieFloat16: return 64;       // 8 * 64 = 512 < 2^11
+    case collieBfloat16: return 16;      // 8 * 16 = 128 < 2^8
+    case collieFloat8e4m3: return 2;     // 8 * 2 = 16 = 2^4
+    case collieFloat8e5m2: return 1;     // 8 * 1 = 8 = 2^3
+    case collieUint8: case collieUint32: case collieUint64: return 200;
+    default: return 1000;
+  }
+}
+
+}  // namespace
+
+uint64_t testSeed() {
+  static uint64_t seed = [] {
+    uint64_t s;
+    if (const char* e = getenv("COLLIE_TEST_SEED")) {
+      s = strtoull(e, nullptr, 0);
+    } else {
+      std::random_device rd;
+      s = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+    }
+    printf("collie test seed: %llu (rerun with COLLIE_TEST_SEED=%llu)\n", static_cast<unsigned long long>(s),
+           static_cast<unsigned long long>(s));
+    fflush(stdout);
+    return s;
+  }();
+  return seed;
+}
+
+void fillInput(collieDataType_t type, collieRedOp_t op, int rank, uint64_t seed, void* buf, size_t count) {
+  std::mt19937_64 rng(seed ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(rank + 1)) ^
+                      (static_cast<uint64_t>(type) << 40) ^ (static_cast<uint64_t>(op) << 48));
+  const bool prod = op == collieProd;
+  const int range = sumRange(type);
+  for (size_t i = 0; i < count; ++i) {
+    const uint64_t r = rng();
+    int64_t v;
+    if (prod) {
+      // Products of up to 8 values in {-2,-1,1,2} stay within +-256, exact in every float type.
+      static const int kSigned[] = {-2, -1, 1, 2};
+      v = isSigned(type) || isFloat(type) ? kSigned[r % 4] : static_cast<int64_t>(1 + r % 3);
+    } else {
+      const bool nonNegative = !isSigned(type) && !isFloat(type);
+      v = nonNegative ? static_cast<int64_t>(r % static_cast<uint64_t>(range + 1))
+                      : static_cast<int64_t>(r % static_cast<uint64_t>(2 * range + 1)) - range;
+    }
+    if (isFloat(type)) storeFloat(type, buf, i, static_cast<double>(v));
+    else storeInt(type, buf, i, static_cast<uint64_t>(v));
+  }
+}
+
+void referenceAllReduce(collieDataType_t type, collieRedOp_t op, const std::vector<const void*>& inputs, size_t count,
+                        void* expected) {
+  const int n = static_cast<int>(inputs.size());
+  for (size_t i = 0; i < count; ++i) {
+    if (isFloat(type)) {
+      double acc = loadFloat(type, inputs[0], i);
+      for (int r = 1; r < n; ++r) {
+        const double x = loadFloat(type, inputs[static_cast<size_t>(r)], i);
+        switch (op) {
+          case collieProd: acc *= x; break;
+          case collieMax: acc = x > acc ? x : acc; break;
+          case collieMin: acc = x < acc ? x : acc; break;
+          default: acc += x; break;
+        }
+      }
+      if (op == collieAvg) {
+        // Division happens once, in the type's arithmetic: float for the narrow types, as documented.
+        if (type == collieFloat64) acc = acc / n;
+        else acc = static_cast<float>(acc) / static_cast<float>(n);
+      }
+      storeFloat(type, expected, i, acc);
+    } else {
+      uint64_t acc = loadInt(type, inputs[0], i);
+      for (int r = 1; r < n; ++r) {
+        const uint64_t x = loadInt(type, inputs[static_cast<size_t>(r)], i);
+        const bool s = isSigned(type);
+        switch (op) {
+          case collieProd: acc *= x; break;
+          case collieMax: acc = s ? (static_cast<int64_t>(x) > static_cast<int64_t>(acc) ? x : acc) : (x > acc ? x : acc); break;
+          case collieMin: acc = s ? (static_cast<int64_t>(x) < static_cast<int64_t>(acc) ? x : acc) : (x < acc ? x : acc); break;
+          default: acc += x; break;
+        }
+      }
+      storeInt(type, expected, i, acc);
+      if (op == collieAvg) {
+        // Wrapped sum in the type, then truncating division, as the library promises.
+        const uint64_t wrapped = loadInt(type, expected, i);
+        const uint64_t q = isSigned(type) ? static_cast<uint64_t>(static_cast<int64_t>(wrapped) / n)
+                                          : wrapped / static_cast<uint64_t>(n);
+        storeInt(type, expected, i, q);
+      }
+    }
+  }
+}
+
+void poison(void* buf, size_t bytes) { memset(buf, 0x7b, bytes); }
+
+double elementAsDouble(collieDataType_t type, const void* buf, size_t i) {
+  if (isFloat(type)) return loadFloat(type, buf, i);
+  const uint64_t v = loadInt(type, buf, i);
+  return isSigned(type) ? static_cast<double>(static_cast<int64_t>(v)) : static_cast<double>(v);
+}
+
+size_t countWrong(collieDataType_t type, const void* got, const void* expected, size_t count, std::string* first) {
+  size_t wrong = 0;
+  const size_t es = sizeOf(type);
+  for (size_t i = 0; i < count; ++i) {
+    const bool same = isFloat(type) ? loadFloat(type, got, i) == loadFloat(type, expected, i)
+                                    : memcmp(static_cast<const char*>(got) + i * es,
+                                             static_cast<const char*>(expected) + i * es, es) == 0;
+    if (same) continue;
+    if (wrong == 0 && first != nullptr) {
+      char msg[160];
+      snprintf(msg, sizeof(msg), "element %zu: got %g, expected %g", i, elementAsDouble(type, got, i),
+               elementAsDouble(type, expected, i));
+      *first = msg;
+    }
+    ++wrong;
+  }
+  return wrong;
+}
+
+const std::vector<collieDataType_t>& allTypes() {
+  static const std::vector<collieDataType_t> types = {
+      collieInt8,    collieUint8,   collieInt32,    collieUint32,     collieInt64,      collieUint64,
+      collieFloat16, collieFloat32, collieFloat64,  collieBfloat16,   collieFloat8e4m3, collieFloat8e5m2};
+  return types;
+}
+
+const std::vector<collieRedOp_t>& allOps() {
+  static const std::vector<collieRedOp_t> ops = {collieSum, collieProd, collieMax, collieMin, collieAvg};
+  return ops;
+}
+
+}  // namespace test
+}  // namespace collie

@@ -1,0 +1,42 @@
+// Test helpers shared by the unit, multi-process and GPU tests: seeded inputs
+// chosen so that every reduction is exact, an independent reference (computed
+// in double / wrapping 64-bit integers, not with the library's operators), and
+// poisoning of outputs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collie.h"
+
+namespace collie {
+namespace test {
+
+/// COLLIE_TEST_SEED when set, else a random seed; printed once per process.
+uint64_t testSeed();
+
+/// Fills `count` elements of `type` with rank `rank`'s input for `op`, such that
+/// the reduction over up to 8 ranks is exactly representable in the type.
+void fillInput(collieDataType_t type, collieRedOp_t op, int rank, uint64_t seed, void* buf, size_t count);
+
+/// expected[i] = op over ranks of inputs[r][i] (avg divides the sum by the rank count, in the type).
+void referenceAllReduce(collieDataType_t type, collieRedOp_t op, const std::vector<const void*>& inputs, size_t count,
+                        void* expected);
+
+/// Fills bytes with a pattern no correct result has in all elements.
+void poison(void* buf, size_t bytes);
+
+/// Number of elements whose values differ; the first difference is described in *first.
+size_t countWrong(collieDataType_t type, const void* got, const void* expected, size_t count, std::string* first);
+
+/// Element i of buf as a double (integers beyond 2^53 lose precision; used for messages only).
+double elementAsDouble(collieDataType_t type, const void* buf, size_t i);
+
+/// All 12 types and all 5 built-in operators, for loops in tests.
+const std::vector<collieDataType_t>& allTypes();
+const std::vector<collieRedOp_t>& allOps();
+
+}  // namespace test
+}  // namespace collie

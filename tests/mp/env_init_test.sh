@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Environment init paths other than collie-run's defaults: COLLIE_ROOT given by
+# name ("localhost"), no COLLIE_SECRET (derived), and a single rank with no
+# launcher at all. $1 = collie-run, $2 = allreduce_mp.
+set -euo pipefail
+run=$1 prog=$2
+err=$(mktemp)
+port=$(( 20000 + RANDOM % 20000 ))
+env -u COLLIE_SECRET "$run" -np 3 -x COLLIE_ROOT=localhost:$port -- env -u COLLIE_SECRET "$prog" --quick
+echo "PASS: COLLIE_ROOT by host name, derived secret"
+env -u COLLIE_RANK -u COLLIE_WORLD_SIZE -u COLLIE_ROOT COLLIE_RANK=0 COLLIE_WORLD_SIZE=1 "$prog" --quick
+echo "PASS: single rank without COLLIE_ROOT"
+if env -u COLLIE_RANK COLLIE_WORLD_SIZE=2 COLLIE_RANK=1 "$prog" --quick 2>"$err"; then
+  echo "FAIL: 2 ranks without COLLIE_ROOT should not start"; exit 1
+fi
+grep -q "needs COLLIE_ROOT" "$err" || { echo "FAIL: no COLLIE_ROOT message"; cat "$err"; exit 1; }
+rm -f "$err"
+echo "PASS: missing COLLIE_ROOT is explained"

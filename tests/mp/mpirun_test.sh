@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Allreduce under OpenMPI's mpirun: ranks come from OMPI_COMM_WORLD_RANK/SIZE,
+# the rendezvous from COLLIE_ROOT. $1 = mpirun, $2 = allreduce_mp.
+set -euo pipefail
+mpirun=$1 prog=$2
+port=$(( 20000 + RANDOM % 20000 ))
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+"$mpirun" --oversubscribe -np 4 --mca btl self,tcp -x COLLIE_ROOT=127.0.0.1:$port \
+  -x COLLIE_SECRET=00112233445566778899aabbccddeeff "$prog" --quick
+echo "PASS: mpirun -np 4"

@@ -1,0 +1,236 @@
+// Allreduce on the host backend with ranks as threads of one process: every
+// type and op, in-place and out-of-place, counts 0, 1, small, prime and large,
+// 1..8 ranks, with the default slots and with tiny slots that force many
+// slices per step. Inputs are random (seed printed), outputs poisoned, and the
+// reference is computed independently (tests/common/test_util.cc).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collie.h"
+#include "common/test_util.h"
+#include "executor/reduce_ops.h"
+
+namespace {
+
+using collie::test::allOps;
+using collie::test::allTypes;
+
+// Runs fn(rank) on n threads at once and joins them.
+void onRanks(int n, const std::function<void(int)>& fn) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) threads.emplace_back(fn, r);
+  for (std::thread& t : threads) t.join();
+}
+
+struct Comms {
+  explicit Comms(int n) : comms(static_cast<size_t>(n), nullptr) {
+    result = collieCommInitAll(comms.data(), n, nullptr);
+  }
+  ~Comms() {
+    for (collieComm_t c : comms) collieCommDestroy(c);
+  }
+  std::vector<collieComm_t> comms;
+  collieResult_t result;
+};
+
+// Sets an environment variable for the lifetime of the object (read by comm init).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = getenv(name)) old_ = old, had_ = true;
+    if (value) setenv(name, value, 1);
+    else unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (had_) setenv(name_, old_.c_str(), 1);
+    else unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+// One allreduce case on all ranks; returns the number of wrong elements over all ranks.
+size_t runCase(Comms& c, collieDataType_t type, collieRedOp_t op, size_t count, bool inPlace, uint64_t seed,
+               std::string* detail) {
+  const int n = static_cast<int>(c.comms.size());
+  const size_t bytes = count * collie::typeSize(type);
+  std::vector<std::vector<char>> in(static_cast<size_t>(n), std::vector<char>(bytes + 1));
+  std::vector<std::vector<char>> out(static_cast<size_t>(n), std::vector<char>(bytes + 1));
+  std::vector<const void*> inputs;
+  for (int r = 0; r < n; ++r) {
+    collie::test::fillInput(type, op, r, seed, in[static_cast<size_t>(r)].data(), count);
+    inputs.push_back(in[static_cast<size_t>(r)].data());
+  }
+  std::vector<char> expected(bytes + 1);
+  collie::test::referenceAllReduce(type, op, inputs, count, expected.data());
+  std::vector<std::vector<char>> inCopy = in;  // to check that out-of-place leaves the input alone
+  for (int r = 0; r < n; ++r) {
+    if (inPlace) out[static_cast<size_t>(r)] = in[static_cast<size_t>(r)];
+    else collie::test::poison(out[static_cast<size_t>(r)].data(), bytes + 1);
+  }
+  std::vector<collieResult_t> rc(static_cast<size_t>(n));
+  onRanks(n, [&](int r) {
+    char* o = out[static_cast<size_t>(r)].data();
+    const void* s = inPlace ? o : in[static_cast<size_t>(r)].data();
+    rc[static_cast<size_t>(r)] =
+        collieAllReduce(count ? s : nullptr, count ? o : nullptr, count, type, op, c.comms[static_cast<size_t>(r)], nullptr);
+  });
+  size_t wrong = 0;
+  for (int r = 0; r < n; ++r) {
+    if (rc[static_cast<size_t>(r)] != collieSuccess) {
+      *detail = "rank " + std::to_string(r) + " returned " + collieGetErrorString(rc[static_cast<size_t>(r)]) + ": " +
+                collieGetLastError(c.comms[static_cast<size_t>(r)]);
+      return count + 1;
+    }
+    std::string first;
+    size_t w = collie::test::countWrong(type, out[static_cast<size_t>(r)].data(), expected.data(), count, &first);
+    if (w && detail->empty()) *detail = "rank " + std::to_string(r) + " " + first;
+    wrong += w;
+    // The byte past the end must be untouched (poison kept) and the input intact.
+    if (!inPlace && out[static_cast<size_t>(r)][bytes] != 0x7b) {
+      *detail = "rank " + std::to_string(r) + " wrote past the end of recvbuff";
+      ++wrong;
+    }
+    if (!inPlace && in[static_cast<size_t>(r)] != inCopy[static_cast<size_t>(r)]) {
+      *detail = "rank " + std::to_string(r) + " modified sendbuff";
+      ++wrong;
+    }
+  }
+  return wrong;
+}
+
+struct Param {
+  int nranks;
+  bool tinySlots;
+};
+
+class AllReduceTest : public ::testing::TestWithParam<Param> {};
+
+TEST_P(AllReduceTest, EveryTypeOpCountAndPlacement) {
+  const Param p = GetParam();
+  const uint64_t seed = collie::test::testSeed();
+  // Tiny slots make a 1009-element step many slices and wrap the slot FIFO many times.
+  ScopedEnv slotBytes("COLLIE_SLOT_BYTES", p.tinySlots ? "4096" : nullptr);
+  ScopedEnv slots("COLLIE_SLOTS", p.tinySlots ? "2" : nullptr);
+  Comms c(p.nranks);
+  ASSERT_EQ(c.result, collieSuccess) << collieGetLastError(nullptr);
+  const size_t counts[] = {0, 1, 2, 7, 1009, 65537};
+  for (collieDataType_t type : allTypes()) {
+    for (collieRedOp_t op : allOps()) {
+      for (size_t count : counts) {
+        for (bool inPlace : {false, true}) {
+          std::string detail;
+          size_t wrong = runCase(c, type, op, count, inPlace, seed, &detail);
+          ASSERT_EQ(wrong, 0u) << "nranks " << p.nranks << " " << collie::typeName(type) << " " << collie::opName(op)
+                               << " count " << count << (inPlace ? " in-place" : " out-of-place") << ": " << detail
+                               << " (seed " << seed << ")";
+        }
+      }
+    }
+  }
+}
+
+std::vector<Param> params() {
+  std::vector<Param> v;
+  for (int n = 1; n <= 8; ++n) v.push_back({n, false});
+  for (int n : {2, 3, 5, 8}) v.push_back({n, true});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, AllReduceTest, ::testing::ValuesIn(params()), [](const auto& info) {
+  return "n" + std::to_string(info.param.nranks) + (info.param.tinySlots ? "_tinyslots" : "");
+});
+
+// 64 MiB per rank: many slices per step, and chunks that are not multiples of the slice.
+TEST(AllReduceLarge, SixtyFourMiB) {
+  const uint64_t seed = collie::test::testSeed();
+  struct Case {
+    int n;
+    collieDataType_t type;
+    collieRedOp_t op;
+    bool inPlace;
+  };
+  for (const Case& k : {Case{8, collieFloat32, collieSum, true}, Case{5, collieBfloat16, collieAvg, false},
+                        Case{3, collieInt8, collieMax, false}}) {
+    Comms c(k.n);
+    ASSERT_EQ(c.result, collieSuccess) << collieGetLastError(nullptr);
+    const size_t count = (64u << 20) / collie::typeSize(k.type) + 3;  // +3: not a multiple of anything
+    std::string detail;
+    EXPECT_EQ(runCase(c, k.type, k.op, count, k.inPlace, seed, &detail), 0u) << detail << " (seed " << seed << ")";
+  }
+}
+
+TEST(AllReduceErrors, BadArgumentsAreRejectedWithASentence) {
+  Comms c(1);
+  ASSERT_EQ(c.result, collieSuccess);
+  collieComm_t comm = c.comms[0];
+  float buf[4] = {0};
+  EXPECT_EQ(collieAllReduce(nullptr, buf, 4, collieFloat32, collieSum, comm, nullptr), collieInvalidArgument);
+  EXPECT_NE(std::string(collieGetLastError(comm)).find("sendbuff is NULL"), std::string::npos)
+      << collieGetLastError(comm);
+  EXPECT_EQ(collieAllReduce(buf, buf, 4, static_cast<collieDataType_t>(12), collieSum, comm, nullptr),
+            collieInvalidArgument);
+  EXPECT_NE(std::string(collieGetLastError(comm)).find("datatype 12"), std::string::npos);
+  EXPECT_EQ(collieAllReduce(buf, buf, 4, collieFloat32, static_cast<collieRedOp_t>(-1), comm, nullptr),
+            collieInvalidArgument);
+  EXPECT_EQ(collieAllReduce(buf, buf, 4, collieFloat32, static_cast<collieRedOp_t>(collieNumOps), comm, nullptr),
+            collieInvalidUsage);
+  EXPECT_NE(std::string(collieGetLastError(comm)).find("not implemented yet"), std::string::npos);
+  EXPECT_EQ(collieAllReduce(buf, buf, SIZE_MAX / 2, collieFloat32, collieSum, comm, nullptr), collieInvalidArgument);
+  EXPECT_NE(std::string(collieGetLastError(comm)).find("overflows"), std::string::npos);
+  EXPECT_EQ(collieAllReduce(buf, buf, 4, collieFloat32, collieSum, nullptr, nullptr), collieInvalidArgument);
+  // Still healthy after rejected calls.
+  EXPECT_EQ(collieAllReduce(buf, buf, 4, collieFloat32, collieSum, comm, nullptr), collieSuccess);
+}
+
+TEST(AllReduceErrors, DestroyedAndFinalizedCommunicators) {
+  std::vector<collieComm_t> comms(1);
+  ASSERT_EQ(collieCommInitAll(comms.data(), 1, nullptr), collieSuccess);
+  float buf[1] = {1};
+  ASSERT_EQ(collieCommFinalize(comms[0]), collieSuccess);
+  EXPECT_EQ(collieAllReduce(buf, buf, 1, collieFloat32, collieSum, comms[0], nullptr), collieInvalidUsage);
+  EXPECT_NE(std::string(collieGetLastError(comms[0])).find("finalized"), std::string::npos);
+  ASSERT_EQ(collieCommDestroy(comms[0]), collieSuccess);
+  EXPECT_EQ(collieAllReduce(buf, buf, 1, collieFloat32, collieSum, comms[0], nullptr), collieInvalidArgument);
+  EXPECT_NE(std::string(collieGetLastError(nullptr)).find("not a live communicator"), std::string::npos);
+  EXPECT_EQ(collieCommDestroy(comms[0]), collieInvalidArgument);
+}
+
+// A rank that never calls the collective: the others time out with a line
+// naming the rank they wait on, and the communicator then reports itself broken.
+TEST(AllReduceErrors, MissingRankTimesOutAndNamesIt) {
+  ScopedEnv timeout("COLLIE_TIMEOUT", "1");
+  Comms c(3);
+  ASSERT_EQ(c.result, collieSuccess);
+  std::vector<float> buf(1000, 1.0f);
+  std::vector<collieResult_t> rc(2);
+  onRanks(2, [&](int r) {
+    std::vector<float> mine = buf;
+    rc[static_cast<size_t>(r)] =
+        collieAllReduce(mine.data(), mine.data(), mine.size(), collieFloat32, collieSum, c.comms[static_cast<size_t>(r)], nullptr);
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(rc[static_cast<size_t>(r)], collieTimeout);
+    const std::string msg = collieGetLastError(c.comms[static_cast<size_t>(r)]);
+    EXPECT_NE(msg.find("rank " + std::to_string(r) + " waiting on rank"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("ring allreduce #0"), std::string::npos) << msg;
+    collieResult_t async = collieSuccess;
+    EXPECT_EQ(collieCommGetAsyncError(c.comms[static_cast<size_t>(r)], &async), collieSuccess);
+    EXPECT_EQ(async, collieTimeout);
+  }
+  // Rank 0 waits on rank 2 (its ring predecessor) which never came.
+  EXPECT_NE(std::string(collieGetLastError(c.comms[0])).find("waiting on rank 2"), std::string::npos);
+  EXPECT_EQ(collieAllReduce(buf.data(), buf.data(), 1, collieFloat32, collieSum, c.comms[0], nullptr), collieTimeout);
+  EXPECT_NE(std::string(collieGetLastError(c.comms[0])).find("broken"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,162 @@
+// The C API surface: every call that has not landed says so (collieInvalidUsage,
+// "not implemented yet"), every result has a string, and init rejects bad
+// arguments with a sentence naming them.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "collie.h"
+
+namespace {
+
+bool saysNotImplemented(collieComm_t comm) {
+  return std::string(collieGetLastError(comm)).find("not implemented yet") != std::string::npos;
+}
+
+class Api : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(collieCommInitAll(&comm_, 1, nullptr), collieSuccess) << collieGetLastError(nullptr); }
+  void TearDown() override { EXPECT_EQ(collieCommDestroy(comm_), collieSuccess); }
+  collieComm_t comm_ = nullptr;
+};
+
+TEST_F(Api, UnfinishedCallsSayTheyAreNotImplemented) {
+  char buf[64] = {0};
+  size_t counts[1] = {1}, displs[1] = {0};
+  void* handle = nullptr;
+  collieRedOp_t op;
+  collieComm_t newcomm = nullptr;
+  float scalar = 1;
+  // Each entry is evaluated in order; the comm's last error is checked right after.
+  std::vector<std::pair<const char*, std::function<collieResult_t()>>> calls = {
+      {"collieBroadcast", [&] { return collieBroadcast(buf, buf, 1, collieInt8, 0, comm_, nullptr); }},
+      {"collieReduce", [&] { return collieReduce(buf, buf, 1, collieInt8, collieSum, 0, comm_, nullptr); }},
+      {"collieAllGather", [&] { return collieAllGather(buf, buf, 1, collieInt8, comm_, nullptr); }},
+      {"collieReduceScatter", [&] { return collieReduceScatter(buf, buf, 1, collieInt8, collieSum, comm_, nullptr); }},
+      {"collieAllToAll", [&] { return collieAllToAll(buf, buf, 1, collieInt8, comm_, nullptr); }},
+      {"collieAllToAllv",
+       [&] { return collieAllToAllv(buf, counts, displs, buf, counts, displs, collieInt8, comm_, nullptr); }},
+      {"collieGather", [&] { return collieGather(buf, buf, 1, collieInt8, 0, comm_, nullptr); }},
+      {"collieScatter", [&] { return collieScatter(buf, buf, 1, collieInt8, 0, comm_, nullptr); }},
+      {"collieBarrier", [&] { return collieBarrier(comm_, nullptr); }},
+      {"collieSend", [&] { return collieSend(buf, 1, collieInt8, 0, comm_, nullptr); }},
+      {"collieRecv", [&] { return collieRecv(buf, 1, collieInt8, 0, comm_, nullptr); }},
+      {"collieCommSplit", [&] { return collieCommSplit(comm_, 0, 0, &newcomm, nullptr); }},
+      {"collieCommRegister", [&] { return collieCommRegister(comm_, buf, sizeof(buf), &handle); }},
+      {"collieCommDeregister", [&] { return collieCommDeregister(comm_, handle); }},
+      {"collieRedOpCreatePreMulSum",
+       [&] { return collieRedOpCreatePreMulSum(&op, &scalar, collieFloat32, collieScalarHostImmediate, comm_); }},
+      {"collieRedOpDestroy", [&] { return collieRedOpDestroy(collieNumOps, comm_); }},
+  };
+  for (auto& c : calls) {
+    EXPECT_EQ(c.second(), collieInvalidUsage) << c.first;
+    EXPECT_TRUE(saysNotImplemented(comm_)) << c.first << ": " << collieGetLastError(comm_);
+    EXPECT_NE(std::string(collieGetLastError(comm_)).find(c.first), std::string::npos) << collieGetLastError(comm_);
+  }
+  EXPECT_EQ(newcomm, nullptr);
+  // Calls without a communicator record the error for the calling thread.
+  void* ptr = &scalar;
+  EXPECT_EQ(collieMemAlloc(&ptr, 16), collieInvalidUsage);
+  EXPECT_EQ(ptr, nullptr);
+  EXPECT_TRUE(saysNotImplemented(nullptr));
+  EXPECT_EQ(collieMemFree(buf), collieInvalidUsage);
+  EXPECT_EQ(collieGroupStart(), collieInvalidUsage);
+  EXPECT_TRUE(saysNotImplemented(nullptr)) << collieGetLastError(nullptr);
+  EXPECT_EQ(collieGroupEnd(), collieInvalidUsage);
+  // A rejected call leaves the communicator usable.
+  float x = 2;
+  EXPECT_EQ(collieAllReduce(&x, &x, 1, collieFloat32, collieSum, comm_, nullptr), collieSuccess);
+  EXPECT_EQ(x, 2.0f);
+}
+
+TEST_F(Api, Queries) {
+  int count = 0, rank = -1, device = 0;
+  EXPECT_EQ(collieCommCount(comm_, &count), collieSuccess);
+  EXPECT_EQ(count, 1);
+  EXPECT_EQ(collieCommUserRank(comm_, &rank), collieSuccess);
+  EXPECT_EQ(rank, 0);
+  EXPECT_EQ(collieCommCuDevice(comm_, &device), collieSuccess);
+  EXPECT_EQ(device, -1);  // host communicator
+  collieBackend_t backend = collieBackendAuto;
+  EXPECT_EQ(collieCommGetBackend(comm_, &backend), collieSuccess);
+  EXPECT_EQ(backend, collieBackendHost);
+  collieResult_t async = collieInternalError;
+  EXPECT_EQ(collieCommGetAsyncError(comm_, &async), collieSuccess);
+  EXPECT_EQ(async, collieSuccess);
+  EXPECT_EQ(collieCommCount(comm_, nullptr), collieInvalidArgument);
+}
+
+TEST(ApiStatic, VersionAndErrorStrings) {
+  int v = 0;
+  ASSERT_EQ(collieGetVersion(&v), collieSuccess);
+  EXPECT_EQ(v, COLLIE_VERSION_CODE);
+  EXPECT_EQ(collieGetVersion(nullptr), collieInvalidArgument);
+  for (int r = 0; r <= collieNumResults; ++r) {
+    const char* s = collieGetErrorString(static_cast<collieResult_t>(r));
+    ASSERT_NE(s, nullptr);
+    EXPECT_GT(std::string(s).size(), 3u);
+  }
+  EXPECT_STREQ(collieGetErrorString(static_cast<collieResult_t>(99)), "unknown result code");
+}
+
+TEST(ApiStatic, NcclNumericValues) {
+  EXPECT_EQ(collieInvalidUsage, 5);
+  EXPECT_EQ(collieTimeout, 8);
+  EXPECT_EQ(collieBfloat16, 9);
+  EXPECT_EQ(collieFloat8e5m2, 11);
+  EXPECT_EQ(collieAvg, 4);
+  EXPECT_EQ(sizeof(collieUniqueId), 128u);
+}
+
+TEST(ApiStatic, InitRejectsBadArguments) {
+  collieUniqueId id;
+  ASSERT_EQ(collieGetUniqueId(&id), collieSuccess);
+  collieComm_t comm = reinterpret_cast<collieComm_t>(0x1);
+  EXPECT_EQ(collieCommInitRank(&comm, 0, id, 0), collieInvalidArgument);
+  EXPECT_EQ(comm, nullptr);
+  EXPECT_NE(std::string(collieGetLastError(nullptr)).find("nranks 0"), std::string::npos);
+  EXPECT_EQ(collieCommInitRank(&comm, 2, id, 2), collieInvalidArgument);
+  EXPECT_NE(std::string(collieGetLastError(nullptr)).find("rank 2 is not in [0, 2)"), std::string::npos);
+  EXPECT_EQ(collieCommInitRank(nullptr, 1, id, 0), collieInvalidArgument);
+  collieUniqueId garbage;
+  memset(&garbage, 0x42, sizeof(garbage));
+  EXPECT_EQ(collieCommInitRank(&comm, 1, garbage, 0), collieInvalidArgument);
+  EXPECT_EQ(collieCommInitAll(nullptr, 1, nullptr), collieInvalidArgument);
+  collieComm_t comms[2];
+  EXPECT_EQ(collieCommInitAll(comms, 0, nullptr), collieInvalidArgument);
+}
+
+TEST(ApiStatic, ConfigIsCheckedAndHonoured) {
+  collieUniqueId id;
+  collieComm_t comm = nullptr;
+  collieConfig_t bad = COLLIE_CONFIG_INITIALIZER;
+  bad.magic = 0;
+  ASSERT_EQ(collieGetUniqueId(&id), collieSuccess);
+  EXPECT_EQ(collieCommInitRankConfig(&comm, 1, id, 0, &bad), collieInvalidArgument);
+  EXPECT_NE(std::string(collieGetLastError(nullptr)).find("COLLIE_CONFIG_INITIALIZER"), std::string::npos);
+  collieConfig_t cuda = COLLIE_CONFIG_INITIALIZER;
+  cuda.backend = collieBackendCuda;
+  EXPECT_EQ(collieCommInitRankConfig(&comm, 1, id, 0, &cuda), collieInvalidUsage);
+  EXPECT_NE(std::string(collieGetLastError(nullptr)).find("not implemented yet"), std::string::npos);
+  collieConfig_t nonblocking = COLLIE_CONFIG_INITIALIZER;
+  nonblocking.blocking = 0;
+  EXPECT_EQ(collieCommInitRankConfig(&comm, 1, id, 0, &nonblocking), collieInvalidUsage);
+  collieConfig_t host = COLLIE_CONFIG_INITIALIZER;
+  host.backend = collieBackendHost;
+  host.timeoutMs = 5000;
+  ASSERT_EQ(collieCommInitRankConfig(&comm, 1, id, 0, &host), collieSuccess) << collieGetLastError(nullptr);
+  EXPECT_EQ(collieCommDestroy(comm), collieSuccess);
+}
+
+TEST(ApiStatic, DestroyAndAbortAcceptNull) {
+  EXPECT_EQ(collieCommDestroy(nullptr), collieSuccess);
+  EXPECT_EQ(collieCommAbort(nullptr), collieSuccess);
+  collieComm_t comm;
+  ASSERT_EQ(collieCommInitAll(&comm, 1, nullptr), collieSuccess);
+  EXPECT_EQ(collieCommAbort(comm), collieSuccess);
+}
+
+}  // namespace

@@ -1,0 +1,74 @@
+// Shared-memory windows: every rank sees every other's window, writes land in
+// the peer's mapping, and no segment name is left in /dev/shm after init.
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "transport/bootstrap/bootstrap.h"
+#include "transport/shm/shm_window.h"
+
+namespace {
+
+int countCollieSegments() {
+  int n = 0;
+  DIR* d = opendir("/dev/shm");
+  if (d == nullptr) return 0;
+  while (dirent* e = readdir(d))
+    if (strncmp(e->d_name, "collie-", 7) == 0) ++n;
+  closedir(d);
+  return n;
+}
+
+TEST(ShmWindows, MappedByAllAndUnlinked) {
+  const int n = 4;
+  const size_t bytes = 1 << 16;
+  collie::Secret secret;
+  ASSERT_TRUE(collie::randomSecret(&secret).ok());
+  collieUniqueId id;
+  ASSERT_TRUE(collie::startRendezvousRoot("127.0.0.1", 0, secret, 10, &id).ok());
+  const int before = countCollieSegments();
+  std::vector<std::unique_ptr<collie::Bootstrap>> bs(n);
+  std::vector<std::unique_ptr<collie::ShmWindows>> win(n);
+  std::vector<collie::Status> st(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      int info = r;
+      st[r] = collie::Bootstrap::create(id, r, n, &info, sizeof(info), 10, &bs[r]);
+      if (st[r].ok()) st[r] = collie::ShmWindows::create(bs[r].get(), bytes, &win[r]);
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) ASSERT_TRUE(st[r].ok()) << st[r].message();
+  EXPECT_EQ(countCollieSegments(), before);  // unlinked once everyone mapped them
+  // Rank r writes into each peer's window at offset 8*r; each owner reads it from its own mapping.
+  for (int r = 0; r < n; ++r)
+    for (int p = 0; p < n; ++p) {
+      uint64_t v = 1000 * r + p;
+      memcpy(win[r]->window(p) + 8 * r, &v, 8);
+    }
+  for (int p = 0; p < n; ++p)
+    for (int r = 0; r < n; ++r) {
+      uint64_t v;
+      memcpy(&v, win[p]->window(p) + 8 * r, 8);
+      EXPECT_EQ(v, static_cast<uint64_t>(1000 * r + p));
+    }
+}
+
+TEST(ShmSegment, CreateFailsOnExistingName) {
+  collie::ShmSegment a, b;
+  const std::string name = "/collie-test-" + std::to_string(getpid());
+  ASSERT_TRUE(collie::ShmSegment::create(name, 4096, &a).ok());
+  EXPECT_FALSE(collie::ShmSegment::create(name, 4096, &b).ok());
+  collie::ShmSegment c;
+  EXPECT_FALSE(collie::ShmSegment::open(name, 8192, &c).ok());  // wrong size is refused
+  ASSERT_TRUE(collie::ShmSegment::open(name, 4096, &c).ok());
+  EXPECT_TRUE(a.unlink().ok());
+  EXPECT_FALSE(collie::ShmSegment::open(name, 4096, &c).ok());
+}
+
+}  // namespace

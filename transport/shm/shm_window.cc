@@ -1,0 +1,152 @@
+#include "transport/shm/shm_window.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "core/log.h"
+#include "transport/bootstrap/bootstrap.h"
+
+namespace collie {
+
+ShmSegment::~ShmSegment() { reset(); }
+
+ShmSegment::ShmSegment(ShmSegment&& other) noexcept { *this = std::move(other); }
+
+ShmSegment& ShmSegment::operator=(ShmSegment&& other) noexcept {
+  if (this != &other) {
+    reset();
+    addr_ = other.addr_;
+    size_ = other.size_;
+    name_ = std::move(other.name_);
+    owner_ = other.owner_;
+    other.addr_ = nullptr;
+    other.size_ = 0;
+    other.owner_ = false;
+  }
+  return *this;
+}
+
+void ShmSegment::reset() {
+  if (owner_) (void)unlink();
+  if (addr_ != nullptr) munmap(addr_, size_);
+  addr_ = nullptr;
+  size_ = 0;
+}
+
+Status ShmSegment::create(const std::string& name, size_t bytes, ShmSegment* out) {
+  int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return systemError(("shm_open(create " + name + ")").c_str(), errno, __FILE__, __LINE__);
+  ShmSegment seg;
+  seg.name_ = name;
+  seg.owner_ = true;  // from here on, the destructor unlinks on failure
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    int err = errno;
+    close(fd);
+    return systemError(("ftruncate(" + name + ")").c_str(), err, __FILE__, __LINE__);
+  }
+  void* addr = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int err = errno;
+  close(fd);
+  if (addr == MAP_FAILED) return systemError(("mmap(" + name + ")").c_str(), err, __FILE__, __LINE__);
+  seg.addr_ = addr;
+  seg.size_ = bytes;
+  *out = std::move(seg);
+  return Status();
+}
+
+Status ShmSegment::open(const std::string& name, size_t bytes, ShmSegment* out) {
+  int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return systemError(("shm_open(" + name + ")").c_str(), errno, __FILE__, __LINE__);
+  struct stat st;
+  if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != bytes) {
+    close(fd);
+    return Status::error(collieInternalError, "shm segment %s has %lld bytes, expected %zu", name.c_str(),
+                         static_cast<long long>(st.st_size), bytes);
+  }
+  void* addr = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int err = errno;
+  close(fd);
+  if (addr == MAP_FAILED) return systemError(("mmap(" + name + ")").c_str(), err, __FILE__, __LINE__);
+  ShmSegment seg;
+  seg.addr_ = addr;
+  seg.size_ = bytes;
+  seg.name_ = name;
+  *out = std::move(seg);
+  return Status();
+}
+
+Status ShmSegment::unlink() {
+  if (!owner_) return Status();
+  owner_ = false;
+  if (shm_unlink(name_.c_str()) != 0 && errno != ENOENT)
+    return systemError(("shm_unlink(" + name_ + ")").c_str(), errno, __FILE__, __LINE__);
+  return Status();
+}
+
+namespace {
+
+// FNV-1a: the segment name must not reveal the secret, only be unique to it.
+uint64_t fnv1a(const uint8_t* p, size_t n, uint64_t h = 1469598103934665603ull) {
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string segmentName(uint64_t tag, int rank) {
+  char name[64];
+  snprintf(name, sizeof(name), "/collie-%016llx-%d", static_cast<unsigned long long>(tag), rank);
+  return name;
+}
+
+}  // namespace
+
+Status ShmWindows::create(Bootstrap* bootstrap, size_t bytes, std::unique_ptr<ShmWindows>* out) {
+  const int rank = bootstrap->rank(), n = bootstrap->nranks();
+  // A nonce from rank 0 keeps two communicators made from the same secret (an
+  // environment init repeated in one job) from colliding in /dev/shm.
+  uint64_t nonce = 0;
+  if (rank == 0) {
+    Secret r;
+    COLLIE_RETURN_IF_ERROR(randomSecret(&r));
+    nonce = fnv1a(r.bytes, sizeof(r.bytes));
+  }
+  COLLIE_RETURN_IF_ERROR(bootstrap->broadcast(&nonce, sizeof(nonce), 0));
+  const uint64_t tag = fnv1a(reinterpret_cast<const uint8_t*>(&nonce), sizeof(nonce),
+                             fnv1a(bootstrap->secret().bytes, sizeof(bootstrap->secret().bytes)));
+
+  auto windows = std::unique_ptr<ShmWindows>(new ShmWindows());
+  windows->bytes_ = bytes;
+  windows->segments_.resize(static_cast<size_t>(n));
+  Status created = ShmSegment::create(segmentName(tag, rank), bytes, &windows->segments_[static_cast<size_t>(rank)]);
+  // Everyone learns whether everyone succeeded, so no rank waits for a window that will never exist.
+  std::vector<uint8_t> ok(static_cast<size_t>(n));
+  ok[static_cast<size_t>(rank)] = created.ok() ? 1 : 0;
+  COLLIE_RETURN_IF_ERROR(bootstrap->allGather(ok.data(), 1));
+  if (!created.ok()) return created;
+  for (int r = 0; r < n; ++r)
+    if (!ok[static_cast<size_t>(r)])
+      return Status::error(collieRemoteError, "rank %d could not create its shared-memory window", r);
+
+  Status mapped;
+  for (int r = 0; r < n && mapped.ok(); ++r)
+    if (r != rank) mapped = ShmSegment::open(segmentName(tag, r), bytes, &windows->segments_[static_cast<size_t>(r)]);
+  ok[static_cast<size_t>(rank)] = mapped.ok() ? 1 : 0;
+  COLLIE_RETURN_IF_ERROR(bootstrap->allGather(ok.data(), 1));
+  // All peers have mapped our window (or given up): the name is no longer needed.
+  COLLIE_RETURN_IF_ERROR(windows->segments_[static_cast<size_t>(rank)].unlink());
+  if (!mapped.ok()) return mapped;
+  for (int r = 0; r < n; ++r)
+    if (!ok[static_cast<size_t>(r)])
+      return Status::error(collieRemoteError, "rank %d could not map the shared-memory windows of its peers", r);
+  COLLIE_INFO("shm windows mapped: %d ranks x %zu bytes", n, bytes);
+  *out = std::move(windows);
+  return Status();
+}
+
+}  // namespace collie

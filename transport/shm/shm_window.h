@@ -1,0 +1,63 @@
+// POSIX shared-memory windows for host ranks of one machine. Every rank
+// creates one segment (its window: slots and flags, see executor/protocol.h)
+// and maps every peer's. Names are derived from a hash of the communicator's
+// secret and a per-communicator nonce, and each segment is unlinked as soon as
+// all peers have mapped it, so a crash after init leaves nothing in /dev/shm.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace collie {
+
+class Bootstrap;
+
+/// One mapped shm segment (RAII: unmapped, and unlinked if still named, on destruction).
+class ShmSegment {
+ public:
+  ShmSegment() = default;
+  ~ShmSegment();
+  ShmSegment(ShmSegment&& other) noexcept;
+  ShmSegment& operator=(ShmSegment&& other) noexcept;
+  ShmSegment(const ShmSegment&) = delete;
+  ShmSegment& operator=(const ShmSegment&) = delete;
+
+  /// Creates a new, zero-filled segment; fails if the name exists.
+  static Status create(const std::string& name, size_t bytes, ShmSegment* out);
+  /// Maps an existing segment, which must be exactly `bytes` long.
+  static Status open(const std::string& name, size_t bytes, ShmSegment* out);
+  /// Removes the name; the mapping stays valid.
+  Status unlink();
+
+  uint8_t* data() const { return static_cast<uint8_t*>(addr_); }
+  size_t size() const { return size_; }
+
+ private:
+  void reset();
+  void* addr_ = nullptr;
+  size_t size_ = 0;
+  std::string name_;
+  bool owner_ = false;  // created by us and not yet unlinked
+};
+
+/// The windows of all ranks of a communicator, mapped into this process.
+class ShmWindows {
+ public:
+  /// Collective over the bootstrap: every rank creates its window of
+  /// `bytes`, then maps all others, then unlinks its own.
+  static Status create(Bootstrap* bootstrap, size_t bytes, std::unique_ptr<ShmWindows>* out);
+
+  uint8_t* window(int rank) const { return segments_[static_cast<size_t>(rank)].data(); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  std::vector<ShmSegment> segments_;
+  size_t bytes_ = 0;
+};
+
+}  // namespace collie
