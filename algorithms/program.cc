@@ -6,29 +6,46 @@ namespace collie {
 
 const char* collectiveName(Collective c) {
   switch (c) {
-    case Collective::kAllReduce: return "allreduce";
-    case Collective::kBroadcast: return "broadcast";
-    case Collective::kReduce: return "reduce";
-    case Collective::kAllGather: return "allgather";
-    case Collective::kReduceScatter: return "reducescatter";
-    case Collective::kAllToAll: return "alltoall";
-    case Collective::kAllToAllv: return "alltoallv";
-    case Collective::kGather: return "gather";
-    case Collective::kScatter: return "scatter";
-    case Collective::kSendRecv: return "sendrecv";
-    case Collective::kBarrier: return "barrier";
+    case Collective::kAllReduce:
+      return "allreduce";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kReduce:
+      return "reduce";
+    case Collective::kAllGather:
+      return "allgather";
+    case Collective::kReduceScatter:
+      return "reducescatter";
+    case Collective::kAllToAll:
+      return "alltoall";
+    case Collective::kAllToAllv:
+      return "alltoallv";
+    case Collective::kGather:
+      return "gather";
+    case Collective::kScatter:
+      return "scatter";
+    case Collective::kSendRecv:
+      return "sendrecv";
+    case Collective::kBarrier:
+      return "barrier";
   }
   return "?";
 }
 
 const char* stepOpName(StepOp op) {
   switch (op) {
-    case StepOp::kSend: return "send";
-    case StepOp::kRecv: return "recv";
-    case StepOp::kRecvReduceSend: return "recvReduceSend";
-    case StepOp::kRecvReduceCopy: return "recvReduceCopy";
-    case StepOp::kRecvCopySend: return "recvCopySend";
-    case StepOp::kCopy: return "copy";
+    case StepOp::kSend:
+      return "send";
+    case StepOp::kRecv:
+      return "recv";
+    case StepOp::kRecvReduceSend:
+      return "recvReduceSend";
+    case StepOp::kRecvReduceCopy:
+      return "recvReduceCopy";
+    case StepOp::kRecvCopySend:
+      return "recvCopySend";
+    case StepOp::kCopy:
+      return "copy";
   }
   return "?";
 }

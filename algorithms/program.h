@@ -57,9 +57,9 @@ struct Step {
   StepOp op = StepOp::kCopy;
   int32_t sendPeer = -1;
   int32_t recvPeer = -1;
-  Range src;            // read by kSend, kRecvReduce*, kCopy
-  Range dst;            // written by kRecv, kRecvReduceCopy, kRecvCopySend, kCopy
-  uint64_t count = 0;   // elements moved by this step; 0 makes the step a no-op on both sides
+  Range src;              // read by kSend, kRecvReduce*, kCopy
+  Range dst;              // written by kRecv, kRecvReduceCopy, kRecvCopySend, kCopy
+  uint64_t count = 0;     // elements moved by this step; 0 makes the step a no-op on both sides
   bool finalize = false;  // the write to dst completes the reduction: apply avg's division there
 };
 

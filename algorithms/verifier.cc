@@ -75,9 +75,13 @@ Status verifyPrograms(const std::vector<Program>& programs) {
           Value v;
           switch (st.op) {
             case StepOp::kSend:
-            case StepOp::kCopy: v = buf(st.src)[st.src.offset + i]; break;
+            case StepOp::kCopy:
+              v = buf(st.src)[st.src.offset + i];
+              break;
             case StepOp::kRecv:
-            case StepOp::kRecvCopySend: v = incoming[i]; break;
+            case StepOp::kRecvCopySend:
+              v = incoming[i];
+              break;
             case StepOp::kRecvReduceSend:
             case StepOp::kRecvReduceCopy: {
               const Value& a = incoming[i];

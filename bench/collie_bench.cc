@@ -61,10 +61,23 @@ bool parseBytes(const char* s, size_t* out) {
   double v = strtod(s, &end);
   if (end == s || v < 0) return false;
   switch (*end) {
-    case 'K': case 'k': v *= 1024; ++end; break;
-    case 'M': case 'm': v *= 1024.0 * 1024; ++end; break;
-    case 'G': case 'g': v *= 1024.0 * 1024 * 1024; ++end; break;
-    default: break;
+    case 'K':
+    case 'k':
+      v *= 1024;
+      ++end;
+      break;
+    case 'M':
+    case 'm':
+      v *= 1024.0 * 1024;
+      ++end;
+      break;
+    case 'G':
+    case 'g':
+      v *= 1024.0 * 1024 * 1024;
+      ++end;
+      break;
+    default:
+      break;
   }
   if (*end != '\0') return false;
   *out = static_cast<size_t>(v);
@@ -88,13 +101,14 @@ bool parseOp(const std::string& s, std::vector<collieRedOp_t>* out) {
 
 // Collie's own calls are checked everywhere: a benchmark that goes on after a
 // failure prints numbers for work that did not happen.
-#define BENCH_CHECK(call)                                                                                  \
-  do {                                                                                                     \
-    collieResult_t rc_ = (call);                                                                           \
-    if (rc_ != collieSuccess) {                                                                            \
-      fprintf(stderr, "collie-bench: %s failed: %s: %s\n", #call, collieGetErrorString(rc_), collieGetLastError(nullptr)); \
-      exit(1);                                                                                             \
-    }                                                                                                      \
+#define BENCH_CHECK(call)                                                                    \
+  do {                                                                                       \
+    collieResult_t rc_ = (call);                                                             \
+    if (rc_ != collieSuccess) {                                                              \
+      fprintf(stderr, "collie-bench: %s failed: %s: %s\n", #call, collieGetErrorString(rc_), \
+              collieGetLastError(nullptr));                                                  \
+      exit(1);                                                                               \
+    }                                                                                        \
   } while (0)
 
 struct Job {
@@ -128,10 +142,14 @@ double expectedValue(collieDataType_t type, collieRedOp_t op, size_t i, int nran
   double acc = checkValue(op, 0, i, nranks);
   for (int r = 1; r < nranks; ++r) {
     const double x = checkValue(op, r, i, nranks);
-    if (op == collieProd) acc *= x;
-    else if (op == collieMax) acc = std::max(acc, x);
-    else if (op == collieMin) acc = std::min(acc, x);
-    else acc += x;
+    if (op == collieProd)
+      acc *= x;
+    else if (op == collieMax)
+      acc = std::max(acc, x);
+    else if (op == collieMin)
+      acc = std::min(acc, x);
+    else
+      acc += x;
   }
   if (op == collieAvg) {
     const bool integer = type <= collieUint64;
@@ -143,8 +161,10 @@ double expectedValue(collieDataType_t type, collieRedOp_t op, size_t i, int nran
 void storeValue(collieDataType_t type, void* buf, size_t i, double v) {
   collie::visitType(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (collie::IsNarrowFloat<T>::value) static_cast<T*>(buf)[i] = collie::narrow<T>(static_cast<float>(v));
-    else static_cast<T*>(buf)[i] = static_cast<T>(v);
+    if constexpr (collie::IsNarrowFloat<T>::value)
+      static_cast<T*>(buf)[i] = collie::narrow<T>(static_cast<float>(v));
+    else
+      static_cast<T*>(buf)[i] = static_cast<T>(v);
   });
 }
 
@@ -217,9 +237,9 @@ int runAllReduce(const Job& job, const Options& o) {
         double t[2], wrong[2];
         for (int inPlace = 0; inPlace < 2; ++inPlace) {
           t[inPlace] = timeRun(job, o, type, op, count, inPlace != 0, send, recv);
-          wrong[inPlace] = o.check ? sumOverRanks(job, static_cast<double>(
-                                                           checkRun(job, type, op, count, inPlace != 0, send, recv)))
-                                   : -1;
+          wrong[inPlace] =
+              o.check ? sumOverRanks(job, static_cast<double>(checkRun(job, type, op, count, inPlace != 0, send, recv)))
+                      : -1;
           totalWrong += std::max(0.0, wrong[inPlace]);
         }
         if (job.rank == 0) {
@@ -233,7 +253,8 @@ int runAllReduce(const Job& job, const Options& o) {
           printf("\n");
           fflush(stdout);
         }
-        const size_t next = o.increment ? bytes + o.increment : static_cast<size_t>(static_cast<double>(bytes) * o.factor);
+        const size_t next =
+            o.increment ? bytes + o.increment : static_cast<size_t>(static_cast<double>(bytes) * o.factor);
         if (next <= bytes) break;
         bytes = next;
       }
@@ -284,8 +305,8 @@ int runInit(const Job& job, const Options& o) {
       for (double x : v) sum += x;
       printf("  %-34s %8.2f %8.2f %8.2f\n", what, v.front() * 1e3, sum / v.size() * 1e3, v.back() * 1e3);
     };
-    printf("# collie-bench init: communicator of %d ranks on this host, %d iterations after %d warm-up\n",
-           job.nranks, o.iters, o.warmup);
+    printf("# collie-bench init: communicator of %d ranks on this host, %d iterations after %d warm-up\n", job.nranks,
+           o.iters, o.warmup);
     printf("# %-34s %8s %8s %8s\n", "path", "min(ms)", "avg(ms)", "max(ms)");
     line("collieCommInitRank, processes", times);
     line("collieCommInitAll, threads", threadTimes);
@@ -296,7 +317,8 @@ int runInit(const Job& job, const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) return usage(argc < 2 ? "no mode" : nullptr);
+  if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)
+    return usage(argc < 2 ? "no mode" : nullptr);
   Options o;
   o.mode = argv[1];
   if (o.mode != "allreduce" && o.mode != "init")
@@ -311,16 +333,26 @@ int main(int argc, char** argv) {
       o.nprocs = atoi(v);
       ok = o.nprocs >= 1 && o.nprocs <= 1024;
     } else {
-      if (a == "-b") ok = parseBytes(v, &o.minBytes);
-      else if (a == "-e") ok = parseBytes(v, &o.maxBytes);
-      else if (a == "-f") ok = (o.factor = atof(v)) > 1;
-      else if (a == "-i") ok = parseBytes(v, &o.increment);
-      else if (a == "-n") ok = (o.iters = atoi(v)) >= 1;
-      else if (a == "-w") ok = (o.warmup = atoi(v)) >= 0;
-      else if (a == "-c") o.check = atoi(v) != 0;
-      else if (a == "-d") ok = parseType(v, &o.types);
-      else if (a == "-o") ok = parseOp(v, &o.ops);
-      else return usage(("unknown option " + a).c_str());
+      if (a == "-b")
+        ok = parseBytes(v, &o.minBytes);
+      else if (a == "-e")
+        ok = parseBytes(v, &o.maxBytes);
+      else if (a == "-f")
+        ok = (o.factor = atof(v)) > 1;
+      else if (a == "-i")
+        ok = parseBytes(v, &o.increment);
+      else if (a == "-n")
+        ok = (o.iters = atoi(v)) >= 1;
+      else if (a == "-w")
+        ok = (o.warmup = atoi(v)) >= 0;
+      else if (a == "-c")
+        o.check = atoi(v) != 0;
+      else if (a == "-d")
+        ok = parseType(v, &o.types);
+      else if (a == "-o")
+        ok = parseOp(v, &o.ops);
+      else
+        return usage(("unknown option " + a).c_str());
       passOn.push_back(a);
       passOn.push_back(v);
     }

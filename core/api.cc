@@ -149,16 +149,26 @@ collieResult_t collieGetVersion(int* version) {
 
 const char* collieGetErrorString(collieResult_t result) {
   switch (result) {
-    case collieSuccess: return "no error";
-    case collieUnhandledCudaError: return "unhandled cuda error (run with COLLIE_DEBUG=INFO for details)";
-    case collieSystemError: return "unhandled system error (run with COLLIE_DEBUG=INFO for details)";
-    case collieInternalError: return "internal error - please report this issue to the Collie developers";
-    case collieInvalidArgument: return "invalid argument (see collieGetLastError)";
-    case collieInvalidUsage: return "invalid usage (see collieGetLastError)";
-    case collieRemoteError: return "remote process exited or there was a network error";
-    case collieInProgress: return "Collie operation in progress";
-    case collieTimeout: return "timed out (see collieGetLastError for the rank that was waited on)";
-    default: return "unknown result code";
+    case collieSuccess:
+      return "no error";
+    case collieUnhandledCudaError:
+      return "unhandled cuda error (run with COLLIE_DEBUG=INFO for details)";
+    case collieSystemError:
+      return "unhandled system error (run with COLLIE_DEBUG=INFO for details)";
+    case collieInternalError:
+      return "internal error - please report this issue to the Collie developers";
+    case collieInvalidArgument:
+      return "invalid argument (see collieGetLastError)";
+    case collieInvalidUsage:
+      return "invalid usage (see collieGetLastError)";
+    case collieRemoteError:
+      return "remote process exited or there was a network error";
+    case collieInProgress:
+      return "Collie operation in progress";
+    case collieTimeout:
+      return "timed out (see collieGetLastError for the rank that was waited on)";
+    default:
+      return "unknown result code";
   }
 }
 
@@ -216,7 +226,8 @@ collieResult_t collieCommInitAll(collieComm_t* comms, int ndev, const int* devli
     std::vector<std::thread> threads;
     threads.reserve(static_cast<size_t>(ndev));
     for (int r = 0; r < ndev; ++r)
-      threads.emplace_back([&, r] { results[static_cast<size_t>(r)] = collie::commInit(id, ndev, r, options, &comms[r]); });
+      threads.emplace_back(
+          [&, r] { results[static_cast<size_t>(r)] = collie::commInit(id, ndev, r, options, &comms[r]); });
     for (std::thread& t : threads) t.join();
     for (int r = 0; r < ndev; ++r) {
       if (results[static_cast<size_t>(r)].ok()) continue;
@@ -386,7 +397,9 @@ collieResult_t collieGather(const void*, void*, size_t, collieDataType_t, int, c
 collieResult_t collieScatter(const void*, void*, size_t, collieDataType_t, int, collieComm_t comm, collieStream_t) {
   return collie::report(notYet("collieScatter"), comm);
 }
-collieResult_t collieBarrier(collieComm_t comm, collieStream_t) { return collie::report(notYet("collieBarrier"), comm); }
+collieResult_t collieBarrier(collieComm_t comm, collieStream_t) {
+  return collie::report(notYet("collieBarrier"), comm);
+}
 collieResult_t collieSend(const void*, size_t, collieDataType_t, int, collieComm_t comm, collieStream_t) {
   return collie::report(notYet("collieSend"), comm);
 }

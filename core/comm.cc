@@ -1,5 +1,6 @@
 #include "core/comm.h"
 
+#include <cuda_runtime_api.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -10,8 +11,6 @@
 #include <cstring>
 #include <fstream>
 #include <unordered_set>
-
-#include <cuda_runtime_api.h>
 
 #include "core/env.h"
 #include "core/errors.h"
@@ -88,10 +87,14 @@ Status resolveConfig(const collieConfig_t* config, InitOptions* out) {
   InitOptions o;
   // Environment first, config over it: the program's explicit choice wins.
   if (std::optional<std::string> dev = env::get("COLLIE_DEVICE")) {
-    if (*dev == "host") o.backend = collieBackendHost;
-    else if (*dev == "cuda") o.backend = collieBackendCuda;
-    else if (*dev == "auto") o.backend = collieBackendAuto;
-    else return Status::error(collieInvalidArgument, "COLLIE_DEVICE=%s: expected host, cuda or auto", dev->c_str());
+    if (*dev == "host")
+      o.backend = collieBackendHost;
+    else if (*dev == "cuda")
+      o.backend = collieBackendCuda;
+    else if (*dev == "auto")
+      o.backend = collieBackendAuto;
+    else
+      return Status::error(collieInvalidArgument, "COLLIE_DEVICE=%s: expected host, cuda or auto", dev->c_str());
   }
   o.timeoutSec = env::getDouble("COLLIE_TIMEOUT", 300);
   o.initTimeoutSec = env::getDouble("COLLIE_INIT_TIMEOUT", 60);
@@ -166,7 +169,8 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   COLLIE_RETURN_IF_ERROR(windowLayout(nranks, &layout));
   me.windowBytes = layout.totalBytes();
 
-  COLLIE_RETURN_IF_ERROR(Bootstrap::create(id, rank, nranks, &me, sizeof(me), options.initTimeoutSec, &comm->bootstrap));
+  COLLIE_RETURN_IF_ERROR(
+      Bootstrap::create(id, rank, nranks, &me, sizeof(me), options.initTimeoutSec, &comm->bootstrap));
   comm->bootstrap->setTimeout(options.timeoutSec);
   comm->peers.resize(static_cast<size_t>(nranks));
   for (int r = 0; r < nranks; ++r) memcpy(&comm->peers[static_cast<size_t>(r)], comm->bootstrap->info(r), sizeof(me));
@@ -293,8 +297,9 @@ Status commInitFromEnv(const InitOptions& options, collieComm** out) {
     memcpy(info.secret.bytes, &h1, 8);
     memcpy(info.secret.bytes + 8, &h2, 8);
     if (e.rank == 0)
-      COLLIE_INFO("COLLIE_SECRET is not set: the rendezvous secret is derived from COLLIE_ROOT (weaker); "
-                  "collie-run sets a random one");
+      COLLIE_INFO(
+          "COLLIE_SECRET is not set: the rendezvous secret is derived from COLLIE_ROOT (weaker); "
+          "collie-run sets a random one");
   }
   COLLIE_RETURN_IF_ERROR(numericHost(e.rootHost, &info.host));
   info.port = e.rootPort;

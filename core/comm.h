@@ -4,12 +4,12 @@
 #pragma once
 
 #include <atomic>
-#include <map>
-#include <utility>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/program.h"

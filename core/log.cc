@@ -49,11 +49,16 @@ Sink& sink() {
   std::call_once(once, [] {
     gethostname(s.host, sizeof(s.host) - 1);
     if (std::optional<std::string> lvl = env::get("COLLIE_DEBUG")) {
-      if (strcasecmp(lvl->c_str(), "WARN") == 0) s.level = LogLevel::kWarn;
-      else if (strcasecmp(lvl->c_str(), "INFO") == 0) s.level = LogLevel::kInfo;
-      else if (strcasecmp(lvl->c_str(), "TRACE") == 0) s.level = LogLevel::kTrace;
-      else if (strcasecmp(lvl->c_str(), "NONE") == 0) s.level = LogLevel::kNone;
-      else fprintf(stderr, "COLLIE WARN COLLIE_DEBUG=%s is not WARN, INFO, TRACE or NONE; using WARN\n", lvl->c_str());
+      if (strcasecmp(lvl->c_str(), "WARN") == 0)
+        s.level = LogLevel::kWarn;
+      else if (strcasecmp(lvl->c_str(), "INFO") == 0)
+        s.level = LogLevel::kInfo;
+      else if (strcasecmp(lvl->c_str(), "TRACE") == 0)
+        s.level = LogLevel::kTrace;
+      else if (strcasecmp(lvl->c_str(), "NONE") == 0)
+        s.level = LogLevel::kNone;
+      else
+        fprintf(stderr, "COLLIE WARN COLLIE_DEBUG=%s is not WARN, INFO, TRACE or NONE; using WARN\n", lvl->c_str());
     }
     if (std::optional<std::string> file = env::get("COLLIE_DEBUG_FILE")) {
       std::string path = expandLogPath(*file, s.host);
@@ -74,10 +79,14 @@ thread_local int tlsRank = -1;
 
 const char* levelName(LogLevel level) {
   switch (level) {
-    case LogLevel::kWarn: return "WARN";
-    case LogLevel::kInfo: return "INFO";
-    case LogLevel::kTrace: return "TRACE";
-    default: return "";
+    case LogLevel::kWarn:
+      return "WARN";
+    case LogLevel::kInfo:
+      return "INFO";
+    case LogLevel::kTrace:
+      return "TRACE";
+    default:
+      return "";
   }
 }
 
@@ -101,8 +110,8 @@ void logMessage(LogLevel level, const char* file, int line, const char* fmt, ...
   if (tlsRank >= 0) snprintf(rank, sizeof(rank), " [%d]", tlsRank);
   // One fprintf per line keeps lines whole when threads log at once.
   if (level == LogLevel::kTrace)
-    fprintf(s.out, "%s:%d:%ld%s COLLIE %s %s (%s:%d)\n", s.host, getpid(), static_cast<long>(syscall(SYS_gettid)),
-            rank, levelName(level), msg, base, line);
+    fprintf(s.out, "%s:%d:%ld%s COLLIE %s %s (%s:%d)\n", s.host, getpid(), static_cast<long>(syscall(SYS_gettid)), rank,
+            levelName(level), msg, base, line);
   else
     fprintf(s.out, "%s:%d:%ld%s COLLIE %s %s\n", s.host, getpid(), static_cast<long>(syscall(SYS_gettid)), rank,
             levelName(level), msg);

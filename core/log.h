@@ -11,8 +11,7 @@ enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
 /// The level read once from COLLIE_DEBUG.
 LogLevel logLevel();
 
-void logMessage(LogLevel level, const char* file, int line, const char* fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+void logMessage(LogLevel level, const char* file, int line, const char* fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /// The rank printed in this thread's log lines (-1: none). Set while a call runs for a rank.
 void setThreadLogRank(int rank);
@@ -32,8 +31,8 @@ class ScopedLogRank {
 
 }  // namespace collie
 
-#define COLLIE_LOG_AT(level, ...)                                                      \
-  do {                                                                                 \
+#define COLLIE_LOG_AT(level, ...)                                                                        \
+  do {                                                                                                   \
     if (::collie::logLevel() >= (level)) ::collie::logMessage((level), __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
 #define COLLIE_WARN(...) COLLIE_LOG_AT(::collie::LogLevel::kWarn, __VA_ARGS__)

@@ -34,14 +34,14 @@ Status systemError(const char* what, int err, const char* file, int line);
 
 }  // namespace collie
 
-#define COLLIE_RETURN_IF_ERROR(expr)        \
-  do {                                      \
-    ::collie::Status collie_status_ = (expr); \
+#define COLLIE_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::collie::Status collie_status_ = (expr);        \
     if (!collie_status_.ok()) return collie_status_; \
   } while (0)
 
 /// Checks a POSIX call that returns -1 and sets errno.
-#define COLLIE_CHECK_SYS(call)                                                  \
-  do {                                                                          \
+#define COLLIE_CHECK_SYS(call)                                                        \
+  do {                                                                                \
     if ((call) == -1) return ::collie::systemError(#call, errno, __FILE__, __LINE__); \
   } while (0)

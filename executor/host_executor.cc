@@ -13,7 +13,9 @@ namespace collie {
 
 namespace {
 
-uint64_t loadAcquire(const uint8_t* p) { return __atomic_load_n(reinterpret_cast<const uint64_t*>(p), __ATOMIC_ACQUIRE); }
+uint64_t loadAcquire(const uint8_t* p) {
+  return __atomic_load_n(reinterpret_cast<const uint64_t*>(p), __ATOMIC_ACQUIRE);
+}
 void storeRelease(uint8_t* p, uint64_t v) { __atomic_store_n(reinterpret_cast<uint64_t*>(p), v, __ATOMIC_RELEASE); }
 
 inline void cpuRelax() {
@@ -36,8 +38,8 @@ collieResult_t waitFor(Ready ready, const std::atomic<bool>* abort, double timeo
   }
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
-  const Clock::time_point deadline = start + std::chrono::duration_cast<Clock::duration>(
-                                                 std::chrono::duration<double>(timeoutSec));
+  const Clock::time_point deadline =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeoutSec));
   long sleepNs = 1000;
   for (uint64_t i = 0;; ++i) {
     if (ready()) return collieSuccess;
@@ -153,15 +155,24 @@ Status HostExecutor::runTyped(const Program& program, const ExecArgs& args) {
         slotOut = reinterpret_cast<T*>(windows_[static_cast<size_t>(q)] + layout_.slotOffset(rank_, posted_[q]));
       }
       switch (s.op) {
-        case StepOp::kSend: memcpy(slotOut, at(s.src) + off, n * sizeof(T)); break;
-        case StepOp::kRecv: copyElements(at(s.dst) + off, slotIn, n, divisor); break;
-        case StepOp::kRecvReduceSend: reduceElements<T, Op>(slotOut, slotIn, at(s.src) + off, n, 0); break;
-        case StepOp::kRecvReduceCopy: reduceElements<T, Op>(at(s.dst) + off, slotIn, at(s.src) + off, n, divisor); break;
+        case StepOp::kSend:
+          memcpy(slotOut, at(s.src) + off, n * sizeof(T));
+          break;
+        case StepOp::kRecv:
+          copyElements(at(s.dst) + off, slotIn, n, divisor);
+          break;
+        case StepOp::kRecvReduceSend:
+          reduceElements<T, Op>(slotOut, slotIn, at(s.src) + off, n, 0);
+          break;
+        case StepOp::kRecvReduceCopy:
+          reduceElements<T, Op>(at(s.dst) + off, slotIn, at(s.src) + off, n, divisor);
+          break;
         case StepOp::kRecvCopySend:
           memcpy(slotOut, slotIn, n * sizeof(T));
           copyElements(at(s.dst) + off, slotIn, n, divisor);
           break;
-        case StepOp::kCopy: break;  // handled above
+        case StepOp::kCopy:
+          break;  // handled above
       }
       if (slotIn != nullptr) {
         const int p = s.recvPeer;

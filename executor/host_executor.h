@@ -22,8 +22,8 @@ struct ExecArgs {
   void* output = nullptr;
   collieDataType_t type = collieFloat32;
   ReduceOp op = ReduceOp::kSum;
-  int divisor = 0;      // > 0: finalized writes divide by it (avg)
-  uint64_t seq = 0;     // collective sequence number, for the hang report
+  int divisor = 0;   // > 0: finalized writes divide by it (avg)
+  uint64_t seq = 0;  // collective sequence number, for the hang report
 };
 
 class HostExecutor {

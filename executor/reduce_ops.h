@@ -36,11 +36,20 @@ enum class ReduceOp : uint8_t { kSum = 0, kProd = 1, kMax = 2, kMin = 3 };
 inline bool toReduceOp(collieRedOp_t op, ReduceOp* out) {
   switch (op) {
     case collieSum:
-    case collieAvg: *out = ReduceOp::kSum; return true;
-    case collieProd: *out = ReduceOp::kProd; return true;
-    case collieMax: *out = ReduceOp::kMax; return true;
-    case collieMin: *out = ReduceOp::kMin; return true;
-    default: return false;
+    case collieAvg:
+      *out = ReduceOp::kSum;
+      return true;
+    case collieProd:
+      *out = ReduceOp::kProd;
+      return true;
+    case collieMax:
+      *out = ReduceOp::kMax;
+      return true;
+    case collieMin:
+      *out = ReduceOp::kMin;
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -53,8 +62,8 @@ struct TypeTag {
 template <typename T>
 struct IsNarrowFloat
     : std::integral_constant<bool, std::is_same<T, __half>::value || std::is_same<T, __nv_bfloat16>::value ||
-                                       std::is_same<T, __nv_fp8_e4m3>::value ||
-                                       std::is_same<T, __nv_fp8_e5m2>::value> {};
+                                       std::is_same<T, __nv_fp8_e4m3>::value || std::is_same<T, __nv_fp8_e5m2>::value> {
+};
 
 template <typename T>
 COLLIE_HD float widen(T x) {
@@ -118,19 +127,44 @@ COLLIE_HD T divideBy(T x, int n) {
 template <typename F>
 bool visitType(collieDataType_t type, F&& f) {
   switch (type) {
-    case collieInt8: f(TypeTag<int8_t>{}); return true;
-    case collieUint8: f(TypeTag<uint8_t>{}); return true;
-    case collieInt32: f(TypeTag<int32_t>{}); return true;
-    case collieUint32: f(TypeTag<uint32_t>{}); return true;
-    case collieInt64: f(TypeTag<int64_t>{}); return true;
-    case collieUint64: f(TypeTag<uint64_t>{}); return true;
-    case collieFloat16: f(TypeTag<__half>{}); return true;
-    case collieFloat32: f(TypeTag<float>{}); return true;
-    case collieFloat64: f(TypeTag<double>{}); return true;
-    case collieBfloat16: f(TypeTag<__nv_bfloat16>{}); return true;
-    case collieFloat8e4m3: f(TypeTag<__nv_fp8_e4m3>{}); return true;
-    case collieFloat8e5m2: f(TypeTag<__nv_fp8_e5m2>{}); return true;
-    default: return false;
+    case collieInt8:
+      f(TypeTag<int8_t>{});
+      return true;
+    case collieUint8:
+      f(TypeTag<uint8_t>{});
+      return true;
+    case collieInt32:
+      f(TypeTag<int32_t>{});
+      return true;
+    case collieUint32:
+      f(TypeTag<uint32_t>{});
+      return true;
+    case collieInt64:
+      f(TypeTag<int64_t>{});
+      return true;
+    case collieUint64:
+      f(TypeTag<uint64_t>{});
+      return true;
+    case collieFloat16:
+      f(TypeTag<__half>{});
+      return true;
+    case collieFloat32:
+      f(TypeTag<float>{});
+      return true;
+    case collieFloat64:
+      f(TypeTag<double>{});
+      return true;
+    case collieBfloat16:
+      f(TypeTag<__nv_bfloat16>{});
+      return true;
+    case collieFloat8e4m3:
+      f(TypeTag<__nv_fp8_e4m3>{});
+      return true;
+    case collieFloat8e5m2:
+      f(TypeTag<__nv_fp8_e5m2>{});
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -138,10 +172,18 @@ bool visitType(collieDataType_t type, F&& f) {
 template <typename F>
 void visitOp(ReduceOp op, F&& f) {
   switch (op) {
-    case ReduceOp::kSum: f(std::integral_constant<ReduceOp, ReduceOp::kSum>{}); break;
-    case ReduceOp::kProd: f(std::integral_constant<ReduceOp, ReduceOp::kProd>{}); break;
-    case ReduceOp::kMax: f(std::integral_constant<ReduceOp, ReduceOp::kMax>{}); break;
-    case ReduceOp::kMin: f(std::integral_constant<ReduceOp, ReduceOp::kMin>{}); break;
+    case ReduceOp::kSum:
+      f(std::integral_constant<ReduceOp, ReduceOp::kSum>{});
+      break;
+    case ReduceOp::kProd:
+      f(std::integral_constant<ReduceOp, ReduceOp::kProd>{});
+      break;
+    case ReduceOp::kMax:
+      f(std::integral_constant<ReduceOp, ReduceOp::kMax>{});
+      break;
+    case ReduceOp::kMin:
+      f(std::integral_constant<ReduceOp, ReduceOp::kMin>{});
+      break;
   }
 }
 
@@ -154,8 +196,8 @@ inline size_t typeSize(collieDataType_t type) {
 
 /// nccl-tests' spelling of a type ("float", "bfloat16", "f8e4m3"...); "?" for unknown.
 inline const char* typeName(collieDataType_t type) {
-  static const char* const kNames[] = {"int8",  "uint8", "int32",  "uint32",   "int64",  "uint64",
-                                       "half",  "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
+  static const char* const kNames[] = {"int8", "uint8", "int32",  "uint32",   "int64",  "uint64",
+                                       "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
   return type >= 0 && type < collieNumTypes ? kNames[type] : "?";
 }
 

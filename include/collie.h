@@ -27,7 +27,7 @@ extern "C" {
 #define COLLIE_MAJOR 0
 #define COLLIE_MINOR 1
 #define COLLIE_PATCH 0
-#define COLLIE_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
+#define COLLIE_VERSION(X, Y, Z) ((X)*10000 + (Y)*100 + (Z))
 #define COLLIE_VERSION_CODE COLLIE_VERSION(COLLIE_MAJOR, COLLIE_MINOR, COLLIE_PATCH)
 
 /** Result codes; the values are NCCL's. collieInProgress is not an error. */
@@ -112,19 +112,19 @@ typedef void* collieStream_t;
  * matching environment variable).
  */
 typedef struct {
-  size_t size;           /* sizeof(collieConfig_t) of the caller */
-  unsigned int magic;    /* COLLIE_CONFIG_MAGIC */
-  unsigned int version;  /* COLLIE_VERSION_CODE of the caller */
-  int blocking;          /* 1 (default): init calls block until done */
-  int backend;           /* a collieBackend_t; default COLLIE_DEVICE, then auto */
-  int timeoutMs;         /* bound on every wait; default COLLIE_TIMEOUT */
-  int initTimeoutMs;     /* bound on init; default COLLIE_INIT_TIMEOUT */
+  size_t size;          /* sizeof(collieConfig_t) of the caller */
+  unsigned int magic;   /* COLLIE_CONFIG_MAGIC */
+  unsigned int version; /* COLLIE_VERSION_CODE of the caller */
+  int blocking;         /* 1 (default): init calls block until done */
+  int backend;          /* a collieBackend_t; default COLLIE_DEVICE, then auto */
+  int timeoutMs;        /* bound on every wait; default COLLIE_TIMEOUT */
+  int initTimeoutMs;    /* bound on init; default COLLIE_INIT_TIMEOUT */
 } collieConfig_t;
 
-#define COLLIE_CONFIG_INITIALIZER                                                                         \
-  {                                                                                                       \
-    sizeof(collieConfig_t), COLLIE_CONFIG_MAGIC, COLLIE_VERSION_CODE, COLLIE_CONFIG_UNDEF_INT,            \
-        COLLIE_CONFIG_UNDEF_INT, COLLIE_CONFIG_UNDEF_INT, COLLIE_CONFIG_UNDEF_INT                         \
+#define COLLIE_CONFIG_INITIALIZER                                                              \
+  {                                                                                            \
+    sizeof(collieConfig_t), COLLIE_CONFIG_MAGIC, COLLIE_VERSION_CODE, COLLIE_CONFIG_UNDEF_INT, \
+        COLLIE_CONFIG_UNDEF_INT, COLLIE_CONFIG_UNDEF_INT, COLLIE_CONFIG_UNDEF_INT              \
   }
 
 /* ---------------------------------------------------------------- version, errors */
@@ -226,8 +226,8 @@ collieResult_t collieAllReduce(const void* sendbuff, void* recvbuff, size_t coun
                                collieRedOp_t op, collieComm_t comm, collieStream_t stream);
 
 /** root's sendbuff (count elements) copied to every rank's recvbuff. */
-collieResult_t collieBroadcast(const void* sendbuff, void* recvbuff, size_t count, collieDataType_t datatype,
-                               int root, collieComm_t comm, collieStream_t stream);
+collieResult_t collieBroadcast(const void* sendbuff, void* recvbuff, size_t count, collieDataType_t datatype, int root,
+                               collieComm_t comm, collieStream_t stream);
 
 /** recvbuff on root = op over ranks of sendbuff; recvbuff is ignored elsewhere. */
 collieResult_t collieReduce(const void* sendbuff, void* recvbuff, size_t count, collieDataType_t datatype,

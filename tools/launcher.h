@@ -12,10 +12,10 @@ namespace launcher {
 
 struct Options {
   int nprocs = 1;
-  std::vector<std::string> argv;                                 // program and its arguments
-  std::vector<std::pair<std::string, std::string>> extraEnv;     // set in every child
-  bool prefixOutput = true;                                      // "[r] " before each line of rank r
-  double killGraceSec = 3.0;                                     // SIGTERM -> SIGKILL delay
+  std::vector<std::string> argv;                              // program and its arguments
+  std::vector<std::pair<std::string, std::string>> extraEnv;  // set in every child
+  bool prefixOutput = true;                                   // "[r] " before each line of rank r
+  double killGraceSec = 3.0;                                  // SIGTERM -> SIGKILL delay
 };
 
 /// Starts opts.nprocs processes of opts.argv. Each child gets COLLIE_RANK,

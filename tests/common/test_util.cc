@@ -24,66 +24,116 @@ bool isSigned(collieDataType_t t) { return t == collieInt8 || t == collieInt32 |
 
 size_t sizeOf(collieDataType_t t) {
   switch (t) {
-    case collieInt8: case collieUint8: case collieFloat8e4m3: case collieFloat8e5m2: return 1;
-    case collieFloat16: case collieBfloat16: return 2;
-    case collieInt32: case collieUint32: case collieFloat32: return 4;
-    default: return 8;
+    case collieInt8:
+    case collieUint8:
+    case collieFloat8e4m3:
+    case collieFloat8e5m2:
+      return 1;
+    case collieFloat16:
+    case collieBfloat16:
+      return 2;
+    case collieInt32:
+    case collieUint32:
+    case collieFloat32:
+      return 4;
+    default:
+      return 8;
   }
 }
 
 // Stores a double into a float-type element (round to nearest, via the CUDA conversion headers).
 void storeFloat(collieDataType_t t, void* buf, size_t i, double v) {
   switch (t) {
-    case collieFloat16: static_cast<__half*>(buf)[i] = __float2half_rn(static_cast<float>(v)); break;
-    case collieBfloat16: static_cast<__nv_bfloat16*>(buf)[i] = __float2bfloat16_rn(static_cast<float>(v)); break;
-    case collieFloat8e4m3: static_cast<__nv_fp8_e4m3*>(buf)[i] = __nv_fp8_e4m3(static_cast<float>(v)); break;
-    case collieFloat8e5m2: static_cast<__nv_fp8_e5m2*>(buf)[i] = __nv_fp8_e5m2(static_cast<float>(v)); break;
-    case collieFloat32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
-    default: static_cast<double*>(buf)[i] = v; break;
+    case collieFloat16:
+      static_cast<__half*>(buf)[i] = __float2half_rn(static_cast<float>(v));
+      break;
+    case collieBfloat16:
+      static_cast<__nv_bfloat16*>(buf)[i] = __float2bfloat16_rn(static_cast<float>(v));
+      break;
+    case collieFloat8e4m3:
+      static_cast<__nv_fp8_e4m3*>(buf)[i] = __nv_fp8_e4m3(static_cast<float>(v));
+      break;
+    case collieFloat8e5m2:
+      static_cast<__nv_fp8_e5m2*>(buf)[i] = __nv_fp8_e5m2(static_cast<float>(v));
+      break;
+    case collieFloat32:
+      static_cast<float*>(buf)[i] = static_cast<float>(v);
+      break;
+    default:
+      static_cast<double*>(buf)[i] = v;
+      break;
   }
 }
 
 double loadFloat(collieDataType_t t, const void* buf, size_t i) {
   switch (t) {
-    case collieFloat16: return __half2float(static_cast<const __half*>(buf)[i]);
-    case collieBfloat16: return __bfloat162float(static_cast<const __nv_bfloat16*>(buf)[i]);
-    case collieFloat8e4m3: return static_cast<float>(static_cast<const __nv_fp8_e4m3*>(buf)[i]);
-    case collieFloat8e5m2: return static_cast<float>(static_cast<const __nv_fp8_e5m2*>(buf)[i]);
-    case collieFloat32: return static_cast<const float*>(buf)[i];
-    default: return static_cast<const double*>(buf)[i];
+    case collieFloat16:
+      return __half2float(static_cast<const __half*>(buf)[i]);
+    case collieBfloat16:
+      return __bfloat162float(static_cast<const __nv_bfloat16*>(buf)[i]);
+    case collieFloat8e4m3:
+      return static_cast<float>(static_cast<const __nv_fp8_e4m3*>(buf)[i]);
+    case collieFloat8e5m2:
+      return static_cast<float>(static_cast<const __nv_fp8_e5m2*>(buf)[i]);
+    case collieFloat32:
+      return static_cast<const float*>(buf)[i];
+    default:
+      return static_cast<const double*>(buf)[i];
   }
 }
 
 // Integers as raw 64-bit patterns: sign-extended for signed types.
 uint64_t loadInt(collieDataType_t t, const void* buf, size_t i) {
   switch (t) {
-    case collieInt8: return static_cast<uint64_t>(static_cast<int64_t>(static_cast<const int8_t*>(buf)[i]));
-    case collieUint8: return static_cast<const uint8_t*>(buf)[i];
-    case collieInt32: return static_cast<uint64_t>(static_cast<int64_t>(static_cast<const int32_t*>(buf)[i]));
-    case collieUint32: return static_cast<const uint32_t*>(buf)[i];
-    case collieInt64: return static_cast<uint64_t>(static_cast<const int64_t*>(buf)[i]);
-    default: return static_cast<const uint64_t*>(buf)[i];
+    case collieInt8:
+      return static_cast<uint64_t>(static_cast<int64_t>(static_cast<const int8_t*>(buf)[i]));
+    case collieUint8:
+      return static_cast<const uint8_t*>(buf)[i];
+    case collieInt32:
+      return static_cast<uint64_t>(static_cast<int64_t>(static_cast<const int32_t*>(buf)[i]));
+    case collieUint32:
+      return static_cast<const uint32_t*>(buf)[i];
+    case collieInt64:
+      return static_cast<uint64_t>(static_cast<const int64_t*>(buf)[i]);
+    default:
+      return static_cast<const uint64_t*>(buf)[i];
   }
 }
 
 // Truncates to the type's width: this is the wrap-around the library promises.
 void storeInt(collieDataType_t t, void* buf, size_t i, uint64_t v) {
   switch (t) {
-    case collieInt8: case collieUint8: static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v); break;
-    case collieInt32: case collieUint32: static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(v); break;
-    default: static_cast<uint64_t*>(buf)[i] = v; break;
+    case collieInt8:
+    case collieUint8:
+      static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v);
+      break;
+    case collieInt32:
+    case collieUint32:
+      static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(v);
+      break;
+    default:
+      static_cast<uint64_t*>(buf)[i] = v;
+      break;
   }
 }
 
 // The largest magnitude inputs may have so that sums over 8 ranks stay exact.
 int sumRange(collieDataType_t t) {
   switch (t) {
-    case collieFloat16: return 64;       // 8 * 64 = 512 < 2^11
-    case collieBfloat16: return 16;      // 8 * 16 = 128 < 2^8
-    case collieFloat8e4m3: return 2;     // 8 * 2 = 16 = 2^4
-    case collieFloat8e5m2: return 1;     // 8 * 1 = 8 = 2^3
-    case collieUint8: case collieUint32: case collieUint64: return 200;
-    default: return 1000;
+    case collieFloat16:
+      return 64;  // 8 * 64 = 512 < 2^11
+    case collieBfloat16:
+      return 16;  // 8 * 16 = 128 < 2^8
+    case collieFloat8e4m3:
+      return 2;  // 8 * 2 = 16 = 2^4
+    case collieFloat8e5m2:
+      return 1;  // 8 * 1 = 8 = 2^3
+    case collieUint8:
+    case collieUint32:
+    case collieUint64:
+      return 200;
+    default:
+      return 1000;
   }
 }
 
@@ -123,8 +173,10 @@ void fillInput(collieDataType_t type, collieRedOp_t op, int rank, uint64_t seed,
       v = nonNegative ? static_cast<int64_t>(r % static_cast<uint64_t>(range + 1))
                       : static_cast<int64_t>(r % static_cast<uint64_t>(2 * range + 1)) - range;
     }
-    if (isFloat(type)) storeFloat(type, buf, i, static_cast<double>(v));
-    else storeInt(type, buf, i, static_cast<uint64_t>(v));
+    if (isFloat(type))
+      storeFloat(type, buf, i, static_cast<double>(v));
+    else
+      storeInt(type, buf, i, static_cast<uint64_t>(v));
   }
 }
 
@@ -137,16 +189,26 @@ void referenceAllReduce(collieDataType_t type, collieRedOp_t op, const std::vect
       for (int r = 1; r < n; ++r) {
         const double x = loadFloat(type, inputs[static_cast<size_t>(r)], i);
         switch (op) {
-          case collieProd: acc *= x; break;
-          case collieMax: acc = x > acc ? x : acc; break;
-          case collieMin: acc = x < acc ? x : acc; break;
-          default: acc += x; break;
+          case collieProd:
+            acc *= x;
+            break;
+          case collieMax:
+            acc = x > acc ? x : acc;
+            break;
+          case collieMin:
+            acc = x < acc ? x : acc;
+            break;
+          default:
+            acc += x;
+            break;
         }
       }
       if (op == collieAvg) {
         // Division happens once, in the type's arithmetic: float for the narrow types, as documented.
-        if (type == collieFloat64) acc = acc / n;
-        else acc = static_cast<float>(acc) / static_cast<float>(n);
+        if (type == collieFloat64)
+          acc = acc / n;
+        else
+          acc = static_cast<float>(acc) / static_cast<float>(n);
       }
       storeFloat(type, expected, i, acc);
     } else {
@@ -155,10 +217,18 @@ void referenceAllReduce(collieDataType_t type, collieRedOp_t op, const std::vect
         const uint64_t x = loadInt(type, inputs[static_cast<size_t>(r)], i);
         const bool s = isSigned(type);
         switch (op) {
-          case collieProd: acc *= x; break;
-          case collieMax: acc = s ? (static_cast<int64_t>(x) > static_cast<int64_t>(acc) ? x : acc) : (x > acc ? x : acc); break;
-          case collieMin: acc = s ? (static_cast<int64_t>(x) < static_cast<int64_t>(acc) ? x : acc) : (x < acc ? x : acc); break;
-          default: acc += x; break;
+          case collieProd:
+            acc *= x;
+            break;
+          case collieMax:
+            acc = s ? (static_cast<int64_t>(x) > static_cast<int64_t>(acc) ? x : acc) : (x > acc ? x : acc);
+            break;
+          case collieMin:
+            acc = s ? (static_cast<int64_t>(x) < static_cast<int64_t>(acc) ? x : acc) : (x < acc ? x : acc);
+            break;
+          default:
+            acc += x;
+            break;
         }
       }
       storeInt(type, expected, i, acc);
@@ -202,8 +272,8 @@ size_t countWrong(collieDataType_t type, const void* got, const void* expected, 
 
 const std::vector<collieDataType_t>& allTypes() {
   static const std::vector<collieDataType_t> types = {
-      collieInt8,    collieUint8,   collieInt32,    collieUint32,     collieInt64,      collieUint64,
-      collieFloat16, collieFloat32, collieFloat64,  collieBfloat16,   collieFloat8e4m3, collieFloat8e5m2};
+      collieInt8,    collieUint8,   collieInt32,   collieUint32,   collieInt64,      collieUint64,
+      collieFloat16, collieFloat32, collieFloat64, collieBfloat16, collieFloat8e4m3, collieFloat8e5m2};
   return types;
 }
 

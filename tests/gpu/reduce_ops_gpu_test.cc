@@ -42,7 +42,8 @@ TEST(ReduceOpsGpu, DeviceMatchesHostForEveryTypeAndOp) {
         using T = typename decltype(tag)::type;
         collie::visitOp(rop, [&](auto o) {
           for (size_t i = 0; i < n; ++i) {
-            T r = collie::applyOp<decltype(o)::value>(reinterpret_cast<T*>(a.data())[i], reinterpret_cast<T*>(b.data())[i]);
+            T r = collie::applyOp<decltype(o)::value>(reinterpret_cast<T*>(a.data())[i],
+                                                      reinterpret_cast<T*>(b.data())[i]);
             reinterpret_cast<T*>(want.data())[i] = divisor ? collie::divideBy(r, divisor) : r;
           }
         });

@@ -12,7 +12,6 @@
 #include "common/test_util.h"
 #include "executor/reduce_ops.h"
 
-
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
   collieComm_t comm = nullptr;
@@ -49,10 +48,12 @@ int main(int argc, char** argv) {
         for (bool inPlace : {false, true}) {
           std::vector<char> send = inputs[static_cast<size_t>(rank)];
           std::vector<char> recv(bytes + 1);
-          if (inPlace) recv = send;
-          else collie::test::poison(recv.data(), bytes + 1);
-          collieResult_t rc = collieAllReduce(inPlace ? recv.data() : send.data(), recv.data(), count, type, op, comm,
-                                              nullptr);
+          if (inPlace)
+            recv = send;
+          else
+            collie::test::poison(recv.data(), bytes + 1);
+          collieResult_t rc =
+              collieAllReduce(inPlace ? recv.data() : send.data(), recv.data(), count, type, op, comm, nullptr);
           ++cases;
           std::string first;
           size_t wrong = rc == collieSuccess
@@ -71,6 +72,7 @@ int main(int argc, char** argv) {
     }
   }
   collieCommDestroy(comm);
-  if (rank == 0 || failures) printf("rank %d: %d/%d allreduce cases exact on %d ranks\n", rank, cases - failures, cases, n);
+  if (rank == 0 || failures)
+    printf("rank %d: %d/%d allreduce cases exact on %d ranks\n", rank, cases - failures, cases, n);
   return failures ? 1 : 0;
 }

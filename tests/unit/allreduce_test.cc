@@ -44,12 +44,16 @@ class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value) : name_(name) {
     if (const char* old = getenv(name)) old_ = old, had_ = true;
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
   }
   ~ScopedEnv() {
-    if (had_) setenv(name_, old_.c_str(), 1);
-    else unsetenv(name_);
+    if (had_)
+      setenv(name_, old_.c_str(), 1);
+    else
+      unsetenv(name_);
   }
 
  private:
@@ -74,15 +78,17 @@ size_t runCase(Comms& c, collieDataType_t type, collieRedOp_t op, size_t count, 
   collie::test::referenceAllReduce(type, op, inputs, count, expected.data());
   std::vector<std::vector<char>> inCopy = in;  // to check that out-of-place leaves the input alone
   for (int r = 0; r < n; ++r) {
-    if (inPlace) out[static_cast<size_t>(r)] = in[static_cast<size_t>(r)];
-    else collie::test::poison(out[static_cast<size_t>(r)].data(), bytes + 1);
+    if (inPlace)
+      out[static_cast<size_t>(r)] = in[static_cast<size_t>(r)];
+    else
+      collie::test::poison(out[static_cast<size_t>(r)].data(), bytes + 1);
   }
   std::vector<collieResult_t> rc(static_cast<size_t>(n));
   onRanks(n, [&](int r) {
     char* o = out[static_cast<size_t>(r)].data();
     const void* s = inPlace ? o : in[static_cast<size_t>(r)].data();
-    rc[static_cast<size_t>(r)] =
-        collieAllReduce(count ? s : nullptr, count ? o : nullptr, count, type, op, c.comms[static_cast<size_t>(r)], nullptr);
+    rc[static_cast<size_t>(r)] = collieAllReduce(count ? s : nullptr, count ? o : nullptr, count, type, op,
+                                                 c.comms[static_cast<size_t>(r)], nullptr);
   });
   size_t wrong = 0;
   for (int r = 0; r < n; ++r) {
@@ -215,8 +221,8 @@ TEST(AllReduceErrors, MissingRankTimesOutAndNamesIt) {
   std::vector<collieResult_t> rc(2);
   onRanks(2, [&](int r) {
     std::vector<float> mine = buf;
-    rc[static_cast<size_t>(r)] =
-        collieAllReduce(mine.data(), mine.data(), mine.size(), collieFloat32, collieSum, c.comms[static_cast<size_t>(r)], nullptr);
+    rc[static_cast<size_t>(r)] = collieAllReduce(mine.data(), mine.data(), mine.size(), collieFloat32, collieSum,
+                                                 c.comms[static_cast<size_t>(r)], nullptr);
   });
   for (int r = 0; r < 2; ++r) {
     EXPECT_EQ(rc[static_cast<size_t>(r)], collieTimeout);

@@ -18,7 +18,9 @@ bool saysNotImplemented(collieComm_t comm) {
 
 class Api : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_EQ(collieCommInitAll(&comm_, 1, nullptr), collieSuccess) << collieGetLastError(nullptr); }
+  void SetUp() override {
+    ASSERT_EQ(collieCommInitAll(&comm_, 1, nullptr), collieSuccess) << collieGetLastError(nullptr);
+  }
   void TearDown() override { EXPECT_EQ(collieCommDestroy(comm_), collieSuccess); }
   collieComm_t comm_ = nullptr;
 };

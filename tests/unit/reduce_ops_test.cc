@@ -1,17 +1,17 @@
 // The shared reduction operators (executor/reduce_ops.h) against values worked
 // out by hand: wrap-around of integers, rounding of the narrow float types at
 // every step, avg's truncating division.
+#include "executor/reduce_ops.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
 
-#include "executor/reduce_ops.h"
-
 namespace {
 
-using collie::ReduceOp;
 using collie::applyOp;
 using collie::divideBy;
+using collie::ReduceOp;
 
 TEST(ReduceOps, IntegersWrapWithoutUndefinedBehaviour) {
   EXPECT_EQ((applyOp<ReduceOp::kSum, int8_t>(int8_t{100}, int8_t{100})), int8_t{-56});

@@ -1,8 +1,9 @@
 // Shared-memory windows: every rank sees every other's window, writes land in
 // the peer's mapping, and no segment name is left in /dev/shm after init.
-#include <gtest/gtest.h>
+#include "transport/shm/shm_window.h"
 
 #include <dirent.h>
+#include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
@@ -10,7 +11,6 @@
 #include <vector>
 
 #include "transport/bootstrap/bootstrap.h"
-#include "transport/shm/shm_window.h"
 
 namespace {
 
