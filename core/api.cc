@@ -80,6 +80,19 @@ Status checkBuffer(const void* buf, size_t count, collieDataType_t type, const c
   return Status();
 }
 
+// A read-only query: works on any live communicator, even an aborted-in-flight or broken one,
+// because programs ask for the async error and rank precisely after a failure.
+template <typename T, typename Get>
+collieResult_t query(collieComm_t comm, T* out, const char* call, const char* outName, Get get) {
+  return guarded(comm, [&] {
+    if (out == nullptr) return Status::error(collieInvalidArgument, "%s: %s is NULL", call, outName);
+    if (comm == nullptr || !collie::commIsLive(comm))
+      return Status::error(collieInvalidArgument, "%s: comm is not a live communicator", call);
+    *out = get(comm);
+    return Status();
+  });
+}
+
 Status notYet(const char* call) { return collie::notImplemented(call, "see README.md for what works today"); }
 
 // The program of `collective` for `count` elements, built once and kept: a
@@ -293,54 +306,24 @@ collieResult_t collieCommAbort(collieComm_t comm) {
 }
 
 collieResult_t collieCommGetAsyncError(collieComm_t comm, collieResult_t* asyncError) {
-  return guarded(nullptr, [&] {
-    if (asyncError == nullptr)
-      return Status::error(collieInvalidArgument, "collieCommGetAsyncError: asyncError is NULL");
-    if (comm == nullptr || !collie::commIsLive(comm))
-      return Status::error(collieInvalidArgument, "collieCommGetAsyncError: comm is not a live communicator");
-    *asyncError = static_cast<collieResult_t>(comm->asyncError.load());
-    return Status();
-  });
+  return query(comm, asyncError, "collieCommGetAsyncError", "asyncError",
+               [](collieComm_t c) { return static_cast<collieResult_t>(c->asyncError.load()); });
 }
 
 collieResult_t collieCommCount(const collieComm_t comm, int* count) {
-  return guarded(comm, [&] {
-    if (count == nullptr) return Status::error(collieInvalidArgument, "collieCommCount: count is NULL");
-    if (comm == nullptr || !collie::commIsLive(comm))
-      return Status::error(collieInvalidArgument, "collieCommCount: comm is not a live communicator");
-    *count = comm->nranks;
-    return Status();
-  });
+  return query(comm, count, "collieCommCount", "count", [](collieComm_t c) { return c->nranks; });
 }
 
 collieResult_t collieCommCuDevice(const collieComm_t comm, int* device) {
-  return guarded(comm, [&] {
-    if (device == nullptr) return Status::error(collieInvalidArgument, "collieCommCuDevice: device is NULL");
-    if (comm == nullptr || !collie::commIsLive(comm))
-      return Status::error(collieInvalidArgument, "collieCommCuDevice: comm is not a live communicator");
-    *device = comm->cudaDevice;
-    return Status();
-  });
+  return query(comm, device, "collieCommCuDevice", "device", [](collieComm_t c) { return c->cudaDevice; });
 }
 
 collieResult_t collieCommUserRank(const collieComm_t comm, int* rank) {
-  return guarded(comm, [&] {
-    if (rank == nullptr) return Status::error(collieInvalidArgument, "collieCommUserRank: rank is NULL");
-    if (comm == nullptr || !collie::commIsLive(comm))
-      return Status::error(collieInvalidArgument, "collieCommUserRank: comm is not a live communicator");
-    *rank = comm->rank;
-    return Status();
-  });
+  return query(comm, rank, "collieCommUserRank", "rank", [](collieComm_t c) { return c->rank; });
 }
 
 collieResult_t collieCommGetBackend(const collieComm_t comm, collieBackend_t* backend) {
-  return guarded(comm, [&] {
-    if (backend == nullptr) return Status::error(collieInvalidArgument, "collieCommGetBackend: backend is NULL");
-    if (comm == nullptr || !collie::commIsLive(comm))
-      return Status::error(collieInvalidArgument, "collieCommGetBackend: comm is not a live communicator");
-    *backend = comm->backend;
-    return Status();
-  });
+  return query(comm, backend, "collieCommGetBackend", "backend", [](collieComm_t c) { return c->backend; });
 }
 
 collieResult_t collieMemAlloc(void** ptr, size_t) {

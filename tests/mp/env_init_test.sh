@@ -16,3 +16,14 @@ fi
 grep -q "needs COLLIE_ROOT" "$err" || { echo "FAIL: no COLLIE_ROOT message"; cat "$err"; exit 1; }
 rm -f "$err"
 echo "PASS: missing COLLIE_ROOT is explained"
+
+# COLLIE_DEBUG=INFO with COLLIE_DEBUG_FILE: one log per process (%p), carrying the
+# footprint line, and an unknown COLLIE_ variable reported.
+logdir=$(mktemp -d)
+"$run" -np 2 -x COLLIE_DEBUG=INFO -x "COLLIE_DEBUG_FILE=$logdir/log.%h.%p" -x COLLIE_NO_SUCH_VAR=1 "$prog" --quick >/dev/null
+nlogs=$(find "$logdir" -name 'log.*' | wc -l)
+[ "$nlogs" = 2 ] || { echo "FAIL: expected 2 log files, found $nlogs"; exit 1; }
+grep -q "COLLIE INFO comm rank 0/2 ready" "$logdir"/log.* || { echo "FAIL: no INFO init line"; cat "$logdir"/log.*; exit 1; }
+grep -q "unknown environment variable COLLIE_NO_SUCH_VAR" "$logdir"/log.* || { echo "FAIL: unknown variable not reported"; exit 1; }
+rm -rf "$logdir"
+echo "PASS: COLLIE_DEBUG_FILE per process with INFO lines"
