@@ -27,3 +27,20 @@ grep -q "COLLIE INFO comm rank 0/2 ready" "$logdir"/log.* || { echo "FAIL: no IN
 grep -q "unknown environment variable COLLIE_NO_SUCH_VAR" "$logdir"/log.* || { echo "FAIL: unknown variable not reported"; exit 1; }
 rm -rf "$logdir"
 echo "PASS: COLLIE_DEBUG_FILE per process with INFO lines"
+
+# Slurm's and OpenMPI's variables, set by hand as srun / mpirun would: two
+# processes started in the background, rank and size from SLURM_PROCID/NTASKS.
+port=$(( 20000 + RANDOM % 20000 ))
+for r in 0 1; do
+  env -u COLLIE_RANK -u COLLIE_WORLD_SIZE SLURM_PROCID=$r SLURM_NTASKS=2 COLLIE_ROOT=127.0.0.1:$port \
+    "$prog" --quick >/dev/null &
+done
+wait -n && wait -n || { echo "FAIL: Slurm environment init"; exit 1; }
+echo "PASS: Slurm environment init"
+port=$(( 20000 + RANDOM % 20000 ))
+for r in 0 1 2; do
+  env -u COLLIE_RANK -u COLLIE_WORLD_SIZE OMPI_COMM_WORLD_RANK=$r OMPI_COMM_WORLD_SIZE=3 \
+    COLLIE_ROOT=127.0.0.1:$port "$prog" --quick >/dev/null &
+done
+wait -n && wait -n && wait -n || { echo "FAIL: OpenMPI environment init"; exit 1; }
+echo "PASS: OpenMPI environment init"
