@@ -12,12 +12,7 @@
 namespace collie {
 
 Program buildAllReduceRing(const ProgramArgs& args) {
-  Program p;
-  p.collective = Collective::kAllReduce;
-  p.algorithm = "ring";
-  p.nranks = args.nranks;
-  p.rank = args.rank;
-  p.count = args.count;
+  Program p = emptyProgram(args, "ring");
   const std::vector<Chunk> chunks = balancedChunks(args.count, args.nranks);
   const Range owned{Buffer::kOutput, chunks[static_cast<size_t>(args.rank)].offset};
   appendRingReduceScatter(args.nranks, args.rank, chunks, Buffer::kInput, owned, &p.steps);

@@ -77,4 +77,12 @@ Chunk balancedChunk(uint64_t count, int parts, int index) {
   return Chunk{base * i + (i < extra ? i : extra), base + (i < extra ? 1 : 0)};
 }
 
+void bufferCounts(Collective c, int nranks, uint64_t count, uint64_t stride, uint64_t* input, uint64_t* output) {
+  const uint64_t blocks = (static_cast<uint64_t>(nranks) - 1) * stride + count;  // last block may be short
+  *input = count;
+  *output = count;
+  if (c == Collective::kReduceScatter) *input = blocks;
+  if (c == Collective::kAllGather) *output = blocks;
+}
+
 }  // namespace collie

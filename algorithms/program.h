@@ -68,7 +68,9 @@ struct Program {
   std::string algorithm;  // registry name, e.g. "ring"
   int nranks = 1;
   int rank = 0;
-  uint64_t count = 0;  // the collective's count argument (elements)
+  uint64_t count = 0;   // the collective's count argument (elements; per-rank block for reduce-scatter/allgather)
+  uint64_t stride = 0;  // distance between rank blocks (see ProgramArgs); equals count when not run in rounds
+  int root = 0;         // broadcast and reduce
   std::vector<Step> steps;
 
   /// One line per step, for logs, tests and collie-sim.
@@ -82,5 +84,9 @@ struct Chunk {
   uint64_t count;
 };
 Chunk balancedChunk(uint64_t count, int parts, int index);
+
+/// Elements of the input and output buffers a rank of `c` uses, for `nranks`
+/// ranks and the collective's `count` (with rank blocks `stride` apart).
+void bufferCounts(Collective c, int nranks, uint64_t count, uint64_t stride, uint64_t* input, uint64_t* output);
 
 }  // namespace collie

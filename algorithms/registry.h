@@ -9,12 +9,20 @@
 
 namespace collie {
 
+/// What a program is built for. `count` is the collective's count argument
+/// (per-rank block for reduce-scatter and allgather). `stride` is the distance
+/// between rank blocks in the block-structured buffer (reduce-scatter's input,
+/// allgather's output); it equals count unless the caller runs the collective
+/// in rounds over parts of each block. 0 means "same as count".
 struct ProgramArgs {
   Collective collective = Collective::kAllReduce;
   int nranks = 1;
   int rank = 0;
   uint64_t count = 0;
+  uint64_t stride = 0;
   int root = 0;
+
+  uint64_t blockStride() const { return stride ? stride : count; }
 };
 
 struct AlgorithmInfo {
@@ -32,6 +40,13 @@ const AlgorithmInfo* findAlgorithm(Collective c, const char* name);
 /// The algorithm used for `c` when nothing overrides the choice (the tuner lands later).
 const AlgorithmInfo* defaultAlgorithm(Collective c);
 
+/// An empty program of `args` for `algorithm`: the header fields every builder fills first.
+Program emptyProgram(const ProgramArgs& args, const char* algorithm);
+
 Program buildAllReduceRing(const ProgramArgs& args);
+Program buildReduceScatterRing(const ProgramArgs& args);
+Program buildAllGatherRing(const ProgramArgs& args);
+Program buildBroadcastChain(const ProgramArgs& args);
+Program buildReduceChain(const ProgramArgs& args);
 
 }  // namespace collie

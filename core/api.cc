@@ -1,5 +1,5 @@
-// The C API: argument checks with a sentence for every rejection, then a hand-off
-// to the communicator's executor. Exceptions never leave this file.
+// The C API for communicators, queries, memory, operators and groups; the
+// collectives are in collectives.cc. Exceptions never leave these files.
 //
 // Public symbols get default visibility from the pragma around collie.h (the
 // library is built with hidden visibility), so only the C API is exported.
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "algorithms/registry.h"
+#include "core/api_checks.h"
 #include "core/comm.h"
 #include "core/env.h"
 #include "core/errors.h"
@@ -24,131 +25,10 @@
 
 using collie::Status;
 
-namespace {
-
-// Runs body() and turns a Status, or an escaping exception, into a result code.
-template <typename Body>
-collieResult_t guarded(collieComm_t comm, Body body) {
-  try {
-    return collie::report(body(), comm);
-  } catch (const std::bad_alloc&) {
-    return collie::report(Status::error(collieSystemError, "out of host memory"), comm);
-  } catch (const std::exception& e) {
-    return collie::report(Status::error(collieInternalError, "internal error: %s", e.what()), comm);
-  }
-}
-
-Status checkComm(collieComm_t comm, const char* call) {
-  if (comm == nullptr) return Status::error(collieInvalidArgument, "%s: comm is NULL", call);
-  if (!collie::commIsLive(comm))
-    return Status::error(collieInvalidArgument, "%s: comm %p is not a live communicator (destroyed or never created)",
-                         call, static_cast<void*>(comm));
-  if (comm->aborted.load()) return Status::error(collieInvalidUsage, "%s: comm was aborted", call);
-  if (comm->finalized)
-    return Status::error(collieInvalidUsage, "%s: comm was finalized; only collieCommDestroy may follow", call);
-  const int async = comm->asyncError.load();
-  if (async != collieSuccess)
-    return Status::error(static_cast<collieResult_t>(async),
-                         "%s: comm is broken by an earlier failure (%s); destroy it and create a new one", call,
-                         collieGetErrorString(static_cast<collieResult_t>(async)));
-  return Status();
-}
-
-Status checkType(collieDataType_t type, const char* call) {
-  if (collie::typeSize(type) == 0)
-    return Status::error(collieInvalidArgument, "%s: datatype %d is not a collieDataType_t (0..%d)", call,
-                         static_cast<int>(type), collieNumTypes - 1);
-  return Status();
-}
-
-Status checkOp(collieRedOp_t op, const char* call) {
-  if (op >= collieNumOps && op != collieMaxRedOp)
-    return collie::notImplemented("pre-multiplied-sum operators", "collieRedOpCreatePreMulSum lands later")
-        .withContext(call);
-  collie::ReduceOp unused;
-  if (!collie::toReduceOp(op, &unused))
-    return Status::error(collieInvalidArgument, "%s: op %d is not a collieRedOp_t", call, static_cast<int>(op));
-  return Status();
-}
-
-Status checkBuffer(const void* buf, size_t count, collieDataType_t type, const char* call, const char* name) {
-  if (count > SIZE_MAX / collie::typeSize(type))
-    return Status::error(collieInvalidArgument, "%s: count %zu of %s overflows size_t bytes", call, count,
-                         collie::typeName(type));
-  if (buf == nullptr && count > 0)
-    return Status::error(collieInvalidArgument, "%s: %s is NULL with count %zu", call, name, count);
-  return Status();
-}
-
-// A read-only query: works on any live communicator, even an aborted-in-flight or broken one,
-// because programs ask for the async error and rank precisely after a failure.
-template <typename T, typename Get>
-collieResult_t query(collieComm_t comm, T* out, const char* call, const char* outName, Get get) {
-  return guarded(comm, [&] {
-    if (out == nullptr) return Status::error(collieInvalidArgument, "%s: %s is NULL", call, outName);
-    if (comm == nullptr || !collie::commIsLive(comm))
-      return Status::error(collieInvalidArgument, "%s: comm is not a live communicator", call);
-    *out = get(comm);
-    return Status();
-  });
-}
-
-Status notYet(const char* call) { return collie::notImplemented(call, "see README.md for what works today"); }
-
-// The program of `collective` for `count` elements, built once and kept: a
-// call repeated with the same size (benchmarks, training loops) builds nothing.
-const collie::Program& programFor(collieComm_t comm, collie::Collective collective, uint64_t count) {
-  const std::pair<int, uint64_t> key(static_cast<int>(collective), count);
-  auto it = comm->programs.find(key);
-  if (it != comm->programs.end()) return it->second;
-  if (comm->programs.size() >= 64) comm->programs.clear();  // bounded: sizes seen in one sweep
-  const collie::AlgorithmInfo* algo = collie::defaultAlgorithm(collective);
-  collie::ProgramArgs args;
-  args.collective = collective;
-  args.nranks = comm->nranks;
-  args.rank = comm->rank;
-  args.count = count;
-  return comm->programs.emplace(key, algo->build(args)).first->second;
-}
-
-Status allReduce(const void* sendbuff, void* recvbuff, size_t count, collieDataType_t type, collieRedOp_t op,
-                 collieComm_t comm) {
-  const char* call = "collieAllReduce";
-  COLLIE_RETURN_IF_ERROR(checkComm(comm, call));
-  COLLIE_RETURN_IF_ERROR(checkType(type, call));
-  COLLIE_RETURN_IF_ERROR(checkOp(op, call));
-  COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, count, type, call, "sendbuff"));
-  COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, count, type, call, "recvbuff"));
-  collie::ScopedLogRank logRank(comm->rank);
-
-  collie::ExecArgs exec;
-  exec.type = type;
-  collie::toReduceOp(op, &exec.op);
-  exec.divisor = op == collieAvg ? comm->nranks : 0;
-  exec.seq = comm->seq++;
-  COLLIE_TRACE("allreduce #%llu count %zu %s %s", static_cast<unsigned long long>(exec.seq), count,
-               collie::typeName(type), collie::opName(op));
-
-  // The buffer is reduced in rounds of nranks slots: each step of a round moves
-  // at most one slice, so a ring step-0 send never needs more slots than the
-  // receiver has free before it starts consuming (see docs/design.md).
-  const size_t es = collie::typeSize(type);
-  const uint64_t roundCount = static_cast<uint64_t>(comm->nranks) * (comm->executor->layout().slotBytes / es);
-  for (uint64_t base = 0; base == 0 || base < count; base += roundCount) {
-    const uint64_t n = std::min<uint64_t>(roundCount, count - base);
-    exec.input = static_cast<const char*>(sendbuff) + base * es;
-    exec.output = static_cast<char*>(recvbuff) + base * es;
-    Status st = comm->executor->run(programFor(comm, collie::Collective::kAllReduce, n), exec);
-    if (!st.ok()) {
-      comm->asyncError.store(st.code());
-      return st.withContext(call);
-    }
-    if (count == 0) break;
-  }
-  return Status();
-}
-
-}  // namespace
+using collie::api::checkComm;
+using collie::api::guarded;
+using collie::api::notYet;
+using collie::api::query;
 
 extern "C" {
 
@@ -348,25 +228,6 @@ collieResult_t collieRedOpDestroy(collieRedOp_t, collieComm_t comm) {
   return collie::report(notYet("collieRedOpDestroy"), comm);
 }
 
-collieResult_t collieAllReduce(const void* sendbuff, void* recvbuff, size_t count, collieDataType_t datatype,
-                               collieRedOp_t op, collieComm_t comm, collieStream_t) {
-  return guarded(comm, [&] { return allReduce(sendbuff, recvbuff, count, datatype, op, comm); });
-}
-
-collieResult_t collieBroadcast(const void*, void*, size_t, collieDataType_t, int, collieComm_t comm, collieStream_t) {
-  return collie::report(notYet("collieBroadcast"), comm);
-}
-collieResult_t collieReduce(const void*, void*, size_t, collieDataType_t, collieRedOp_t, int, collieComm_t comm,
-                            collieStream_t) {
-  return collie::report(notYet("collieReduce"), comm);
-}
-collieResult_t collieAllGather(const void*, void*, size_t, collieDataType_t, collieComm_t comm, collieStream_t) {
-  return collie::report(notYet("collieAllGather"), comm);
-}
-collieResult_t collieReduceScatter(const void*, void*, size_t, collieDataType_t, collieRedOp_t, collieComm_t comm,
-                                   collieStream_t) {
-  return collie::report(notYet("collieReduceScatter"), comm);
-}
 collieResult_t collieAllToAll(const void*, void*, size_t, collieDataType_t, collieComm_t comm, collieStream_t) {
   return collie::report(notYet("collieAllToAll"), comm);
 }
@@ -379,9 +240,6 @@ collieResult_t collieGather(const void*, void*, size_t, collieDataType_t, int, c
 }
 collieResult_t collieScatter(const void*, void*, size_t, collieDataType_t, int, collieComm_t comm, collieStream_t) {
   return collie::report(notYet("collieScatter"), comm);
-}
-collieResult_t collieBarrier(collieComm_t comm, collieStream_t) {
-  return collie::report(notYet("collieBarrier"), comm);
 }
 collieResult_t collieSend(const void*, size_t, collieDataType_t, int, collieComm_t comm, collieStream_t) {
   return collie::report(notYet("collieSend"), comm);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -21,6 +22,17 @@ namespace collie {
 class Bootstrap;
 class ShmWindows;
 class HostExecutor;
+}  // namespace collie
+
+namespace collie {
+struct CommProgramKey {
+  int collective;
+  uint64_t count, stride;
+  int root;
+  bool operator<(const CommProgramKey& o) const {
+    return std::tie(collective, count, stride, root) < std::tie(o.collective, o.count, o.stride, o.root);
+  }
+};
 }  // namespace collie
 
 struct collieComm {
@@ -41,8 +53,8 @@ struct collieComm {
   bool finalized = false;
   uint64_t seq = 0;  // collectives issued so far
 
-  // Programs built so far, by (collective, count).
-  std::map<std::pair<int, uint64_t>, collie::Program> programs;
+  // Programs built so far, by (collective, count, stride, root).
+  std::map<collie::CommProgramKey, collie::Program> programs;
 
   std::mutex errorMu;
   std::string lastError;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the unit tests with ThreadSanitizer in build-tsan/ and runs those that
-# exercise concurrency (ranks as threads: allreduce, bootstrap, shm windows).
+# exercise concurrency (ranks as threads: collectives, bootstrap, shm windows).
 # A sequencing or memory-ordering bug in the slot/flag protocol shows up here
 # on the CPU. Run after scripts/setup.sh (or scripts/test.sh) has installed the dependencies.
 set -euo pipefail
@@ -12,11 +12,13 @@ if [ ! -f "$build/build.ninja" ]; then
     -DCMAKE_CXX_FLAGS="-fsanitize=thread -O1" -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
     -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread >/dev/null
 fi
-cmake --build "$build" --target allreduce_test bootstrap_test shm_window_test
+cmake --build "$build" --target allreduce_test collectives_test bootstrap_test shm_window_test
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 start=$(date +%s)
 "$build/tests/bootstrap_test" --gtest_brief=1
 "$build/tests/shm_window_test" --gtest_brief=1
 # The 64 MiB cases only repeat the smaller ones' interleavings, at 10x the cost under TSan.
 "$build/tests/allreduce_test" --gtest_brief=1 --gtest_filter='-AllReduceLarge.*'
+# The other collectives at two rank counts, one of them with tiny slots (many rounds).
+"$build/tests/collectives_test" --gtest_brief=1 --gtest_filter='*/n3:*/n5_tinyslots:Collectives.*'
 echo "thread sanitizer: clean in $(( $(date +%s) - start )) s"

@@ -243,6 +243,70 @@ void referenceAllReduce(collieDataType_t type, collieRedOp_t op, const std::vect
   }
 }
 
+const char* collName(Coll c) {
+  switch (c) {
+    case Coll::kAllReduce:
+      return "allreduce";
+    case Coll::kReduceScatter:
+      return "reducescatter";
+    case Coll::kAllGather:
+      return "allgather";
+    case Coll::kBroadcast:
+      return "broadcast";
+    default:
+      return "reduce";
+  }
+}
+
+bool collHasOp(Coll c) { return c == Coll::kAllReduce || c == Coll::kReduceScatter || c == Coll::kReduce; }
+
+size_t collInputCount(Coll c, int nranks, size_t count) {
+  return c == Coll::kReduceScatter ? count * static_cast<size_t>(nranks) : count;
+}
+size_t collOutputCount(Coll c, int nranks, size_t count) {
+  return c == Coll::kAllGather ? count * static_cast<size_t>(nranks) : count;
+}
+
+void referenceCollective(Coll c, collieDataType_t type, collieRedOp_t op, const std::vector<const void*>& inputs,
+                         size_t count, int root, int rank, void* expected) {
+  const size_t block = count * sizeOf(type);
+  switch (c) {
+    case Coll::kAllReduce:
+    case Coll::kReduce:
+      referenceAllReduce(type, op, inputs, count, expected);
+      break;
+    case Coll::kReduceScatter: {
+      std::vector<const void*> blocks;
+      for (const void* in : inputs) blocks.push_back(static_cast<const char*>(in) + static_cast<size_t>(rank) * block);
+      referenceAllReduce(type, op, blocks, count, expected);
+      break;
+    }
+    case Coll::kAllGather:
+      for (size_t k = 0; k < inputs.size(); ++k) memcpy(static_cast<char*>(expected) + k * block, inputs[k], block);
+      break;
+    case Coll::kBroadcast:
+      memcpy(expected, inputs[static_cast<size_t>(root)], block);
+      break;
+  }
+}
+
+collieResult_t callCollective(Coll c, const void* send, void* recv, size_t count, collieDataType_t type,
+                              collieRedOp_t op, int root, collieComm_t comm) {
+  switch (c) {
+    case Coll::kAllReduce:
+      return collieAllReduce(send, recv, count, type, op, comm, nullptr);
+    case Coll::kReduceScatter:
+      return collieReduceScatter(send, recv, count, type, op, comm, nullptr);
+    case Coll::kAllGather:
+      return collieAllGather(send, recv, count, type, comm, nullptr);
+    case Coll::kBroadcast:
+      return collieBroadcast(send, recv, count, type, root, comm, nullptr);
+    case Coll::kReduce:
+      return collieReduce(send, recv, count, type, op, root, comm, nullptr);
+  }
+  return collieInternalError;
+}
+
 void poison(void* buf, size_t bytes) { memset(buf, 0x7b, bytes); }
 
 double elementAsDouble(collieDataType_t type, const void* buf, size_t i) {

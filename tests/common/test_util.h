@@ -25,6 +25,23 @@ void fillInput(collieDataType_t type, collieRedOp_t op, int rank, uint64_t seed,
 void referenceAllReduce(collieDataType_t type, collieRedOp_t op, const std::vector<const void*>& inputs, size_t count,
                         void* expected);
 
+/// The collectives the references below cover.
+enum class Coll { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce };
+const char* collName(Coll c);
+bool collHasOp(Coll c);
+/// Elements of the input and output of one rank, for `count` as passed to the API.
+size_t collInputCount(Coll c, int nranks, size_t count);
+size_t collOutputCount(Coll c, int nranks, size_t count);
+
+/// What rank `rank` must hold in its output (collOutputCount elements) after `c`
+/// over `inputs` (one per rank, collInputCount elements each). For reduce, only the root's is meaningful.
+void referenceCollective(Coll c, collieDataType_t type, collieRedOp_t op, const std::vector<const void*>& inputs,
+                         size_t count, int root, int rank, void* expected);
+
+/// Calls collective `c` through the public API with the arguments it takes.
+collieResult_t callCollective(Coll c, const void* send, void* recv, size_t count, collieDataType_t type,
+                              collieRedOp_t op, int root, collieComm_t comm);
+
 /// Fills bytes with a pattern no correct result has in all elements.
 void poison(void* buf, size_t bytes);
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Environment init paths other than collie-run's defaults: COLLIE_ROOT given by
 # name ("localhost"), no COLLIE_SECRET (derived), and a single rank with no
-# launcher at all. $1 = collie-run, $2 = allreduce_mp.
+# launcher at all. $1 = collie-run, $2 = collectives_mp.
 set -euo pipefail
 run=$1 prog=$2
 err=$(mktemp)

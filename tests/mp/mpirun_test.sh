@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Allreduce under OpenMPI's mpirun: ranks come from OMPI_COMM_WORLD_RANK/SIZE,
-# the rendezvous from COLLIE_ROOT. $1 = mpirun, $2 = allreduce_mp.
+# Collectives under OpenMPI's mpirun: ranks come from OMPI_COMM_WORLD_RANK/SIZE,
+# the rendezvous from COLLIE_ROOT. $1 = mpirun, $2 = collectives_mp.
 set -euo pipefail
 mpirun=$1 prog=$2
 port=$(( 20000 + RANDOM % 20000 ))

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "collie.h"
+#include "common/rank_threads.h"
 #include "common/test_util.h"
 #include "executor/reduce_ops.h"
 
@@ -20,47 +21,9 @@ namespace {
 
 using collie::test::allOps;
 using collie::test::allTypes;
-
-// Runs fn(rank) on n threads at once and joins them.
-void onRanks(int n, const std::function<void(int)>& fn) {
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) threads.emplace_back(fn, r);
-  for (std::thread& t : threads) t.join();
-}
-
-struct Comms {
-  explicit Comms(int n) : comms(static_cast<size_t>(n), nullptr) {
-    result = collieCommInitAll(comms.data(), n, nullptr);
-  }
-  ~Comms() {
-    for (collieComm_t c : comms) collieCommDestroy(c);
-  }
-  std::vector<collieComm_t> comms;
-  collieResult_t result;
-};
-
-// Sets an environment variable for the lifetime of the object (read by comm init).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = getenv(name)) old_ = old, had_ = true;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      setenv(name_, old_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
+using collie::test::Comms;
+using collie::test::onRanks;
+using collie::test::ScopedEnv;
 
 // One allreduce case on all ranks; returns the number of wrong elements over all ranks.
 size_t runCase(Comms& c, collieDataType_t type, collieRedOp_t op, size_t count, bool inPlace, uint64_t seed,

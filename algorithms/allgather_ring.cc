@@ -1,0 +1,28 @@
+// Ring allgather: every rank ends with every rank's block, in rank order.
+//
+//   phases: place own block (a local copy, a no-op in place), one ring pass
+//   cost:   n-1 steps; each rank sends and receives (n-1) blocks
+//
+//   n = 3: r0 holds A, r1 B, r2 C; at each step every rank forwards the block
+//   it received last: after 2 steps all hold A B C.
+#include "algorithms/registry.h"
+#include "algorithms/ring.h"
+
+namespace collie {
+
+Program buildAllGatherRing(const ProgramArgs& args) {
+  Program p = emptyProgram(args, "ring");
+  std::vector<Chunk> blocks(static_cast<size_t>(args.nranks));
+  for (int c = 0; c < args.nranks; ++c)
+    blocks[static_cast<size_t>(c)] = Chunk{static_cast<uint64_t>(c) * args.blockStride(), args.count};
+  Step place;
+  place.op = StepOp::kCopy;
+  place.src = Range{Buffer::kInput, 0};
+  place.dst = Range{Buffer::kOutput, blocks[static_cast<size_t>(args.rank)].offset};
+  place.count = args.count;
+  p.steps.push_back(place);
+  appendRingAllGather(args.nranks, args.rank, blocks, Buffer::kOutput, &p.steps);
+  return p;
+}
+
+}  // namespace collie

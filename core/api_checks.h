@@ -1,0 +1,86 @@
+// Argument checks shared by the C API's files (api.cc: communicators and
+// queries; collectives.cc: the collectives). Each rejection is a Status with a
+// sentence naming the call and the argument.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <new>
+
+#include "collie.h"
+#include "core/comm.h"
+#include "core/errors.h"
+#include "executor/reduce_ops.h"
+
+namespace collie {
+namespace api {
+
+template <typename Body>
+inline collieResult_t guarded(collieComm_t comm, Body body) {
+  try {
+    return collie::report(body(), comm);
+  } catch (const std::bad_alloc&) {
+    return collie::report(Status::error(collieSystemError, "out of host memory"), comm);
+  } catch (const std::exception& e) {
+    return collie::report(Status::error(collieInternalError, "internal error: %s", e.what()), comm);
+  }
+}
+
+inline Status checkComm(collieComm_t comm, const char* call) {
+  if (comm == nullptr) return Status::error(collieInvalidArgument, "%s: comm is NULL", call);
+  if (!collie::commIsLive(comm))
+    return Status::error(collieInvalidArgument, "%s: comm %p is not a live communicator (destroyed or never created)",
+                         call, static_cast<void*>(comm));
+  if (comm->aborted.load()) return Status::error(collieInvalidUsage, "%s: comm was aborted", call);
+  if (comm->finalized)
+    return Status::error(collieInvalidUsage, "%s: comm was finalized; only collieCommDestroy may follow", call);
+  const int async = comm->asyncError.load();
+  if (async != collieSuccess)
+    return Status::error(static_cast<collieResult_t>(async),
+                         "%s: comm is broken by an earlier failure (%s); destroy it and create a new one", call,
+                         collieGetErrorString(static_cast<collieResult_t>(async)));
+  return Status();
+}
+
+inline Status checkType(collieDataType_t type, const char* call) {
+  if (collie::typeSize(type) == 0)
+    return Status::error(collieInvalidArgument, "%s: datatype %d is not a collieDataType_t (0..%d)", call,
+                         static_cast<int>(type), collieNumTypes - 1);
+  return Status();
+}
+
+inline Status checkOp(collieRedOp_t op, const char* call) {
+  if (op >= collieNumOps && op != collieMaxRedOp)
+    return collie::notImplemented("pre-multiplied-sum operators", "collieRedOpCreatePreMulSum lands later")
+        .withContext(call);
+  collie::ReduceOp unused;
+  if (!collie::toReduceOp(op, &unused))
+    return Status::error(collieInvalidArgument, "%s: op %d is not a collieRedOp_t", call, static_cast<int>(op));
+  return Status();
+}
+
+inline Status checkBuffer(const void* buf, size_t count, collieDataType_t type, const char* call, const char* name) {
+  if (count > SIZE_MAX / collie::typeSize(type))
+    return Status::error(collieInvalidArgument, "%s: count %zu of %s overflows size_t bytes", call, count,
+                         collie::typeName(type));
+  if (buf == nullptr && count > 0)
+    return Status::error(collieInvalidArgument, "%s: %s is NULL with count %zu", call, name, count);
+  return Status();
+}
+
+// A read-only query: works on any live communicator, even an aborted-in-flight or broken one,
+// because programs ask for the async error and rank precisely after a failure.
+template <typename T, typename Get>
+collieResult_t query(collieComm_t comm, T* out, const char* call, const char* outName, Get get) {
+  return guarded(comm, [&] {
+    if (out == nullptr) return Status::error(collieInvalidArgument, "%s: %s is NULL", call, outName);
+    if (comm == nullptr || !collie::commIsLive(comm))
+      return Status::error(collieInvalidArgument, "%s: comm is not a live communicator", call);
+    *out = get(comm);
+    return Status();
+  });
+}
+
+inline Status notYet(const char* call) { return collie::notImplemented(call, "see README.md for what works today"); }
+}  // namespace api
+}  // namespace collie

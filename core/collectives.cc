@@ -1,0 +1,197 @@
+// The collectives of the C API: argument checks, then the call is cut into
+// rounds and each round's Program runs on the communicator's executor.
+//
+// Rounds: a Program means "the collective on `count` elements". The executor
+// moves a step's range in slices through the receiver's slot FIFO; if a ring
+// step moved more slices than the receiver has slots, every rank would block in
+// its first send while its successor does the same (the deadlock that tests
+// with tiny slots found). So each round gives every step at most one slice:
+// allreduce rounds are nranks slots long (its steps move 1/nranks of the round),
+// the other collectives' rounds one slot of each block. Successive rounds of a
+// chain or ring overlap through the FIFO, which is the pipelining.
+#pragma GCC visibility push(default)
+#include "collie.h"
+#pragma GCC visibility pop
+
+#include <algorithm>
+#include <cstdint>
+
+#include "algorithms/registry.h"
+#include "core/api_checks.h"
+#include "core/log.h"
+#include "executor/host_executor.h"
+
+using collie::Collective;
+using collie::Status;
+using collie::api::checkBuffer;
+using collie::api::checkComm;
+using collie::api::checkOp;
+using collie::api::checkType;
+using collie::api::guarded;
+
+namespace {
+
+// The program for (collective, round count, block stride, root), built once:
+// a call repeated with the same size (benchmarks, training loops) builds nothing.
+const collie::Program& programFor(collieComm_t comm, const collie::ProgramArgs& args) {
+  const collie::CommProgramKey key{static_cast<int>(args.collective), args.count, args.blockStride(), args.root};
+  auto it = comm->programs.find(key);
+  if (it != comm->programs.end()) return it->second;
+  if (comm->programs.size() >= 64) comm->programs.clear();  // bounded: the sizes of one sweep
+  return comm->programs.emplace(key, collie::defaultAlgorithm(args.collective)->build(args)).first->second;
+}
+
+struct Call {
+  const char* name;
+  Collective collective;
+  const void* input;
+  void* output;
+  uint64_t count;  // the collective's count argument
+  collieDataType_t type;
+  collieRedOp_t op;  // collieSum for collectives without one
+  int root;
+};
+
+// Runs `call` in rounds (see the file comment) and marks the communicator
+// broken when a round fails, since its counters no longer match its peers'.
+Status runCall(collieComm_t comm, const Call& call) {
+  collie::ScopedLogRank logRank(comm->rank);
+  collie::ExecArgs exec;
+  exec.type = call.type;
+  collie::toReduceOp(call.op, &exec.op);
+  exec.divisor = call.op == collieAvg ? comm->nranks : 0;
+  exec.seq = comm->seq++;
+  COLLIE_TRACE("%s #%llu count %llu %s %s root %d", call.name, static_cast<unsigned long long>(exec.seq),
+               static_cast<unsigned long long>(call.count), collie::typeName(call.type), collie::opName(call.op),
+               call.root);
+  const size_t es = collie::typeSize(call.type);
+  const uint64_t slotElements = comm->executor->layout().slotBytes / es;
+  const uint64_t roundCount =
+      call.collective == Collective::kAllReduce ? static_cast<uint64_t>(comm->nranks) * slotElements : slotElements;
+  collie::ProgramArgs args;
+  args.collective = call.collective;
+  args.nranks = comm->nranks;
+  args.rank = comm->rank;
+  args.stride = call.count;
+  args.root = call.root;
+  for (uint64_t base = 0; base == 0 || base < call.count; base += roundCount) {
+    args.count = std::min<uint64_t>(roundCount, call.count - base);
+    // Every buffer of these collectives advances by the round's offset: blocks
+    // keep their full-count stride, and each round takes the same part of each.
+    exec.input = call.input ? static_cast<const char*>(call.input) + base * es : nullptr;
+    exec.output = call.output ? static_cast<char*>(call.output) + base * es : nullptr;
+    Status st = comm->executor->run(programFor(comm, args), exec);
+    if (!st.ok()) {
+      comm->asyncError.store(st.code());
+      return st.withContext(call.name);
+    }
+    if (call.count == 0) break;
+  }
+  return Status();
+}
+
+Status checkRoot(int root, collieComm_t comm, const char* call) {
+  if (root < 0 || root >= comm->nranks)
+    return Status::error(collieInvalidArgument, "%s: root %d is not a rank of this %d-rank communicator", call, root,
+                         comm->nranks);
+  return Status();
+}
+
+// count * nranks elements, refused when it overflows.
+Status blockTotal(size_t count, collieComm_t comm, const char* call, size_t* total) {
+  if (count > SIZE_MAX / static_cast<size_t>(comm->nranks))
+    return Status::error(collieInvalidArgument, "%s: count %zu times %d ranks overflows", call, count, comm->nranks);
+  *total = count * static_cast<size_t>(comm->nranks);
+  return Status();
+}
+
+}  // namespace
+
+extern "C" {
+
+collieResult_t collieAllReduce(const void* sendbuff, void* recvbuff, size_t count, collieDataType_t datatype,
+                               collieRedOp_t op, collieComm_t comm, collieStream_t) {
+  return guarded(comm, [&] {
+    const char* name = "collieAllReduce";
+    COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
+    COLLIE_RETURN_IF_ERROR(checkType(datatype, name));
+    COLLIE_RETURN_IF_ERROR(checkOp(op, name));
+    COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, count, datatype, name, "sendbuff"));
+    COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, count, datatype, name, "recvbuff"));
+    return runCall(comm, Call{name, Collective::kAllReduce, sendbuff, recvbuff, count, datatype, op, 0});
+  });
+}
+
+collieResult_t collieReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, collieDataType_t datatype,
+                                   collieRedOp_t op, collieComm_t comm, collieStream_t) {
+  return guarded(comm, [&] {
+    const char* name = "collieReduceScatter";
+    COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
+    COLLIE_RETURN_IF_ERROR(checkType(datatype, name));
+    COLLIE_RETURN_IF_ERROR(checkOp(op, name));
+    size_t total = 0;
+    COLLIE_RETURN_IF_ERROR(blockTotal(recvcount, comm, name, &total));
+    COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, total, datatype, name, "sendbuff"));
+    COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, recvcount, datatype, name, "recvbuff"));
+    return runCall(comm, Call{name, Collective::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0});
+  });
+}
+
+collieResult_t collieAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, collieDataType_t datatype,
+                               collieComm_t comm, collieStream_t) {
+  return guarded(comm, [&] {
+    const char* name = "collieAllGather";
+    COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
+    COLLIE_RETURN_IF_ERROR(checkType(datatype, name));
+    size_t total = 0;
+    COLLIE_RETURN_IF_ERROR(blockTotal(sendcount, comm, name, &total));
+    COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, sendcount, datatype, name, "sendbuff"));
+    COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, total, datatype, name, "recvbuff"));
+    return runCall(comm, Call{name, Collective::kAllGather, sendbuff, recvbuff, sendcount, datatype, collieSum, 0});
+  });
+}
+
+collieResult_t collieBroadcast(const void* sendbuff, void* recvbuff, size_t count, collieDataType_t datatype, int root,
+                               collieComm_t comm, collieStream_t) {
+  return guarded(comm, [&] {
+    const char* name = "collieBroadcast";
+    COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
+    COLLIE_RETURN_IF_ERROR(checkType(datatype, name));
+    COLLIE_RETURN_IF_ERROR(checkRoot(root, comm, name));
+    // As in NCCL, sendbuff is read on the root only.
+    const bool isRoot = comm->rank == root;
+    if (isRoot) COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, count, datatype, name, "sendbuff"));
+    COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, count, datatype, name, "recvbuff"));
+    return runCall(comm, Call{name, Collective::kBroadcast, isRoot ? sendbuff : nullptr, recvbuff, count, datatype,
+                              collieSum, root});
+  });
+}
+
+collieResult_t collieReduce(const void* sendbuff, void* recvbuff, size_t count, collieDataType_t datatype,
+                            collieRedOp_t op, int root, collieComm_t comm, collieStream_t) {
+  return guarded(comm, [&] {
+    const char* name = "collieReduce";
+    COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
+    COLLIE_RETURN_IF_ERROR(checkType(datatype, name));
+    COLLIE_RETURN_IF_ERROR(checkOp(op, name));
+    COLLIE_RETURN_IF_ERROR(checkRoot(root, comm, name));
+    // As in NCCL, recvbuff is written on the root only.
+    const bool isRoot = comm->rank == root;
+    COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, count, datatype, name, "sendbuff"));
+    if (isRoot) COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, count, datatype, name, "recvbuff"));
+    return runCall(comm,
+                   Call{name, Collective::kReduce, sendbuff, isRoot ? recvbuff : nullptr, count, datatype, op, root});
+  });
+}
+
+collieResult_t collieBarrier(collieComm_t comm, collieStream_t) {
+  return guarded(comm, [&] {
+    const char* name = "collieBarrier";
+    COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
+    // An allreduce of one byte: no rank can finish it before every rank has started it.
+    uint8_t token = 0;
+    return runCall(comm, Call{name, Collective::kAllReduce, &token, &token, 1, collieUint8, collieSum, 0});
+  });
+}
+
+}  // extern "C"

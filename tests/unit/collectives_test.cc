@@ -1,0 +1,157 @@
+// Reduce-scatter, allgather, broadcast, reduce and barrier on the host backend,
+// ranks as threads: every type (and op, where there is one), in-place and
+// out-of-place, counts 0, 1, small, prime and many slices, 1..8 ranks, varied
+// roots; plus tiny slots that force many rounds. Inputs random (seed printed),
+// outputs poisoned, references independent (tests/common/test_util.cc).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "collie.h"
+#include "common/rank_threads.h"
+#include "common/test_util.h"
+#include "executor/reduce_ops.h"
+
+namespace {
+
+using collie::test::Comms;
+using collie::test::onRanks;
+using collie::test::ScopedEnv;
+
+using collie::test::Coll;
+using collie::test::collHasOp;
+using collie::test::collName;
+
+// Runs one case on every rank; returns "" when every rank's result is exact, else what went wrong.
+std::string runCase(const Comms& comms, Coll coll, collieDataType_t type, collieRedOp_t op, size_t count, bool inPlace,
+                    int root, uint64_t seed) {
+  const int n = comms.size();
+  const size_t es = collie::typeSize(type), block = count * es;
+  const size_t inCount = collie::test::collInputCount(coll, n, count);
+  const size_t outCount = collie::test::collOutputCount(coll, n, count);
+  std::vector<std::vector<char>> in(n, std::vector<char>(inCount * es + 1)),
+      out(n, std::vector<char>(outCount * es + 1));
+  std::vector<const void*> inputs;
+  for (int r = 0; r < n; ++r) {
+    collie::test::fillInput(type, op, r, seed, in[r].data(), inCount);
+    inputs.push_back(in[r].data());
+  }
+  std::vector<std::vector<char>> want(n, std::vector<char>(outCount * es + 1));
+  for (int r = 0; r < n; ++r) collie::test::referenceCollective(coll, type, op, inputs, count, root, r, want[r].data());
+  // In place: the input lives inside the output where the API says so.
+  std::vector<char*> send(n), recv(n);
+  for (int r = 0; r < n; ++r) {
+    collie::test::poison(out[r].data(), out[r].size());
+    recv[r] = out[r].data();
+    send[r] = in[r].data();
+    if (!inPlace) continue;
+    if (coll == Coll::kReduceScatter) {
+      out[r] = in[r];  // recvbuff = sendbuff + r * recvcount
+      recv[r] = out[r].data() + r * block;
+      send[r] = out[r].data();
+    } else if (coll == Coll::kAllGather) {
+      memcpy(out[r].data() + r * block, in[r].data(), block);  // sendbuff = recvbuff + r * sendcount
+      send[r] = out[r].data() + r * block;
+    } else {
+      memcpy(out[r].data(), in[r].data(), block);
+      send[r] = out[r].data();
+    }
+  }
+  std::vector<collieResult_t> rc(n);
+  onRanks(n, [&](int r) {
+    void* s = count ? send[r] : nullptr;
+    void* d = count ? recv[r] : nullptr;
+    rc[r] = collie::test::callCollective(coll, s, d, count, type, op, root, comms[r]);
+  });
+  for (int r = 0; r < n; ++r) {
+    if (rc[r] != collieSuccess) return "rank " + std::to_string(r) + ": " + collieGetLastError(comms[r]);
+    if (coll == Coll::kReduce && r != root) continue;  // recvbuff is the root's only
+    std::string first;
+    const size_t wrong = collie::test::countWrong(type, recv[r], want[r].data(),
+                                                  coll == Coll::kReduceScatter ? count : outCount, &first);
+    if (wrong) return "rank " + std::to_string(r) + ": " + std::to_string(wrong) + " wrong, " + first;
+  }
+  return "";
+}
+
+struct Param {
+  int nranks;
+  bool tinySlots;
+};
+
+class CollectivesTest : public ::testing::TestWithParam<Param> {};
+
+TEST_P(CollectivesTest, EveryCollectiveTypeOpCountRootAndPlacement) {
+  const Param p = GetParam();
+  const uint64_t seed = collie::test::testSeed();
+  ScopedEnv slotBytes("COLLIE_SLOT_BYTES", p.tinySlots ? "4096" : nullptr);
+  ScopedEnv slots("COLLIE_SLOTS", p.tinySlots ? "2" : nullptr);
+  Comms comms(p.nranks);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  const size_t counts[] = {0, 1, 7, 1009, 65537};
+  int cases = 0;
+  for (Coll coll : {Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce}) {
+    for (collieDataType_t type : collie::test::allTypes()) {
+      for (collieRedOp_t op : collie::test::allOps()) {
+        if (!collHasOp(coll) && op != collieSum) continue;
+        for (size_t count : counts) {
+          for (bool inPlace : {false, true}) {
+            // Roots vary with the case so every rank is root somewhere.
+            const int root = static_cast<int>((count + static_cast<size_t>(type) + (inPlace ? 1 : 0)) % p.nranks);
+            const std::string err = runCase(comms, coll, type, op, count, inPlace, root, seed);
+            ASSERT_EQ(err, "") << collName(coll) << " nranks " << p.nranks << " " << collie::typeName(type) << " "
+                               << collie::opName(op) << " count " << count << " root " << root
+                               << (inPlace ? " in-place" : " out-of-place") << " (seed " << seed << ")";
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+  printf("%d cases exact\n", cases);
+}
+
+std::vector<Param> params() {
+  std::vector<Param> v;
+  for (int n : {1, 2, 3, 4, 5, 7, 8}) v.push_back({n, false});
+  for (int n : {3, 5}) v.push_back({n, true});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, CollectivesTest, ::testing::ValuesIn(params()), [](const auto& info) {
+  return "n" + std::to_string(info.param.nranks) + (info.param.tinySlots ? "_tinyslots" : "");
+});
+
+TEST(Collectives, BadRootsAndBuffersAreRejected) {
+  Comms comms(1);
+  ASSERT_EQ(comms.result, collieSuccess);
+  float x[4] = {0};
+  EXPECT_EQ(collieBroadcast(x, x, 4, collieFloat32, 1, comms[0], nullptr), collieInvalidArgument);
+  EXPECT_NE(std::string(collieGetLastError(comms[0])).find("root 1"), std::string::npos);
+  EXPECT_EQ(collieReduce(x, x, 4, collieFloat32, collieSum, -1, comms[0], nullptr), collieInvalidArgument);
+  EXPECT_EQ(collieReduceScatter(nullptr, x, 4, collieFloat32, collieSum, comms[0], nullptr), collieInvalidArgument);
+  EXPECT_NE(std::string(collieGetLastError(comms[0])).find("sendbuff is NULL"), std::string::npos);
+  EXPECT_EQ(collieAllGather(x, nullptr, 4, collieFloat32, comms[0], nullptr), collieInvalidArgument);
+  EXPECT_EQ(collieAllGather(x, x, SIZE_MAX / 2, collieFloat32, comms[0], nullptr), collieInvalidArgument);
+  EXPECT_EQ(collieBroadcast(x, x, 4, collieFloat32, 0, comms[0], nullptr), collieSuccess);
+}
+
+TEST(Collectives, BarrierWaitsForEveryRank) {
+  Comms comms(4);
+  ASSERT_EQ(comms.result, collieSuccess);
+  std::atomic<int> arrived{0};
+  std::vector<int> seenAtExit(4);
+  onRanks(4, [&](int r) {
+    if (r == 3) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    arrived.fetch_add(1);
+    ASSERT_EQ(collieBarrier(comms[r], nullptr), collieSuccess);
+    seenAtExit[r] = arrived.load();
+  });
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(seenAtExit[r], 4) << "rank " << r << " left the barrier early";
+}
+
+}  // namespace
