@@ -13,9 +13,7 @@ namespace collie {
 
 Program buildReduceScatterRing(const ProgramArgs& args) {
   Program p = emptyProgram(args, "ring");
-  std::vector<Chunk> blocks(static_cast<size_t>(args.nranks));
-  for (int c = 0; c < args.nranks; ++c)
-    blocks[static_cast<size_t>(c)] = Chunk{static_cast<uint64_t>(c) * args.blockStride(), args.count};
+  const std::vector<Chunk> blocks = rankBlocks(args.count, args.blockStride(), args.nranks);
   appendRingReduceScatter(args.nranks, args.rank, blocks, Buffer::kInput, Range{Buffer::kOutput, 0}, &p.steps);
   return p;
 }

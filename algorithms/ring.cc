@@ -12,6 +12,12 @@ std::vector<Chunk> balancedChunks(uint64_t count, int n) {
   return chunks;
 }
 
+std::vector<Chunk> rankBlocks(uint64_t count, uint64_t stride, int n) {
+  std::vector<Chunk> blocks(static_cast<size_t>(n));
+  for (int c = 0; c < n; ++c) blocks[static_cast<size_t>(c)] = Chunk{static_cast<uint64_t>(c) * stride, count};
+  return blocks;
+}
+
 void appendRingReduceScatter(int n, int r, const std::vector<Chunk>& chunks, Buffer input, Range result,
                              std::vector<Step>* steps) {
   const Chunk& mine = chunks[static_cast<size_t>(r)];

@@ -30,4 +30,7 @@ void appendRingAllGather(int n, int r, const std::vector<Chunk>& chunks, Buffer 
 /// The n chunks of a balanced cut of `count` elements.
 std::vector<Chunk> balancedChunks(uint64_t count, int n);
 
+/// n rank blocks of `count` elements each, `stride` apart (reduce-scatter's input, allgather's output).
+std::vector<Chunk> rankBlocks(uint64_t count, uint64_t stride, int n);
+
 }  // namespace collie

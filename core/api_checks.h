@@ -38,7 +38,7 @@ inline Status checkComm(collieComm_t comm, const char* call) {
   if (async != collieSuccess)
     return Status::error(static_cast<collieResult_t>(async),
                          "%s: comm is broken by an earlier failure (%s); destroy it and create a new one", call,
-                         collieGetErrorString(static_cast<collieResult_t>(async)));
+                         resultName(static_cast<collieResult_t>(async)));
   return Status();
 }
 

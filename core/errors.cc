@@ -30,6 +30,13 @@ const char* lastErrorText(collieComm_t comm) {
   return tlsLastError.c_str();
 }
 
+const char* resultName(collieResult_t result) {
+  static const char* const kNames[] = {"collieSuccess",       "collieUnhandledCudaError", "collieSystemError",
+                                       "collieInternalError", "collieInvalidArgument",    "collieInvalidUsage",
+                                       "collieRemoteError",   "collieInProgress",         "collieTimeout"};
+  return result >= 0 && result < collieNumResults ? kNames[result] : "unknown result";
+}
+
 Status notImplemented(const char* call, const char* when) {
   return Status::error(collieInvalidUsage, "%s is not implemented yet (%s)", call, when);
 }

@@ -12,6 +12,9 @@ namespace collie {
 /// line) and returns its code. A success clears nothing and returns collieSuccess.
 collieResult_t report(const Status& status, collieComm_t comm = nullptr);
 
+/// The enumerator's name of a result ("collieTimeout"), for messages.
+const char* resultName(collieResult_t result);
+
 /// The last error text of comm (when registered and non-empty), else of this thread.
 const char* lastErrorText(collieComm_t comm);
 
