@@ -92,8 +92,8 @@ TEST(Registry, EveryAlgorithmVerifiedForEveryRankCount) {
   int proved = 0;
   for (const collie::AlgorithmInfo& algo : collie::algorithms()) {
     for (int n = 1; n <= 64; ++n) {
-      const bool rooted = algo.collective == collie::Collective::kBroadcast ||
-                          algo.collective == collie::Collective::kReduce;
+      const bool rooted =
+          algo.collective == collie::Collective::kBroadcast || algo.collective == collie::Collective::kReduce;
       std::vector<int> roots = rooted ? std::vector<int>{0, n / 2, n - 1} : std::vector<int>{0};
       for (int root : roots) {
         for (uint64_t count : {uint64_t{0}, uint64_t{1}, static_cast<uint64_t>(n + 1), uint64_t{13}}) {
