@@ -155,3 +155,29 @@ TEST(Collectives, BarrierWaitsForEveryRank) {
 }
 
 }  // namespace
+
+namespace {
+
+// Many ranks as threads (16 and 24 on a 2-core machine): every collective on a
+// few types and counts, so waits and back-off hold up when most ranks are descheduled.
+TEST(CollectivesManyRanks, SixteenAndTwentyFour) {
+  const uint64_t seed = collie::test::testSeed();
+  for (int n : {16, 24}) {
+    Comms comms(n);
+    ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+    for (Coll coll : {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce}) {
+      for (collieDataType_t type : {collieFloat32, collieInt8, collieBfloat16}) {
+        for (size_t count : {size_t{1}, size_t{1009}, size_t{65537}}) {
+          // fillInput keeps sums exact for up to 8 ranks only; bf16 uses max here, which is always exact.
+          const collieRedOp_t op = type == collieBfloat16 ? collieMax : collieSum;
+          const int root = static_cast<int>(count % static_cast<size_t>(n));
+          const std::string err = runCase(comms, coll, type, op, count, count == 1009, root, seed);
+          ASSERT_EQ(err, "") << collName(coll) << " nranks " << n << " " << collie::typeName(type) << " count " << count
+                             << " (seed " << seed << ")";
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
