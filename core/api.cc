@@ -7,20 +7,14 @@
 #include "collie.h"
 #pragma GCC visibility pop
 
-#include <algorithm>
 #include <cstdint>
 #include <exception>
 #include <thread>
 #include <vector>
 
-#include "algorithms/registry.h"
 #include "core/api_checks.h"
 #include "core/comm.h"
-#include "core/env.h"
 #include "core/errors.h"
-#include "core/log.h"
-#include "executor/host_executor.h"
-#include "executor/reduce_ops.h"
 #include "transport/bootstrap/bootstrap.h"
 
 using collie::Status;

@@ -1,8 +1,6 @@
 #include "core/comm.h"
 
 #include <cuda_runtime_api.h>
-#include <netdb.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,9 +12,11 @@
 
 #include "core/env.h"
 #include "core/errors.h"
+#include "core/hash.h"
 #include "core/log.h"
 #include "executor/host_executor.h"
 #include "transport/bootstrap/bootstrap.h"
+#include "transport/bootstrap/socket.h"
 #include "transport/shm/shm_window.h"
 
 collieComm::~collieComm() = default;
@@ -247,24 +247,6 @@ Status readEnvInit(EnvInit* out) {
   return Status();
 }
 
-// Resolves a host name to the numeric address that goes into a unique id.
-static Status numericHost(const std::string& host, std::string* out) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
-  if (rc != 0 || res == nullptr)
-    return Status::error(collieInvalidArgument, "COLLIE_ROOT host '%s' cannot be resolved: %s", host.c_str(),
-                         gai_strerror(rc));
-  char buf[NI_MAXHOST];
-  rc = getnameinfo(res->ai_addr, res->ai_addrlen, buf, sizeof(buf), nullptr, 0, NI_NUMERICHOST);
-  freeaddrinfo(res);
-  if (rc != 0) return Status::error(collieInvalidArgument, "COLLIE_ROOT host '%s': %s", host.c_str(), gai_strerror(rc));
-  *out = buf;
-  return Status();
-}
-
 Status commInitFromEnv(const InitOptions& options, collieComm** out) {
   EnvInit e;
   COLLIE_RETURN_IF_ERROR(readEnvInit(&e));
@@ -289,11 +271,8 @@ Status commInitFromEnv(const InitOptions& options, collieComm** out) {
     // Without a shared secret every rank derives the same one from the root
     // address: the job still works, but anyone who can reach the port can join.
     const std::string seed = e.rootHost + ":" + std::to_string(e.rootPort);
-    uint64_t h1 = 1469598103934665603ull, h2 = 7809847782465536322ull;
-    for (char c : seed) {
-      h1 = (h1 ^ static_cast<uint8_t>(c)) * 1099511628211ull;
-      h2 = (h2 ^ static_cast<uint8_t>(c)) * 1099511628211ull;
-    }
+    const uint64_t h1 = fnv1a(seed.data(), seed.size());
+    const uint64_t h2 = fnv1a(seed.data(), seed.size(), 7809847782465536322ull);
     memcpy(info.secret.bytes, &h1, 8);
     memcpy(info.secret.bytes + 8, &h2, 8);
     if (e.rank == 0)
@@ -301,7 +280,10 @@ Status commInitFromEnv(const InitOptions& options, collieComm** out) {
           "COLLIE_SECRET is not set: the rendezvous secret is derived from COLLIE_ROOT (weaker); "
           "collie-run sets a random one");
   }
-  COLLIE_RETURN_IF_ERROR(numericHost(e.rootHost, &info.host));
+  // The unique id carries a numeric address: resolve a host name once, here.
+  SockAddr root;
+  COLLIE_RETURN_IF_ERROR(resolveAddress(e.rootHost, e.rootPort, &root).withContext("COLLIE_ROOT"));
+  info.host = root.host();
   info.port = e.rootPort;
   if (e.rank == 0) {
     COLLIE_RETURN_IF_ERROR(startRendezvousRoot(info.host, info.port, info.secret, options.initTimeoutSec, &id));

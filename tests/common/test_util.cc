@@ -11,6 +11,8 @@
 #include <random>
 #include <type_traits>
 
+#include "executor/reduce_ops.h"
+
 namespace collie {
 namespace test {
 
@@ -21,25 +23,6 @@ bool isFloat(collieDataType_t t) {
          t == collieFloat8e4m3 || t == collieFloat8e5m2;
 }
 bool isSigned(collieDataType_t t) { return t == collieInt8 || t == collieInt32 || t == collieInt64; }
-
-size_t sizeOf(collieDataType_t t) {
-  switch (t) {
-    case collieInt8:
-    case collieUint8:
-    case collieFloat8e4m3:
-    case collieFloat8e5m2:
-      return 1;
-    case collieFloat16:
-    case collieBfloat16:
-      return 2;
-    case collieInt32:
-    case collieUint32:
-    case collieFloat32:
-      return 4;
-    default:
-      return 8;
-  }
-}
 
 // Stores a double into a float-type element (round to nearest, via the CUDA conversion headers).
 void storeFloat(collieDataType_t t, void* buf, size_t i, double v) {
@@ -269,7 +252,7 @@ size_t collOutputCount(Coll c, int nranks, size_t count) {
 
 void referenceCollective(Coll c, collieDataType_t type, collieRedOp_t op, const std::vector<const void*>& inputs,
                          size_t count, int root, int rank, void* expected) {
-  const size_t block = count * sizeOf(type);
+  const size_t block = count * collie::typeSize(type);
   switch (c) {
     case Coll::kAllReduce:
     case Coll::kReduce:
@@ -317,7 +300,7 @@ double elementAsDouble(collieDataType_t type, const void* buf, size_t i) {
 
 size_t countWrong(collieDataType_t type, const void* got, const void* expected, size_t count, std::string* first) {
   size_t wrong = 0;
-  const size_t es = sizeOf(type);
+  const size_t es = collie::typeSize(type);
   for (size_t i = 0; i < count; ++i) {
     const bool same = isFloat(type) ? loadFloat(type, got, i) == loadFloat(type, expected, i)
                                     : memcmp(static_cast<const char*>(got) + i * es,

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 
+#include "core/hash.h"
 #include "core/log.h"
 #include "transport/bootstrap/bootstrap.h"
 
@@ -89,15 +90,6 @@ Status ShmSegment::unlink() {
 
 namespace {
 
-// FNV-1a: the segment name must not reveal the secret, only be unique to it.
-uint64_t fnv1a(const uint8_t* p, size_t n, uint64_t h = 1469598103934665603ull) {
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 std::string segmentName(uint64_t tag, int rank) {
   char name[64];
   snprintf(name, sizeof(name), "/collie-%016llx-%d", static_cast<unsigned long long>(tag), rank);
@@ -117,8 +109,8 @@ Status ShmWindows::create(Bootstrap* bootstrap, size_t bytes, std::unique_ptr<Sh
     nonce = fnv1a(r.bytes, sizeof(r.bytes));
   }
   COLLIE_RETURN_IF_ERROR(bootstrap->broadcast(&nonce, sizeof(nonce), 0));
-  const uint64_t tag = fnv1a(reinterpret_cast<const uint8_t*>(&nonce), sizeof(nonce),
-                             fnv1a(bootstrap->secret().bytes, sizeof(bootstrap->secret().bytes)));
+  const uint64_t tag =
+      fnv1a(&nonce, sizeof(nonce), fnv1a(bootstrap->secret().bytes, sizeof(bootstrap->secret().bytes)));
 
   auto windows = std::unique_ptr<ShmWindows>(new ShmWindows());
   windows->bytes_ = bytes;
