@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "collie.h"
+#include "common/collective_case.h"
 #include "common/rank_threads.h"
 #include "common/test_util.h"
 #include "executor/reduce_ops.h"
@@ -24,58 +25,6 @@ using collie::test::allTypes;
 using collie::test::Comms;
 using collie::test::onRanks;
 using collie::test::ScopedEnv;
-
-// One allreduce case on all ranks; returns the number of wrong elements over all ranks.
-size_t runCase(Comms& c, collieDataType_t type, collieRedOp_t op, size_t count, bool inPlace, uint64_t seed,
-               std::string* detail) {
-  const int n = static_cast<int>(c.comms.size());
-  const size_t bytes = count * collie::typeSize(type);
-  std::vector<std::vector<char>> in(static_cast<size_t>(n), std::vector<char>(bytes + 1));
-  std::vector<std::vector<char>> out(static_cast<size_t>(n), std::vector<char>(bytes + 1));
-  std::vector<const void*> inputs;
-  for (int r = 0; r < n; ++r) {
-    collie::test::fillInput(type, op, r, seed, in[static_cast<size_t>(r)].data(), count);
-    inputs.push_back(in[static_cast<size_t>(r)].data());
-  }
-  std::vector<char> expected(bytes + 1);
-  collie::test::referenceAllReduce(type, op, inputs, count, expected.data());
-  std::vector<std::vector<char>> inCopy = in;  // to check that out-of-place leaves the input alone
-  for (int r = 0; r < n; ++r) {
-    if (inPlace)
-      out[static_cast<size_t>(r)] = in[static_cast<size_t>(r)];
-    else
-      collie::test::poison(out[static_cast<size_t>(r)].data(), bytes + 1);
-  }
-  std::vector<collieResult_t> rc(static_cast<size_t>(n));
-  onRanks(n, [&](int r) {
-    char* o = out[static_cast<size_t>(r)].data();
-    const void* s = inPlace ? o : in[static_cast<size_t>(r)].data();
-    rc[static_cast<size_t>(r)] = collieAllReduce(count ? s : nullptr, count ? o : nullptr, count, type, op,
-                                                 c.comms[static_cast<size_t>(r)], nullptr);
-  });
-  size_t wrong = 0;
-  for (int r = 0; r < n; ++r) {
-    if (rc[static_cast<size_t>(r)] != collieSuccess) {
-      *detail = "rank " + std::to_string(r) + " returned " + collieGetErrorString(rc[static_cast<size_t>(r)]) + ": " +
-                collieGetLastError(c.comms[static_cast<size_t>(r)]);
-      return count + 1;
-    }
-    std::string first;
-    size_t w = collie::test::countWrong(type, out[static_cast<size_t>(r)].data(), expected.data(), count, &first);
-    if (w && detail->empty()) *detail = "rank " + std::to_string(r) + " " + first;
-    wrong += w;
-    // The byte past the end must be untouched (poison kept) and the input intact.
-    if (!inPlace && out[static_cast<size_t>(r)][bytes] != 0x7b) {
-      *detail = "rank " + std::to_string(r) + " wrote past the end of recvbuff";
-      ++wrong;
-    }
-    if (!inPlace && in[static_cast<size_t>(r)] != inCopy[static_cast<size_t>(r)]) {
-      *detail = "rank " + std::to_string(r) + " modified sendbuff";
-      ++wrong;
-    }
-  }
-  return wrong;
-}
 
 struct Param {
   int nranks;
@@ -97,11 +46,11 @@ TEST_P(AllReduceTest, EveryTypeOpCountAndPlacement) {
     for (collieRedOp_t op : allOps()) {
       for (size_t count : counts) {
         for (bool inPlace : {false, true}) {
-          std::string detail;
-          size_t wrong = runCase(c, type, op, count, inPlace, seed, &detail);
-          ASSERT_EQ(wrong, 0u) << "nranks " << p.nranks << " " << collie::typeName(type) << " " << collie::opName(op)
-                               << " count " << count << (inPlace ? " in-place" : " out-of-place") << ": " << detail
-                               << " (seed " << seed << ")";
+          const std::string detail =
+              collie::test::runCollectiveCase(c, collie::test::Coll::kAllReduce, type, op, count, inPlace, 0, seed);
+          ASSERT_EQ(detail, "") << "nranks " << p.nranks << " " << collie::typeName(type) << " " << collie::opName(op)
+                                << " count " << count << (inPlace ? " in-place" : " out-of-place") << ": " << detail
+                                << " (seed " << seed << ")";
         }
       }
     }
@@ -133,8 +82,9 @@ TEST(AllReduceLarge, SixtyFourMiB) {
     Comms c(k.n);
     ASSERT_EQ(c.result, collieSuccess) << collieGetLastError(nullptr);
     const size_t count = (64u << 20) / collie::typeSize(k.type) + 3;  // +3: not a multiple of anything
-    std::string detail;
-    EXPECT_EQ(runCase(c, k.type, k.op, count, k.inPlace, seed, &detail), 0u) << detail << " (seed " << seed << ")";
+    EXPECT_EQ(
+        collie::test::runCollectiveCase(c, collie::test::Coll::kAllReduce, k.type, k.op, count, k.inPlace, 0, seed), "")
+        << "nranks " << k.n << " (seed " << seed << ")";
   }
 }
 
