@@ -1,6 +1,8 @@
 #include "algorithms/program.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 namespace collie {
 
@@ -46,11 +48,24 @@ const char* stepOpName(StepOp op) {
       return "recvCopySend";
     case StepOp::kCopy:
       return "copy";
+    case StepOp::kSendRecv:
+      return "sendRecv";
+    case StepOp::kSendRecvReduce:
+      return "sendRecvReduce";
+    case StepOp::kReduce:
+      return "reduce";
   }
   return "?";
 }
 
-static const char* bufferName(Buffer b) { return b == Buffer::kInput ? "in" : "out"; }
+bool stepSends(StepOp op) {
+  return op == StepOp::kSend || op == StepOp::kRecvReduceSend || op == StepOp::kRecvCopySend ||
+         op == StepOp::kSendRecv || op == StepOp::kSendRecvReduce;
+}
+bool stepReceives(StepOp op) { return op != StepOp::kSend && op != StepOp::kCopy && op != StepOp::kReduce; }
+bool stepIsExchange(StepOp op) { return op == StepOp::kSendRecv || op == StepOp::kSendRecvReduce; }
+
+static const char* bufferName(Buffer b) { return b == Buffer::kInput ? "in" : (b == Buffer::kOutput ? "out" : "tmp"); }
 
 std::string Program::describe() const {
   std::string out;
@@ -65,6 +80,11 @@ std::string Program::describe() const {
              static_cast<unsigned long long>(s.src.offset), bufferName(s.dst.buffer),
              static_cast<unsigned long long>(s.dst.offset), static_cast<unsigned long long>(s.count),
              s.finalize ? " final" : "");
+    if (stepIsExchange(s.op)) {
+      line[strlen(line) - 1] = '\0';  // the receive count goes on the same line
+      snprintf(line + strlen(line), sizeof(line) - strlen(line), " recvN=%llu\n",
+               static_cast<unsigned long long>(s.recvCount));
+    }
     out += line;
   }
   return out;
@@ -77,12 +97,42 @@ Chunk balancedChunk(uint64_t count, int parts, int index) {
   return Chunk{base * i + (i < extra ? i : extra), base + (i < extra ? 1 : 0)};
 }
 
-void bufferCounts(Collective c, int nranks, uint64_t count, uint64_t stride, uint64_t* input, uint64_t* output) {
-  const uint64_t blocks = (static_cast<uint64_t>(nranks) - 1) * stride + count;  // last block may be short
+void bufferCounts(const Program& p, uint64_t* input, uint64_t* output) {
+  const uint64_t count = p.count, stride = p.stride ? p.stride : p.count;
+  const uint64_t blocks = (static_cast<uint64_t>(p.nranks) - 1) * stride + count;  // last block may be short
+  const bool root = p.rank == p.root;
   *input = count;
   *output = count;
-  if (c == Collective::kReduceScatter) *input = blocks;
-  if (c == Collective::kAllGather) *output = blocks;
+  switch (p.collective) {
+    case Collective::kReduceScatter:
+      *input = blocks;
+      break;
+    case Collective::kAllGather:
+      *output = blocks;
+      break;
+    case Collective::kAllToAll:
+      *input = *output = blocks;
+      break;
+    case Collective::kBroadcast:
+      if (!root) *input = 0;
+      break;
+    case Collective::kReduce:
+      if (!root) *output = 0;
+      break;
+    case Collective::kGather:
+      *output = root ? blocks : 0;
+      break;
+    case Collective::kScatter:
+      *input = root ? blocks : 0;
+      break;
+    case Collective::kAllToAllv:
+      *input = *output = 0;
+      for (size_t j = 0; j < p.sendCounts.size(); ++j) *input = std::max(*input, p.sendDispls[j] + p.sendCounts[j]);
+      for (size_t j = 0; j < p.recvCounts.size(); ++j) *output = std::max(*output, p.recvDispls[j] + p.recvCounts[j]);
+      break;
+    default:
+      break;
+  }
 }
 
 }  // namespace collie

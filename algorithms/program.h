@@ -32,8 +32,10 @@ enum class Collective : uint8_t {
 
 const char* collectiveName(Collective c);
 
-/// Which user buffer a range lives in.
-enum class Buffer : uint8_t { kInput, kOutput };
+/// Which buffer a range lives in: the user's two, or the executor's per-rank
+/// scratch (Program::scratchCount elements; for partial results a rank has no
+/// user buffer for, e.g. the inner nodes of a binomial reduce).
+enum class Buffer : uint8_t { kInput, kOutput, kScratch };
 
 /// What a step does. "recv" always means: wait for the next slices from recvPeer.
 enum class StepOp : uint8_t {
@@ -43,7 +45,18 @@ enum class StepOp : uint8_t {
   kRecvReduceCopy,  // (recvPeer (op) src) -> dst
   kRecvCopySend,    // recvPeer -> dst and -> sendPeer
   kCopy,            // src -> dst, local
+  kSendRecv,        // src -> sendPeer (count) while recvPeer -> dst (recvCount), both directions at once
+  kSendRecvReduce,  // src -> sendPeer (count) while (recvPeer (op) dst) -> dst (recvCount)
+  kReduce,          // (dst (op) src) -> dst, local
 };
+
+/// Which parts of a step talk to peers. The two kSendRecv ops progress their
+/// send and their receive independently (an exchange: neither side waits for the
+/// other's data), so a pairwise exchange of any size cannot deadlock; the
+/// kRecv*Send ops forward what they receive, slice by slice.
+bool stepSends(StepOp op);
+bool stepReceives(StepOp op);
+bool stepIsExchange(StepOp op);
 
 const char* stepOpName(StepOp op);
 
@@ -57,10 +70,16 @@ struct Step {
   StepOp op = StepOp::kCopy;
   int32_t sendPeer = -1;
   int32_t recvPeer = -1;
-  Range src;              // read by kSend, kRecvReduce*, kCopy
-  Range dst;              // written by kRecv, kRecvReduceCopy, kRecvCopySend, kCopy
-  uint64_t count = 0;     // elements moved by this step; 0 makes the step a no-op on both sides
-  bool finalize = false;  // the write to dst completes the reduction: apply avg's division there
+  Range src;               // read by kSend, kRecvReduce*, kCopy
+  Range dst;               // written by kRecv, kRecvReduceCopy, kRecvCopySend, kCopy
+  uint64_t count = 0;      // elements moved by this step (sent, for the kSendRecv ops)
+  uint64_t recvCount = 0;  // kSendRecv ops only: elements received
+  bool finalize = false;   // the write to dst completes the reduction: apply avg's division there
+
+  /// Elements this step receives from recvPeer.
+  uint64_t received() const { return stepIsExchange(op) ? recvCount : (stepReceives(op) ? count : 0); }
+  /// Elements this step sends to sendPeer.
+  uint64_t sent() const { return stepSends(op) ? count : 0; }
 };
 
 struct Program {
@@ -68,10 +87,15 @@ struct Program {
   std::string algorithm;  // registry name, e.g. "ring"
   int nranks = 1;
   int rank = 0;
-  uint64_t count = 0;   // the collective's count argument (elements; per-rank block for reduce-scatter/allgather)
-  uint64_t stride = 0;  // distance between rank blocks (see ProgramArgs); equals count when not run in rounds
-  int root = 0;         // broadcast and reduce
+  uint64_t count = 0;         // the collective's count argument (elements; per-rank block for reduce-scatter/allgather)
+  uint64_t stride = 0;        // distance between rank blocks (see ProgramArgs); equals count when not run in rounds
+  int root = 0;               // rooted collectives
+  uint64_t scratchCount = 0;  // elements of Buffer::kScratch this rank's steps use
   std::vector<Step> steps;
+
+  /// All-to-all-v only: this rank's counts and displacements per peer (elements),
+  /// as the caller gave them. The verifier reads every rank's to check delivery.
+  std::vector<uint64_t> sendCounts, sendDispls, recvCounts, recvDispls;
 
   /// One line per step, for logs, tests and collie-sim.
   std::string describe() const;
@@ -85,8 +109,10 @@ struct Chunk {
 };
 Chunk balancedChunk(uint64_t count, int parts, int index);
 
-/// Elements of the input and output buffers a rank of `c` uses, for `nranks`
-/// ranks and the collective's `count` (with rank blocks `stride` apart).
-void bufferCounts(Collective c, int nranks, uint64_t count, uint64_t stride, uint64_t* input, uint64_t* output);
+/// Elements of the input and output buffers the rank running `p` uses (rank
+/// blocks `stride` apart). 0 for a buffer the rank does not have
+/// (broadcast's input off the root, reduce's and gather's output off it,
+/// scatter's input off it): a program must not touch it.
+void bufferCounts(const Program& p, uint64_t* input, uint64_t* output);
 
 }  // namespace collie

@@ -6,8 +6,8 @@ namespace collie {
 
 const std::vector<AlgorithmInfo>& algorithms() {
   static const std::vector<AlgorithmInfo> list = {
-      {Collective::kAllReduce, "ring", "ring reduce-scatter then ring allgather; bandwidth-optimal",
-       buildAllReduceRing},
+      {Collective::kAllReduce, "ring", "ring reduce-scatter then ring allgather; bandwidth-optimal", buildAllReduceRing,
+       RoundRule::kRankSlots},
       {Collective::kReduceScatter, "ring", "ring reduce-scatter: n-1 steps, each rank sends (n-1)/n of its input",
        buildReduceScatterRing},
       {Collective::kAllGather, "ring", "ring allgather: n-1 steps, each rank forwards every other rank's block",
@@ -29,7 +29,33 @@ Program emptyProgram(const ProgramArgs& args, const char* algorithm) {
   p.count = args.count;
   p.stride = args.blockStride();
   p.root = args.root;
+  p.sendCounts = args.sendCounts;
+  p.sendDispls = args.sendDispls;
+  p.recvCounts = args.recvCounts;
+  p.recvDispls = args.recvDispls;
   return p;
+}
+
+uint64_t roundCount(const AlgorithmInfo& a, int nranks, uint64_t slotElems) {
+  switch (a.rounds) {
+    case RoundRule::kOneSlot:
+      return slotElems;
+    case RoundRule::kRankSlots:
+      return slotElems * static_cast<uint64_t>(nranks);
+    case RoundRule::kNone:
+      break;
+  }
+  return UINT64_MAX;
+}
+
+std::string algorithmNames(Collective c) {
+  std::string out;
+  for (const AlgorithmInfo& a : algorithms()) {
+    if (a.collective != c) continue;
+    if (!out.empty()) out += ", ";
+    out += a.name;
+  }
+  return out;
 }
 
 const AlgorithmInfo* findAlgorithm(Collective c, const char* name) {

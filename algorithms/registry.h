@@ -3,6 +3,7 @@
 // description and the function that builds its Program.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "algorithms/program.h"
@@ -21,8 +22,21 @@ struct ProgramArgs {
   uint64_t count = 0;
   uint64_t stride = 0;
   int root = 0;
+  // All-to-all-v: this rank's counts and displacements per peer, in elements.
+  std::vector<uint64_t> sendCounts, sendDispls, recvCounts, recvDispls;
 
   uint64_t blockStride() const { return stride ? stride : count; }
+};
+
+/// How core/collectives.cc cuts a call into rounds, each one Program. A step
+/// that sends more slices than the receiver has slots blocks until the
+/// receiver consumes; in a ring every rank would block so at once. Rounds keep
+/// each such step to what fits, and the verifier proves the rule with one slot
+/// (tests/unit/program_test.cc). Exchange-only algorithms need no rounds.
+enum class RoundRule : uint8_t {
+  kOneSlot,    // count <= one slot's elements (per rank block where the buffer has blocks)
+  kRankSlots,  // count <= nranks slots' elements: steps move count/nranks (ring allreduce)
+  kNone,       // any count in one program (pairwise exchanges, send/recv)
 };
 
 struct AlgorithmInfo {
@@ -30,9 +44,17 @@ struct AlgorithmInfo {
   const char* name;
   const char* description;
   Program (*build)(const ProgramArgs&);
+  RoundRule rounds = RoundRule::kOneSlot;
 };
 
+/// The largest count one round of `a` may be given when a slot holds `slotElems`
+/// elements (UINT64_MAX when rounds are not needed).
+uint64_t roundCount(const AlgorithmInfo& a, int nranks, uint64_t slotElems);
+
 const std::vector<AlgorithmInfo>& algorithms();
+
+/// The names of `c`'s algorithms, comma-separated, for error messages.
+std::string algorithmNames(Collective c);
 
 /// The registered algorithm `name` for `c`; nullptr when there is none.
 const AlgorithmInfo* findAlgorithm(Collective c, const char* name);

@@ -1,7 +1,7 @@
 #include "algorithms/verifier.h"
 
+#include <algorithm>
 #include <deque>
-#include <map>
 #include <utility>
 
 namespace collie {
@@ -15,11 +15,19 @@ struct Value {
   bool defined = false;    // written at all (outputs start undefined)
 };
 
-using Message = std::vector<Value>;
+struct Slice {
+  std::vector<Value> values;
+  bool last = false;  // ends the sender's step: the receiver's step must end here too
+};
 
+// One rank's memory. Input and output are windows of `mem` (they overlap when
+// the call is in place); a buffer the rank does not have is empty.
 struct RankState {
-  std::vector<Value> input, output;
-  size_t pc = 0;  // next step
+  std::vector<Value> mem, scratch;
+  uint64_t inBase = 0, inCount = 0, outBase = 0, outCount = 0;
+  size_t pc = 0;      // current step
+  uint64_t sent = 0;  // elements of the current step sent / received so far
+  uint64_t received = 0;
 };
 
 Status violation(const Program& p, size_t step, const char* what, uint64_t element) {
@@ -30,119 +38,295 @@ Status violation(const Program& p, size_t step, const char* what, uint64_t eleme
                        static_cast<unsigned long long>(element));
 }
 
-}  // namespace
+bool readsSrc(StepOp op) {
+  return op == StepOp::kSend || op == StepOp::kRecvReduceSend || op == StepOp::kRecvReduceCopy || op == StepOp::kCopy ||
+         op == StepOp::kReduce || op == StepOp::kSendRecv || op == StepOp::kSendRecvReduce;
+}
+bool writesDst(StepOp op) { return op != StepOp::kSend && op != StepOp::kRecvReduceSend; }
 
-Status verifyPrograms(const std::vector<Program>& programs) {
-  const int n = static_cast<int>(programs.size());
-  if (n < 1 || n > 64) return Status::error(collieInvalidArgument, "verifier: %d ranks (1..64 supported)", n);
-  const Program& first = programs[0];
-  const uint64_t count = first.count, stride = first.stride ? first.stride : first.count;
-  uint64_t inCount = 0, outCount = 0;
-  bufferCounts(first.collective, n, count, stride, &inCount, &outCount);
-  const uint64_t all = n == 64 ? ~uint64_t{0} : ((uint64_t{1} << n) - 1);
-  std::vector<RankState> ranks(static_cast<size_t>(n));
-  for (int r = 0; r < n; ++r) {
-    RankState& s = ranks[static_cast<size_t>(r)];
-    s.input.resize(inCount);
-    for (uint64_t i = 0; i < inCount; ++i) s.input[i] = Value{uint64_t{1} << r, i, false, true};
-    s.output.assign(outCount, Value{});
+class Machine {
+ public:
+  Machine(const std::vector<Program>& programs, const VerifyOptions& options)
+      : programs_(programs), options_(options), n_(static_cast<int>(programs.size())) {
+    channels_.resize(static_cast<size_t>(n_) * static_cast<size_t>(n_));
   }
-  std::map<std::pair<int, int>, std::deque<Message>> channels;  // (from, to) -> messages in flight
 
+  Status setUp();
+  Status run();
+  Status checkPostconditions();
+
+ private:
+  Value* at(RankState& s, const Range& r, uint64_t i) {
+    switch (r.buffer) {
+      case Buffer::kInput:
+        return &s.mem[s.inBase + r.offset + i];
+      case Buffer::kOutput:
+        return &s.mem[s.outBase + r.offset + i];
+      case Buffer::kScratch:
+        return &s.scratch[r.offset + i];
+    }
+    return nullptr;
+  }
+  bool fits(const RankState& s, const Range& r, uint64_t count) const {
+    const uint64_t size = r.buffer == Buffer::kInput    ? s.inCount
+                          : r.buffer == Buffer::kOutput ? s.outCount
+                                                        : s.scratch.size();
+    return r.offset <= size && count <= size - r.offset;
+  }
+  std::deque<Slice>& channel(int from, int to) {
+    return channels_[static_cast<size_t>(from) * static_cast<size_t>(n_) + static_cast<size_t>(to)];
+  }
+  bool full(int from, int to) { return options_.nslots != 0 && channel(from, to).size() >= options_.nslots; }
+  uint64_t sliceOf(uint64_t total) const {
+    return options_.sliceElems ? options_.sliceElems : std::max<uint64_t>(total, 1);
+  }
+
+  Status checkStep(int r);
+  Status reduce(const Program& p, const Value& a, const Value& b, uint64_t i, Value* out) const;
+  Status write(const Program& p, const Step& st, Value v, uint64_t i, Value* dst) const;
+  Status take(int r, int from, uint64_t done, uint64_t total, Slice* out);
+  Status advance(int r, bool* moved);
+
+  const std::vector<Program>& programs_;
+  VerifyOptions options_;
+  int n_;
+  std::vector<RankState> ranks_;
+  std::vector<std::deque<Slice>> channels_;  // [from * n + to]: slices in flight
+};
+
+Status Machine::setUp() {
+  ranks_.resize(static_cast<size_t>(n_));
+  for (int r = 0; r < n_; ++r) {
+    const Program& p = programs_[static_cast<size_t>(r)];
+    if (p.rank != r || p.nranks != n_ || p.collective != programs_[0].collective)
+      return violation(p, 0, "program built for another rank, size or collective", 0);
+    RankState& s = ranks_[static_cast<size_t>(r)];
+    bufferCounts(p, &s.inCount, &s.outCount);
+    bool aliased = false;
+    if (options_.inPlace && s.inCount != 0 && s.outCount != 0) {
+      aliased = inPlaceBases(p, &s.inBase, &s.outBase);
+      if (!aliased) return violation(p, 0, "the collective has no in-place form", 0);
+    }
+    if (!aliased) s.outBase = s.inCount;
+    s.mem.assign(std::max(s.inBase + s.inCount, s.outBase + s.outCount), Value{});
+    for (uint64_t i = 0; i < s.inCount; ++i) s.mem[s.inBase + i] = Value{uint64_t{1} << r, i, false, true};
+    s.scratch.assign(p.scratchCount, Value{});
+  }
+  return Status();
+}
+
+Status Machine::reduce(const Program& p, const Value& a, const Value& b, uint64_t i, Value* out) const {
+  const size_t pc = ranks_[static_cast<size_t>(p.rank)].pc;
+  if (!a.defined || !b.defined) return violation(p, pc, "reduces an undefined value", i);
+  if (a.ranks & b.ranks) return violation(p, pc, "double-counts a contribution", i);
+  if (a.index != b.index) return violation(p, pc, "reduces two different elements", i);
+  if (a.finalized || b.finalized) return violation(p, pc, "reduces an already finalized value", i);
+  *out = Value{a.ranks | b.ranks, a.index, false, true};
+  return Status();
+}
+
+// Stores v at dst, applying avg's division when the step finalizes.
+Status Machine::write(const Program& p, const Step& st, Value v, uint64_t i, Value* dst) const {
+  const size_t pc = ranks_[static_cast<size_t>(p.rank)].pc;
+  if (!v.defined) return violation(p, pc, "moves an undefined value", i);
+  if (st.finalize) {
+    if (v.finalized) return violation(p, pc, "finalizes twice", i);
+    v.finalized = true;
+  }
+  *dst = v;
+  return Status();
+}
+
+Status Machine::checkStep(int r) {
+  RankState& s = ranks_[static_cast<size_t>(r)];
+  const Program& p = programs_[static_cast<size_t>(r)];
+  const Step& st = p.steps[s.pc];
+  const uint64_t recvN = st.received(), sendN = st.sent();
+  if (sendN && (st.sendPeer < 0 || st.sendPeer >= n_)) return violation(p, s.pc, "sends to no rank", 0);
+  if (recvN && (st.recvPeer < 0 || st.recvPeer >= n_)) return violation(p, s.pc, "receives from no rank", 0);
+  const uint64_t srcN = st.count;
+  const uint64_t dstN = stepIsExchange(st.op) ? st.recvCount : st.count;
+  if (readsSrc(st.op) && !fits(s, st.src, srcN))
+    return violation(p, s.pc, "source range outside its buffer", st.src.offset + srcN);
+  if (writesDst(st.op) && !fits(s, st.dst, dstN))
+    return violation(p, s.pc, "destination range outside its buffer", st.dst.offset + dstN);
+  if (st.finalize && !writesDst(st.op)) return violation(p, s.pc, "finalizes a value it does not write", 0);
+  // An exchange's two directions interleave in an order no one fixes: what it
+  // sends must not be what it receives into.
+  if (stepIsExchange(st.op) && srcN && dstN) {
+    auto place = [&](const Range& r) {
+      return r.buffer == Buffer::kScratch ? r.offset : (r.buffer == Buffer::kInput ? s.inBase : s.outBase) + r.offset;
+    };
+    const bool sameSpace = (st.src.buffer == Buffer::kScratch) == (st.dst.buffer == Buffer::kScratch);
+    const uint64_t a = place(st.src), b = place(st.dst);
+    if (sameSpace && a < b + dstN && b < a + srcN)
+      return violation(p, s.pc, "sends from the range it receives into", std::max(a, b));
+  }
+  return Status();
+}
+
+// Takes the next slice from `from` for a receive that has `done` of `total` elements.
+Status Machine::take(int r, int from, uint64_t done, uint64_t total, Slice* out) {
+  std::deque<Slice>& ch = channel(from, r);
+  const uint64_t want = std::min(sliceOf(total), total - done);
+  *out = std::move(ch.front());
+  ch.pop_front();
+  const Program& p = programs_[static_cast<size_t>(r)];
+  if (out->values.size() != want || out->last != (done + want == total))
+    return violation(p, ranks_[static_cast<size_t>(r)].pc, "message length differs from the matching send", done);
+  return Status();
+}
+
+// Runs rank r as far as it can go; *moved says whether it did anything.
+Status Machine::advance(int r, bool* moved) {
+  RankState& s = ranks_[static_cast<size_t>(r)];
+  const Program& p = programs_[static_cast<size_t>(r)];
+  while (s.pc < p.steps.size()) {
+    const Step& st = p.steps[s.pc];
+    if (s.sent == 0 && s.received == 0) COLLIE_RETURN_IF_ERROR(checkStep(r));
+    const uint64_t sendN = st.sent(), recvN = st.received();
+    bool progressed = false;
+    if (st.op == StepOp::kCopy || st.op == StepOp::kReduce) {
+      for (uint64_t i = 0; i < st.count; ++i) {
+        Value v = *at(s, st.src, i);
+        if (st.op == StepOp::kReduce) COLLIE_RETURN_IF_ERROR(reduce(p, *at(s, st.dst, i), v, i, &v));
+        COLLIE_RETURN_IF_ERROR(write(p, st, v, i, at(s, st.dst, i)));
+      }
+      progressed = true;
+    } else if (stepIsExchange(st.op)) {
+      // The two directions progress independently, as the executors interleave them.
+      if (s.sent < sendN && !full(r, st.sendPeer)) {
+        const uint64_t k = std::min(sliceOf(sendN), sendN - s.sent);
+        Slice out;
+        out.last = s.sent + k == sendN;
+        for (uint64_t i = 0; i < k; ++i) {
+          const Value& v = *at(s, st.src, s.sent + i);
+          if (!v.defined) return violation(p, s.pc, "sends an undefined value", s.sent + i);
+          out.values.push_back(v);
+        }
+        channel(r, st.sendPeer).push_back(std::move(out));
+        s.sent += k;
+        progressed = true;
+      }
+      if (s.received < recvN && !channel(st.recvPeer, r).empty()) {
+        Slice in;
+        COLLIE_RETURN_IF_ERROR(take(r, st.recvPeer, s.received, recvN, &in));
+        for (uint64_t i = 0; i < in.values.size(); ++i) {
+          Value* dst = at(s, st.dst, s.received + i);
+          Value v = in.values[i];
+          if (st.op == StepOp::kSendRecvReduce) COLLIE_RETURN_IF_ERROR(reduce(p, v, *dst, s.received + i, &v));
+          COLLIE_RETURN_IF_ERROR(write(p, st, v, s.received + i, dst));
+        }
+        s.received += in.values.size();
+        progressed = true;
+      }
+      if (s.sent < sendN || s.received < recvN) {
+        if (!progressed) break;
+        *moved = true;
+        continue;
+      }
+    } else if (st.count != 0) {
+      // Send, receive or forward: one slice at a time, needing both the
+      // incoming slice and room at the receiver, as the executors wait for both.
+      const bool in = stepReceives(st.op), out = stepSends(st.op);
+      if (in && channel(st.recvPeer, r).empty()) break;
+      if (out && full(r, st.sendPeer)) break;
+      const uint64_t done = std::max(s.sent, s.received);
+      const uint64_t k = std::min(sliceOf(st.count), st.count - done);
+      Slice incoming;
+      if (in) COLLIE_RETURN_IF_ERROR(take(r, st.recvPeer, done, st.count, &incoming));
+      Slice outgoing;
+      outgoing.last = done + k == st.count;
+      for (uint64_t i = 0; i < k; ++i) {
+        const uint64_t e = done + i;
+        Value v;
+        switch (st.op) {
+          case StepOp::kSend:
+            v = *at(s, st.src, e);
+            break;
+          case StepOp::kRecv:
+          case StepOp::kRecvCopySend:
+            v = incoming.values[i];
+            break;
+          default:  // kRecvReduceSend, kRecvReduceCopy
+            COLLIE_RETURN_IF_ERROR(reduce(p, incoming.values[i], *at(s, st.src, e), e, &v));
+            break;
+        }
+        if (!v.defined) return violation(p, s.pc, "moves an undefined value", e);
+        if (writesDst(st.op)) COLLIE_RETURN_IF_ERROR(write(p, st, v, e, at(s, st.dst, e)));
+        outgoing.values.push_back(v);  // what is forwarded is never divided
+      }
+      if (out) channel(r, st.sendPeer).push_back(std::move(outgoing));
+      if (in) s.received = done + k;
+      if (out) s.sent = done + k;
+      *moved = true;
+      if (done + k < st.count) continue;
+    }
+    ++s.pc;
+    s.sent = s.received = 0;
+    *moved = true;
+  }
+  return Status();
+}
+
+Status Machine::run() {
   bool moved = true;
   while (moved) {
     moved = false;
-    for (int r = 0; r < n; ++r) {
-      RankState& s = ranks[static_cast<size_t>(r)];
-      const Program& p = programs[static_cast<size_t>(r)];
-      while (s.pc < p.steps.size()) {
-        const Step& st = p.steps[s.pc];
-        auto buf = [&](const Range& range) -> std::vector<Value>& {
-          return range.buffer == Buffer::kInput ? s.input : s.output;
-        };
-        if (st.count == 0) {
-          ++s.pc;
-          continue;
-        }
-        const bool reads = st.op != StepOp::kRecv && st.op != StepOp::kRecvCopySend;
-        if (reads && st.src.offset + st.count > buf(st.src).size())
-          return violation(p, s.pc, "source range past the end of the buffer", st.src.offset + st.count);
-        Message incoming;
-        const bool recv = st.op != StepOp::kSend && st.op != StepOp::kCopy;
-        if (recv) {
-          std::deque<Message>& ch = channels[{st.recvPeer, r}];
-          if (ch.empty()) break;  // blocked: try other ranks
-          incoming = std::move(ch.front());
-          ch.pop_front();
-          if (incoming.size() != st.count) return violation(p, s.pc, "message length differs from the send", 0);
-        }
-        Message result(st.count);
-        for (uint64_t i = 0; i < st.count; ++i) {
-          Value v;
-          switch (st.op) {
-            case StepOp::kSend:
-            case StepOp::kCopy:
-              v = buf(st.src)[st.src.offset + i];
-              break;
-            case StepOp::kRecv:
-            case StepOp::kRecvCopySend:
-              v = incoming[i];
-              break;
-            case StepOp::kRecvReduceSend:
-            case StepOp::kRecvReduceCopy: {
-              const Value& a = incoming[i];
-              const Value& b = buf(st.src)[st.src.offset + i];
-              if (!a.defined || !b.defined) return violation(p, s.pc, "reduces an undefined value", i);
-              if (a.ranks & b.ranks) return violation(p, s.pc, "double-counts a contribution", i);
-              if (a.index != b.index) return violation(p, s.pc, "reduces two different elements", i);
-              if (a.finalized || b.finalized) return violation(p, s.pc, "reduces an already finalized value", i);
-              v = Value{a.ranks | b.ranks, a.index, false, true};
-              break;
-            }
-          }
-          if (!v.defined) return violation(p, s.pc, "moves an undefined value", i);
-          if (st.finalize) {
-            if (v.finalized) return violation(p, s.pc, "finalizes twice", i);
-            v.finalized = true;
-          }
-          result[i] = v;
-        }
-        const bool writes = st.op == StepOp::kRecv || st.op == StepOp::kRecvReduceCopy ||
-                            st.op == StepOp::kRecvCopySend || st.op == StepOp::kCopy;
-        if (writes) {
-          std::vector<Value>& dst = buf(st.dst);
-          if (st.dst.offset + st.count > dst.size()) return violation(p, s.pc, "writes past the end", st.dst.offset);
-          for (uint64_t i = 0; i < st.count; ++i) dst[st.dst.offset + i] = result[i];
-        }
-        const bool sends = st.op == StepOp::kSend || st.op == StepOp::kRecvReduceSend || st.op == StepOp::kRecvCopySend;
-        if (sends) channels[{r, st.sendPeer}].push_back(std::move(result));
-        ++s.pc;
-        moved = true;
-      }
+    for (int r = 0; r < n_; ++r) COLLIE_RETURN_IF_ERROR(advance(r, &moved));
+  }
+  for (int r = 0; r < n_; ++r) {
+    const RankState& s = ranks_[static_cast<size_t>(r)];
+    const Program& p = programs_[static_cast<size_t>(r)];
+    if (s.pc < p.steps.size()) {
+      const Step& st = p.steps[s.pc];
+      const bool sending =
+          s.sent < st.sent() && (st.received() == 0 || s.received == st.received() || !channel(st.recvPeer, r).empty());
+      return violation(p, s.pc,
+                       sending ? "deadlock: waits for a free slot at a peer that never frees one"
+                               : "deadlock: waits for a message that never comes",
+                       0);
     }
   }
-  for (int r = 0; r < n; ++r) {
-    const RankState& s = ranks[static_cast<size_t>(r)];
-    const Program& p = programs[static_cast<size_t>(r)];
-    if (s.pc < p.steps.size()) return violation(p, s.pc, "deadlock: waits for a message that never comes", 0);
-  }
-  for (const auto& ch : channels)
-    if (!ch.second.empty())
-      return Status::error(collieInternalError, "%s: %zu message(s) from rank %d to rank %d never received",
-                           programs[0].algorithm.c_str(), ch.second.size(), ch.first.first, ch.first.second);
-  // Postconditions: what each output element must hold, per collective.
-  for (int r = 0; r < n; ++r) {
-    const RankState& s = ranks[static_cast<size_t>(r)];
-    const Program& p = programs[static_cast<size_t>(r)];
+  for (int from = 0; from < n_; ++from)
+    for (int to = 0; to < n_; ++to)
+      if (!channel(from, to).empty())
+        return Status::error(collieInternalError,
+                             "%s %s, nranks %d: %zu slice(s) from rank %d to rank %d never received",
+                             programs_[0].algorithm.c_str(), collectiveName(programs_[0].collective), n_,
+                             channel(from, to).size(), from, to);
+  return Status();
+}
+
+Status Machine::checkPostconditions() {
+  const uint64_t all = n_ == 64 ? ~uint64_t{0} : ((uint64_t{1} << n_) - 1);
+  for (int r = 0; r < n_; ++r) {
+    RankState& s = ranks_[static_cast<size_t>(r)];
+    const Program& p = programs_[static_cast<size_t>(r)];
+    const uint64_t count = p.count, stride = p.stride ? p.stride : p.count;
     const size_t end = p.steps.size();
     auto expect = [&](uint64_t at, uint64_t ranksWanted, uint64_t index, bool reduced) -> Status {
-      const Value& v = s.output[at];
+      const Value& v = s.mem[s.outBase + at];
       if (!v.defined) return violation(p, end, "output never written", at);
       if (v.ranks != ranksWanted) return violation(p, end, "output holds the wrong set of contributions", at);
       if (v.index != index) return violation(p, end, "output holds the wrong element", at);
       if (reduced && !v.finalized) return violation(p, end, "output was never finalized", at);
+      if (!reduced && v.finalized) return violation(p, end, "output was divided but is not a reduction", at);
       return Status();
     };
+    const uint64_t me = static_cast<uint64_t>(r);
+    if (p.collective == Collective::kAllToAllv) {
+      for (int j = 0; j < n_; ++j) {
+        const Program& q = programs_[static_cast<size_t>(j)];
+        const size_t uj = static_cast<size_t>(j), ur = static_cast<size_t>(r);
+        if (p.recvCounts.size() != static_cast<size_t>(n_) || q.sendCounts.size() != static_cast<size_t>(n_) ||
+            q.sendCounts[ur] != p.recvCounts[uj])
+          return violation(p, end, "receive count differs from the peer's send count", static_cast<uint64_t>(j));
+        for (uint64_t i = 0; i < p.recvCounts[uj]; ++i)
+          COLLIE_RETURN_IF_ERROR(expect(p.recvDispls[uj] + i, uint64_t{1} << j, q.sendDispls[ur] + i, false));
+      }
+      continue;
+    }
     for (uint64_t i = 0; i < count; ++i) {
       Status st;
       switch (p.collective) {
@@ -150,10 +334,10 @@ Status verifyPrograms(const std::vector<Program>& programs) {
           st = expect(i, all, i, true);
           break;
         case Collective::kReduceScatter:
-          st = expect(i, all, static_cast<uint64_t>(r) * stride + i, true);
+          st = expect(i, all, me * stride + i, true);
           break;
         case Collective::kAllGather:
-          for (int c = 0; c < n && st.ok(); ++c)
+          for (int c = 0; c < n_ && st.ok(); ++c)
             st = expect(static_cast<uint64_t>(c) * stride + i, uint64_t{1} << c, i, false);
           break;
         case Collective::kBroadcast:
@@ -162,14 +346,56 @@ Status verifyPrograms(const std::vector<Program>& programs) {
         case Collective::kReduce:
           if (r == p.root) st = expect(i, all, i, true);
           break;
+        case Collective::kGather:
+          for (int c = 0; c < n_ && st.ok() && r == p.root; ++c)
+            st = expect(static_cast<uint64_t>(c) * stride + i, uint64_t{1} << c, i, false);
+          break;
+        case Collective::kScatter:
+          st = expect(i, uint64_t{1} << p.root, me * stride + i, false);
+          break;
+        case Collective::kAllToAll:
+          for (int c = 0; c < n_ && st.ok(); ++c)
+            st = expect(static_cast<uint64_t>(c) * stride + i, uint64_t{1} << c, me * stride + i, false);
+          break;
         default:
-          return Status::error(collieInvalidUsage, "verifier: no postcondition for %s yet",
-                               collectiveName(p.collective));
+          return Status::error(collieInvalidUsage, "verifier: no postcondition for %s", collectiveName(p.collective));
       }
       COLLIE_RETURN_IF_ERROR(st);
     }
   }
   return Status();
+}
+
+}  // namespace
+
+bool inPlaceBases(const Program& p, uint64_t* inputBase, uint64_t* outputBase) {
+  const uint64_t stride = p.stride ? p.stride : p.count;
+  *inputBase = *outputBase = 0;
+  switch (p.collective) {
+    case Collective::kAllReduce:
+    case Collective::kBroadcast:
+    case Collective::kReduce:
+      return true;
+    case Collective::kReduceScatter:
+    case Collective::kScatter:
+      *outputBase = static_cast<uint64_t>(p.collective == Collective::kScatter ? p.root : p.rank) * stride;
+      return true;
+    case Collective::kAllGather:
+    case Collective::kGather:
+      *inputBase = static_cast<uint64_t>(p.collective == Collective::kGather ? p.root : p.rank) * stride;
+      return true;
+    default:
+      return false;
+  }
+}
+
+Status verifyPrograms(const std::vector<Program>& programs, const VerifyOptions& options) {
+  const int n = static_cast<int>(programs.size());
+  if (n < 1 || n > 64) return Status::error(collieInvalidArgument, "verifier: %d ranks (1..64 supported)", n);
+  Machine m(programs, options);
+  COLLIE_RETURN_IF_ERROR(m.setUp());
+  COLLIE_RETURN_IF_ERROR(m.run());
+  return m.checkPostconditions();
 }
 
 }  // namespace collie

@@ -1,10 +1,16 @@
 // The verifier: runs all ranks' programs of one collective symbolically and
 // checks the collective's postcondition. Each element carries the set of ranks
-// whose input it holds (a 64-bit mask, so up to 64 ranks) and whether avg's
-// division was applied; a reduction of two sets that overlap is a double
-// count, a missing rank is a lost contribution, a receive with no matching
-// send is a deadlock. No clocks and no threads: ranks advance in turn until no
-// rank can move.
+// whose input it holds (a 64-bit mask, so up to 64 ranks), which element of
+// their inputs it is, and whether avg's division was applied; a reduction of
+// two sets that overlap is a double count, a missing rank is a lost
+// contribution, a receive with no matching send is a deadlock.
+//
+// It moves data the way the executors do: each step's transfer in slices of
+// `sliceElems`, into a FIFO of `nslots` slots per connection, the kSendRecv ops
+// progressing their two directions independently and the others slice by
+// slice. With finite slots a send blocks on a full FIFO, so the verifier also
+// proves that a round of a program cannot deadlock on the executor's slots.
+// No clocks and no threads: ranks advance in turn until none can move.
 #pragma once
 
 #include <string>
@@ -15,8 +21,19 @@
 
 namespace collie {
 
+struct VerifyOptions {
+  uint64_t sliceElems = 0;  // elements per slice; 0: each step's transfer is one slice
+  uint32_t nslots = 0;      // slots per connection; 0: unbounded
+  bool inPlace = false;     // the output aliases the input as the C API defines in-place for the collective
+};
+
 /// Verifies programs[r] (one per rank, all of the same call). Returns an
 /// error naming the rank, step and element of the first violation.
-Status verifyPrograms(const std::vector<Program>& programs);
+Status verifyPrograms(const std::vector<Program>& programs, const VerifyOptions& options = VerifyOptions());
+
+/// Where rank `rank`'s input and output start in one shared array when the
+/// call is in place (element offsets; the C API's in-place definitions).
+/// False when the collective has no in-place form.
+bool inPlaceBases(const Program& p, uint64_t* inputBase, uint64_t* outputBase);
 
 }  // namespace collie

@@ -33,12 +33,13 @@ namespace {
 
 // The program for (collective, round count, block stride, root), built once:
 // a call repeated with the same size (benchmarks, training loops) builds nothing.
-const collie::Program& programFor(collieComm_t comm, const collie::ProgramArgs& args) {
-  const collie::CommProgramKey key{static_cast<int>(args.collective), args.count, args.blockStride(), args.root};
+const collie::Program& programFor(collieComm_t comm, const collie::AlgorithmInfo& algo,
+                                  const collie::ProgramArgs& args) {
+  const collie::CommProgramKey key{&algo, args.count, args.blockStride(), args.root};
   auto it = comm->programs.find(key);
   if (it != comm->programs.end()) return it->second;
   if (comm->programs.size() >= 64) comm->programs.clear();  // bounded: the sizes of one sweep
-  return comm->programs.emplace(key, collie::defaultAlgorithm(args.collective)->build(args)).first->second;
+  return comm->programs.emplace(key, algo.build(args)).first->second;
 }
 
 struct Call {
@@ -65,9 +66,8 @@ Status runCall(collieComm_t comm, const Call& call) {
                static_cast<unsigned long long>(call.count), collie::typeName(call.type), collie::opName(call.op),
                call.root);
   const size_t es = collie::typeSize(call.type);
-  const uint64_t slotElements = comm->executor->layout().slotBytes / es;
-  const uint64_t roundCount =
-      call.collective == Collective::kAllReduce ? static_cast<uint64_t>(comm->nranks) * slotElements : slotElements;
+  const collie::AlgorithmInfo& algo = *collie::defaultAlgorithm(call.collective);
+  const uint64_t roundCount = collie::roundCount(algo, comm->nranks, comm->executor->layout().slotBytes / es);
   collie::ProgramArgs args;
   args.collective = call.collective;
   args.nranks = comm->nranks;
@@ -80,7 +80,7 @@ Status runCall(collieComm_t comm, const Call& call) {
     // keep their full-count stride, and each round takes the same part of each.
     exec.input = call.input ? static_cast<const char*>(call.input) + base * es : nullptr;
     exec.output = call.output ? static_cast<char*>(call.output) + base * es : nullptr;
-    Status st = comm->executor->run(programFor(comm, args), exec);
+    Status st = comm->executor->run(programFor(comm, algo, args), exec);
     if (!st.ok()) {
       comm->asyncError.store(st.code());
       return st.withContext(call.name);

@@ -26,11 +26,11 @@ class HostExecutor;
 
 namespace collie {
 struct CommProgramKey {
-  int collective;
+  const void* algorithm;  // its AlgorithmInfo
   uint64_t count, stride;
   int root;
   bool operator<(const CommProgramKey& o) const {
-    return std::tie(collective, count, stride, root) < std::tie(o.collective, o.count, o.stride, o.root);
+    return std::tie(algorithm, count, stride, root) < std::tie(o.algorithm, o.count, o.stride, o.root);
   }
 };
 }  // namespace collie
@@ -53,7 +53,7 @@ struct collieComm {
   bool finalized = false;
   uint64_t seq = 0;  // collectives issued so far
 
-  // Programs built so far, by (collective, count, stride, root).
+  // Programs built so far, by (algorithm, count, stride, root).
   std::map<collie::CommProgramKey, collie::Program> programs;
 
   std::mutex errorMu;

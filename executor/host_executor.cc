@@ -56,9 +56,6 @@ collieResult_t waitFor(Ready ready, const std::atomic<bool>* abort, double timeo
   }
 }
 
-bool receives(StepOp op) { return op != StepOp::kSend && op != StepOp::kCopy; }
-bool sends(StepOp op) { return op == StepOp::kSend || op == StepOp::kRecvReduceSend || op == StepOp::kRecvCopySend; }
-
 // dst[i] = src[i] (/ divisor). dst and src may be the same range (in-place).
 template <typename T>
 void copyElements(T* dst, const T* src, uint64_t n, int divisor) {
@@ -115,16 +112,23 @@ template <typename T, ReduceOp Op>
 Status HostExecutor::runTyped(const Program& program, const ExecArgs& args) {
   T* const input = static_cast<T*>(const_cast<void*>(args.input));
   T* const output = static_cast<T*>(args.output);
-  auto at = [&](const Range& r) { return (r.buffer == Buffer::kInput ? input : output) + r.offset; };
+  if (scratch_.size() < program.scratchCount * sizeof(T)) scratch_.resize(program.scratchCount * sizeof(T));
+  T* const scratch = reinterpret_cast<T*>(scratch_.data());
+  auto at = [&](const Range& r) {
+    return (r.buffer == Buffer::kInput ? input : (r.buffer == Buffer::kOutput ? output : scratch)) + r.offset;
+  };
   uint8_t* const mine = windows_[static_cast<size_t>(rank_)];
   const uint64_t perSlice = layout_.slotBytes / sizeof(T);
 
   for (size_t si = 0; si < program.steps.size(); ++si) {
     const Step& s = program.steps[si];
-    if (s.count == 0) continue;  // both sides see the same count, so neither waits
     const int divisor = s.finalize ? args.divisor : 0;
     if (s.op == StepOp::kCopy) {
       copyElements(at(s.dst), at(s.src), s.count, divisor);
+      continue;
+    }
+    if (s.op == StepOp::kReduce) {
+      reduceElements<T, Op>(at(s.dst), at(s.src), at(s.dst), s.count, divisor);
       continue;
     }
     auto fail = [&](collieResult_t code, int peer) {
@@ -135,25 +139,66 @@ Status HostExecutor::runTyped(const Program& program, const ExecArgs& args) {
       COLLIE_WARN("%s", st.message().c_str());
       return st;
     };
+    const int p = s.recvPeer, q = s.sendPeer;
+    // Slot readiness: the next slice from p has arrived; our next slot at q is free.
+    auto arrived = [&] { return sliceReady(consumed_[p], loadAcquire(mine + layout_.readyOffset(p))); };
+    auto room = [&] { return slotFree(posted_[q], loadAcquire(mine + layout_.creditOffset(q)), layout_.nslots); };
+    auto inSlot = [&] { return reinterpret_cast<const T*>(mine + layout_.slotOffset(p, consumed_[p])); };
+    auto outSlot = [&] {
+      return reinterpret_cast<T*>(windows_[static_cast<size_t>(q)] + layout_.slotOffset(rank_, posted_[q]));
+    };
+    auto release = [&] {
+      storeRelease(windows_[static_cast<size_t>(p)] + layout_.creditOffset(rank_), ++consumed_[p]);
+    };
+    auto post = [&] { storeRelease(windows_[static_cast<size_t>(q)] + layout_.readyOffset(rank_), ++posted_[q]); };
+
+    if (stepIsExchange(s.op)) {
+      // Both directions at once: send a slice whenever the peer has room,
+      // take one whenever it has arrived, so neither waits on the other.
+      uint64_t sent = 0, got = 0;
+      while (sent < s.count || got < s.recvCount) {
+        bool progressed = false;
+        if (sent < s.count && room()) {
+          const uint64_t n = std::min(perSlice, s.count - sent);
+          memcpy(outSlot(), at(s.src) + sent, n * sizeof(T));
+          post();
+          sent += n;
+          progressed = true;
+        }
+        if (got < s.recvCount && arrived()) {
+          const uint64_t n = std::min(perSlice, s.recvCount - got);
+          T* dst = at(s.dst) + got;
+          if (s.op == StepOp::kSendRecvReduce) {
+            reduceElements<T, Op>(dst, inSlot(), dst, n, divisor);
+          } else {
+            copyElements(dst, inSlot(), n, divisor);
+          }
+          release();
+          got += n;
+          progressed = true;
+        }
+        if (progressed) continue;
+        const bool sending = sent < s.count, receiving = got < s.recvCount;
+        collieResult_t rc =
+            waitFor([&] { return (sending && room()) || (receiving && arrived()); }, abort_, timeoutSec_);
+        if (rc != collieSuccess) return fail(rc, receiving ? p : q);
+      }
+      continue;
+    }
+
+    const bool in = stepReceives(s.op), out = stepSends(s.op);
     for (uint64_t off = 0; off < s.count; off += perSlice) {
       const uint64_t n = std::min(perSlice, s.count - off);
-      const T* slotIn = nullptr;
-      T* slotOut = nullptr;
-      if (receives(s.op)) {
-        const int p = s.recvPeer;
-        const uint8_t* ready = mine + layout_.readyOffset(p);
-        collieResult_t rc = waitFor([&] { return sliceReady(consumed_[p], loadAcquire(ready)); }, abort_, timeoutSec_);
+      if (in) {
+        collieResult_t rc = waitFor(arrived, abort_, timeoutSec_);
         if (rc != collieSuccess) return fail(rc, p);
-        slotIn = reinterpret_cast<const T*>(mine + layout_.slotOffset(p, consumed_[p]));
       }
-      if (sends(s.op)) {
-        const int q = s.sendPeer;
-        const uint8_t* credit = mine + layout_.creditOffset(q);
-        collieResult_t rc =
-            waitFor([&] { return slotFree(posted_[q], loadAcquire(credit), layout_.nslots); }, abort_, timeoutSec_);
+      if (out) {
+        collieResult_t rc = waitFor(room, abort_, timeoutSec_);
         if (rc != collieSuccess) return fail(rc, q);
-        slotOut = reinterpret_cast<T*>(windows_[static_cast<size_t>(q)] + layout_.slotOffset(rank_, posted_[q]));
       }
+      const T* slotIn = in ? inSlot() : nullptr;
+      T* slotOut = out ? outSlot() : nullptr;
       switch (s.op) {
         case StepOp::kSend:
           memcpy(slotOut, at(s.src) + off, n * sizeof(T));
@@ -171,17 +216,11 @@ Status HostExecutor::runTyped(const Program& program, const ExecArgs& args) {
           memcpy(slotOut, slotIn, n * sizeof(T));
           copyElements(at(s.dst) + off, slotIn, n, divisor);
           break;
-        case StepOp::kCopy:
-          break;  // handled above
+        default:
+          break;  // local and exchange steps are handled above
       }
-      if (slotIn != nullptr) {
-        const int p = s.recvPeer;
-        storeRelease(windows_[static_cast<size_t>(p)] + layout_.creditOffset(rank_), ++consumed_[p]);
-      }
-      if (slotOut != nullptr) {
-        const int q = s.sendPeer;
-        storeRelease(windows_[static_cast<size_t>(q)] + layout_.readyOffset(rank_), ++posted_[q]);
-      }
+      if (in) release();
+      if (out) post();
     }
   }
   return Status();

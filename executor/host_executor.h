@@ -55,6 +55,7 @@ class HostExecutor {
   double timeoutSec_;
   std::vector<uint64_t> posted_;    // slices we have posted to each peer
   std::vector<uint64_t> consumed_;  // slices we have consumed from each peer
+  std::vector<uint8_t> scratch_;    // Buffer::kScratch, grown to the largest program run so far
 };
 
 }  // namespace collie

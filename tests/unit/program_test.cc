@@ -86,40 +86,6 @@ TEST(Verifier, CatchesBrokenPrograms) {
 
 namespace {
 
-// Every registered algorithm, proved for 1..64 ranks, awkward counts, several
-// roots, and with rank blocks further apart than the count (as when a call runs in rounds).
-TEST(Registry, EveryAlgorithmVerifiedForEveryRankCount) {
-  int proved = 0;
-  for (const collie::AlgorithmInfo& algo : collie::algorithms()) {
-    for (int n = 1; n <= 64; ++n) {
-      const bool rooted =
-          algo.collective == collie::Collective::kBroadcast || algo.collective == collie::Collective::kReduce;
-      std::vector<int> roots = rooted ? std::vector<int>{0, n / 2, n - 1} : std::vector<int>{0};
-      for (int root : roots) {
-        for (uint64_t count : {uint64_t{0}, uint64_t{1}, static_cast<uint64_t>(n + 1), uint64_t{13}}) {
-          for (uint64_t extra : {uint64_t{0}, uint64_t{3}}) {
-            std::vector<collie::Program> programs;
-            for (int r = 0; r < n; ++r) {
-              collie::ProgramArgs a;
-              a.collective = algo.collective;
-              a.nranks = n;
-              a.rank = r;
-              a.count = count;
-              a.stride = count + extra;
-              a.root = root;
-              programs.push_back(algo.build(a));
-            }
-            collie::Status s = collie::verifyPrograms(programs);
-            ASSERT_TRUE(s.ok()) << algo.name << ": " << s.message();
-            ++proved;
-          }
-        }
-      }
-    }
-  }
-  printf("verified %d (algorithm, nranks, root, count, stride) combinations\n", proved);
-}
-
 TEST(Verifier, CatchesAWrongBlock) {
   // A reduce-scatter whose rank 1 keeps block 0 instead of block 1.
   std::vector<collie::Program> programs;
