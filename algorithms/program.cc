@@ -127,8 +127,11 @@ void bufferCounts(const Program& p, uint64_t* input, uint64_t* output) {
       break;
     case Collective::kAllToAllv:
       *input = *output = 0;
-      for (size_t j = 0; j < p.sendCounts.size(); ++j) *input = std::max(*input, p.sendDispls[j] + p.sendCounts[j]);
-      for (size_t j = 0; j < p.recvCounts.size(); ++j) *output = std::max(*output, p.recvDispls[j] + p.recvCounts[j]);
+      // A peer with nothing to exchange may carry any displacement.
+      for (size_t j = 0; j < p.sendCounts.size(); ++j)
+        if (p.sendCounts[j]) *input = std::max(*input, p.sendDispls[j] + p.sendCounts[j]);
+      for (size_t j = 0; j < p.recvCounts.size(); ++j)
+        if (p.recvCounts[j]) *output = std::max(*output, p.recvDispls[j] + p.recvCounts[j]);
       break;
     default:
       break;

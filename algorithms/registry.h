@@ -70,5 +70,24 @@ Program buildReduceScatterRing(const ProgramArgs& args);
 Program buildAllGatherRing(const ProgramArgs& args);
 Program buildBroadcastChain(const ProgramArgs& args);
 Program buildReduceChain(const ProgramArgs& args);
+Program buildGatherLinear(const ProgramArgs& args);
+Program buildGatherBinomial(const ProgramArgs& args);
+Program buildScatterLinear(const ProgramArgs& args);
+Program buildScatterBinomial(const ProgramArgs& args);
+/// All-to-all (uniform blocks) and all-to-all-v (ProgramArgs' per-peer counts): one builder for both.
+Program buildAllToAllPairwise(const ProgramArgs& args);
+Program buildReduceScatterHalving(const ProgramArgs& args);
+Program buildAllGatherBruck(const ProgramArgs& args);
+Program buildBroadcastBinomial(const ProgramArgs& args);
+Program buildReduceBinomial(const ProgramArgs& args);
+Program buildAllReduceRhd(const ProgramArgs& args);
+Program buildAllReduceTree(const ProgramArgs& args);
+Program buildAllReduceOneShot(const ProgramArgs& args);
+Program buildAllReduceTwoShot(const ProgramArgs& args);
+
+/// A gather run backwards is a scatter: the steps reversed, each send a receive
+/// from the same peer and back, input and output swapped (scatter_linear.cc).
+/// `gather` holds only kSend, kRecv and kCopy steps.
+Program scatterFromGather(const Program& gather);
 
 }  // namespace collie

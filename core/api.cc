@@ -222,26 +222,4 @@ collieResult_t collieRedOpDestroy(collieRedOp_t, collieComm_t comm) {
   return collie::report(notYet("collieRedOpDestroy"), comm);
 }
 
-collieResult_t collieAllToAll(const void*, void*, size_t, collieDataType_t, collieComm_t comm, collieStream_t) {
-  return collie::report(notYet("collieAllToAll"), comm);
-}
-collieResult_t collieAllToAllv(const void*, const size_t*, const size_t*, void*, const size_t*, const size_t*,
-                               collieDataType_t, collieComm_t comm, collieStream_t) {
-  return collie::report(notYet("collieAllToAllv"), comm);
-}
-collieResult_t collieGather(const void*, void*, size_t, collieDataType_t, int, collieComm_t comm, collieStream_t) {
-  return collie::report(notYet("collieGather"), comm);
-}
-collieResult_t collieScatter(const void*, void*, size_t, collieDataType_t, int, collieComm_t comm, collieStream_t) {
-  return collie::report(notYet("collieScatter"), comm);
-}
-collieResult_t collieSend(const void*, size_t, collieDataType_t, int, collieComm_t comm, collieStream_t) {
-  return collie::report(notYet("collieSend"), comm);
-}
-collieResult_t collieRecv(void*, size_t, collieDataType_t, int, collieComm_t comm, collieStream_t) {
-  return collie::report(notYet("collieRecv"), comm);
-}
-collieResult_t collieGroupStart(void) { return collie::report(notYet("collieGroupStart")); }
-collieResult_t collieGroupEnd(void) { return collie::report(notYet("collieGroupEnd")); }
-
 }  // extern "C"

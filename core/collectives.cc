@@ -15,9 +15,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "algorithms/registry.h"
 #include "core/api_checks.h"
+#include "core/group.h"
 #include "core/log.h"
 #include "executor/host_executor.h"
 
@@ -51,11 +53,24 @@ struct Call {
   collieDataType_t type;
   collieRedOp_t op;  // collieSum for collectives without one
   int root;
+  // All-to-all-v: per-peer counts and displacements, copied so the call can wait in a group.
+  std::vector<uint64_t> sendCounts, sendDispls, recvCounts, recvDispls;
+
+  Call(const char* name_, Collective collective_, const void* input_, void* output_, uint64_t count_,
+       collieDataType_t type_, collieRedOp_t op_, int root_)
+      : name(name_),
+        collective(collective_),
+        input(input_),
+        output(output_),
+        count(count_),
+        type(type_),
+        op(op_),
+        root(root_) {}
 };
 
 // Runs `call` in rounds (see the file comment) and marks the communicator
 // broken when a round fails, since its counters no longer match its peers'.
-Status runCall(collieComm_t comm, const Call& call) {
+Status executeCall(collieComm_t comm, const Call& call) {
   collie::ScopedLogRank logRank(comm->rank);
   collie::ExecArgs exec;
   exec.type = call.type;
@@ -66,7 +81,11 @@ Status runCall(collieComm_t comm, const Call& call) {
                static_cast<unsigned long long>(call.count), collie::typeName(call.type), collie::opName(call.op),
                call.root);
   const size_t es = collie::typeSize(call.type);
-  const collie::AlgorithmInfo& algo = *collie::defaultAlgorithm(call.collective);
+  const collie::AlgorithmInfo* chosen = comm->algorithmFor(call.collective, call.count * es);
+  if (chosen == nullptr)
+    return Status::error(collieInternalError, "%s: no algorithm is registered for %s", call.name,
+                         collie::collectiveName(call.collective));
+  const collie::AlgorithmInfo& algo = *chosen;
   const uint64_t roundCount = collie::roundCount(algo, comm->nranks, comm->executor->layout().slotBytes / es);
   collie::ProgramArgs args;
   args.collective = call.collective;
@@ -74,6 +93,18 @@ Status runCall(collieComm_t comm, const Call& call) {
   args.rank = comm->rank;
   args.stride = call.count;
   args.root = call.root;
+  if (call.collective == Collective::kAllToAllv) {
+    // Per-peer counts make each call's program its own; it is O(nranks) steps to build.
+    args.sendCounts = call.sendCounts;
+    args.sendDispls = call.sendDispls;
+    args.recvCounts = call.recvCounts;
+    args.recvDispls = call.recvDispls;
+    exec.input = call.input;
+    exec.output = call.output;
+    Status st = comm->executor->run(algo.build(args), exec);
+    if (!st.ok()) comm->asyncError.store(st.code());
+    return st.withContext(call.name);
+  }
   for (uint64_t base = 0; base == 0 || base < call.count; base += roundCount) {
     args.count = std::min<uint64_t>(roundCount, call.count - base);
     // Every buffer of these collectives advances by the round's offset: blocks
@@ -90,6 +121,15 @@ Status runCall(collieComm_t comm, const Call& call) {
   return Status();
 }
 
+// Runs the call now, or at collieGroupEnd when a group is open on this thread.
+Status runCall(collieComm_t comm, const Call& call) {
+  if (collie::group::active()) {
+    collie::group::enqueue(comm, [comm, call] { return executeCall(comm, call); });
+    return Status();
+  }
+  return executeCall(comm, call);
+}
+
 Status checkRoot(int root, collieComm_t comm, const char* call) {
   if (root < 0 || root >= comm->nranks)
     return Status::error(collieInvalidArgument, "%s: root %d is not a rank of this %d-rank communicator", call, root,
@@ -102,6 +142,34 @@ Status blockTotal(size_t count, collieComm_t comm, const char* call, size_t* tot
   if (count > SIZE_MAX / static_cast<size_t>(comm->nranks))
     return Status::error(collieInvalidArgument, "%s: count %zu times %d ranks overflows", call, count, comm->nranks);
   *total = count * static_cast<size_t>(comm->nranks);
+  return Status();
+}
+
+// All-to-all cannot run in place: a block would be overwritten before it is sent.
+Status checkDisjoint(const void* a, size_t aBytes, const void* b, size_t bBytes, const char* call) {
+  const uintptr_t x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  if (aBytes != 0 && bBytes != 0 && a != nullptr && b != nullptr && x < y + bBytes && y < x + aBytes)
+    return Status::error(collieInvalidArgument, "%s: sendbuff and recvbuff overlap; all-to-all has no in-place form",
+                         call);
+  return Status();
+}
+
+// Copies an all-to-all-v split (nranks counts and displacements) and the
+// extent of the buffer it describes, refusing NULL arrays and overflow.
+Status splits(collieComm_t comm, const char* call, const char* side, const size_t* counts, const size_t* displs,
+              std::vector<uint64_t>* outCounts, std::vector<uint64_t>* outDispls, size_t* extent) {
+  if (counts == nullptr || displs == nullptr)
+    return Status::error(collieInvalidArgument, "%s: %scounts and the %s displacements must be arrays of %d entries",
+                         call, side, side, comm->nranks);
+  *extent = 0;
+  for (int p = 0; p < comm->nranks; ++p) {
+    if (displs[p] > SIZE_MAX - counts[p])
+      return Status::error(collieInvalidArgument, "%s: %s displacement %zu + count %zu for rank %d overflows", call,
+                           side, displs[p], counts[p], p);
+    if (counts[p] != 0) *extent = std::max(*extent, displs[p] + counts[p]);
+    outCounts->push_back(counts[p]);
+    outDispls->push_back(displs[p]);
+  }
   return Status();
 }
 
@@ -188,9 +256,84 @@ collieResult_t collieBarrier(collieComm_t comm, collieStream_t) {
   return guarded(comm, [&] {
     const char* name = "collieBarrier";
     COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
-    // An allreduce of one byte: no rank can finish it before every rank has started it.
-    uint8_t token = 0;
-    return runCall(comm, Call{name, Collective::kAllReduce, &token, &token, 1, collieUint8, collieSum, 0});
+    // An allreduce of one byte: no rank can finish it before every rank has
+    // started it. The byte is the communicator's, since in a group the call runs later.
+    return runCall(comm, Call{name, Collective::kAllReduce, &comm->barrierToken, &comm->barrierToken, 1, collieUint8,
+                              collieSum, 0});
+  });
+}
+
+collieResult_t collieAllToAll(const void* sendbuff, void* recvbuff, size_t count, collieDataType_t datatype,
+                              collieComm_t comm, collieStream_t) {
+  return guarded(comm, [&] {
+    const char* name = "collieAllToAll";
+    COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
+    COLLIE_RETURN_IF_ERROR(checkType(datatype, name));
+    size_t total = 0;
+    COLLIE_RETURN_IF_ERROR(blockTotal(count, comm, name, &total));
+    COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, total, datatype, name, "sendbuff"));
+    COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, total, datatype, name, "recvbuff"));
+    COLLIE_RETURN_IF_ERROR(checkDisjoint(sendbuff, total * collie::typeSize(datatype), recvbuff,
+                                         total * collie::typeSize(datatype), name));
+    return runCall(comm, Call{name, Collective::kAllToAll, sendbuff, recvbuff, count, datatype, collieSum, 0});
+  });
+}
+
+collieResult_t collieAllToAllv(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls, void* recvbuff,
+                               const size_t* recvcounts, const size_t* rdispls, collieDataType_t datatype,
+                               collieComm_t comm, collieStream_t) {
+  return guarded(comm, [&] {
+    const char* name = "collieAllToAllv";
+    COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
+    COLLIE_RETURN_IF_ERROR(checkType(datatype, name));
+    Call call{name, Collective::kAllToAllv, sendbuff, recvbuff, 0, datatype, collieSum, 0};
+    size_t sendExtent = 0, recvExtent = 0;
+    COLLIE_RETURN_IF_ERROR(
+        splits(comm, name, "send", sendcounts, sdispls, &call.sendCounts, &call.sendDispls, &sendExtent));
+    COLLIE_RETURN_IF_ERROR(
+        splits(comm, name, "recv", recvcounts, rdispls, &call.recvCounts, &call.recvDispls, &recvExtent));
+    COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, sendExtent, datatype, name, "sendbuff"));
+    COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, recvExtent, datatype, name, "recvbuff"));
+    const size_t es = collie::typeSize(datatype);
+    COLLIE_RETURN_IF_ERROR(checkDisjoint(sendbuff, sendExtent * es, recvbuff, recvExtent * es, name));
+    for (uint64_t c : call.sendCounts) call.count += c;  // what the algorithm choice sees
+    return runCall(comm, call);
+  });
+}
+
+collieResult_t collieGather(const void* sendbuff, void* recvbuff, size_t count, collieDataType_t datatype, int root,
+                            collieComm_t comm, collieStream_t) {
+  return guarded(comm, [&] {
+    const char* name = "collieGather";
+    COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
+    COLLIE_RETURN_IF_ERROR(checkType(datatype, name));
+    COLLIE_RETURN_IF_ERROR(checkRoot(root, comm, name));
+    size_t total = 0;
+    COLLIE_RETURN_IF_ERROR(blockTotal(count, comm, name, &total));
+    // recvbuff is the root's only; in place when sendbuff == recvbuff + root * count.
+    const bool isRoot = comm->rank == root;
+    COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, count, datatype, name, "sendbuff"));
+    if (isRoot) COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, total, datatype, name, "recvbuff"));
+    return runCall(
+        comm, Call{name, Collective::kGather, sendbuff, isRoot ? recvbuff : nullptr, count, datatype, collieSum, root});
+  });
+}
+
+collieResult_t collieScatter(const void* sendbuff, void* recvbuff, size_t count, collieDataType_t datatype, int root,
+                             collieComm_t comm, collieStream_t) {
+  return guarded(comm, [&] {
+    const char* name = "collieScatter";
+    COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
+    COLLIE_RETURN_IF_ERROR(checkType(datatype, name));
+    COLLIE_RETURN_IF_ERROR(checkRoot(root, comm, name));
+    size_t total = 0;
+    COLLIE_RETURN_IF_ERROR(blockTotal(count, comm, name, &total));
+    // sendbuff is the root's only; in place when recvbuff == sendbuff + root * count.
+    const bool isRoot = comm->rank == root;
+    if (isRoot) COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, total, datatype, name, "sendbuff"));
+    COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, count, datatype, name, "recvbuff"));
+    return runCall(comm, Call{name, Collective::kScatter, isRoot ? sendbuff : nullptr, recvbuff, count, datatype,
+                              collieSum, root});
   });
 }
 

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <unordered_set>
 
+#include "algorithms/registry.h"
+#include "algorithms/tuner.h"
 #include "core/env.h"
 #include "core/errors.h"
 #include "core/hash.h"
@@ -51,6 +53,19 @@ int configField(const collieConfig_t* config, size_t offset, int fallback) {
 }
 
 }  // namespace
+
+}  // namespace collie
+
+const collie::AlgorithmInfo* collieComm::algorithmFor(collie::Collective c, uint64_t bytes) {
+  auto it = algoOverrides.find(c);
+  if (it != algoOverrides.end()) return it->second;
+  // All-to-all-v's byte count differs between ranks, and every rank must pick
+  // the same algorithm, so only collectives whose size all ranks share are tuned.
+  if (c == collie::Collective::kAllToAllv) return collie::defaultAlgorithm(c);
+  return collie::tunedAlgorithm(c, bytes, nranks, topology);
+}
+
+namespace collie {
 
 void registerComm(collieComm* comm) {
   std::lock_guard<std::mutex> lock(gLiveMu);
@@ -115,6 +130,10 @@ Status resolveConfig(const collieConfig_t* config, InitOptions* out) {
   if (initMs > 0) o.initTimeoutSec = initMs / 1000.0;
   if (!(o.timeoutSec > 0) || !(o.initTimeoutSec > 0))
     return Status::error(collieInvalidArgument, "COLLIE_TIMEOUT and COLLIE_INIT_TIMEOUT must be positive");
+  if (std::optional<std::string> algo = env::get("COLLIE_ALGO")) {
+    COLLIE_RETURN_IF_ERROR(parseAlgorithmOverrides(*algo, &o.algoOverrides).withContext("COLLIE_ALGO=" + *algo));
+    o.algoSpec = *algo;
+  }
   *out = o;
   return Status();
 }
@@ -168,6 +187,10 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   WindowLayout layout;
   COLLIE_RETURN_IF_ERROR(windowLayout(nranks, &layout));
   me.windowBytes = layout.totalBytes();
+  std::string canonical;  // order- and spelling-independent form of the overrides
+  for (const auto& o : options.algoOverrides)
+    canonical += std::string(collectiveName(o.first)) + ":" + o.second->name + ";";
+  me.algoHash = fnv1a(canonical.data(), canonical.size());
 
   COLLIE_RETURN_IF_ERROR(
       Bootstrap::create(id, rank, nranks, &me, sizeof(me), options.initTimeoutSec, &comm->bootstrap));
@@ -181,6 +204,11 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
       return notImplemented("a communicator spanning hosts", "the UCX transport lands later")
           .withContext("rank " + std::to_string(r) + " is on host '" + std::string(p.hostId, strnlen(p.hostId, 64)) +
                        "', rank " + std::to_string(rank) + " on '" + hostId + "'");
+    if (p.algoHash != me.algoHash)
+      return Status::error(collieInvalidUsage,
+                           "rank %d was started with a different COLLIE_ALGO than rank %d (\"%s\"): all ranks must "
+                           "choose the same algorithms",
+                           r, rank, options.algoSpec.c_str());
     if (p.windowBytes != me.windowBytes)
       return Status::error(collieInvalidUsage,
                            "rank %d uses a %llu-byte window, rank %d a %llu-byte one: set COLLIE_SLOTS, "
@@ -197,6 +225,12 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   COLLIE_RETURN_IF_ERROR(comm->bootstrap->barrier());
   COLLIE_RETURN_IF_ERROR(comm->executor->checkPeers());
   comm->hostFootprint = layout.totalBytes();
+  comm->algoOverrides = options.algoOverrides;
+  comm->topology = *findTopology("host");
+  comm->topology.nranks = nranks;
+  comm->topology.ranksPerNode = nranks;
+  comm->topology.slotBytes = layout.slotBytes;
+  comm->topology.slots = layout.nslots;
 
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   COLLIE_INFO("comm rank %d/%d ready in %.1f ms: host backend, window %zu bytes (%u slots x %llu bytes per peer)", rank,

@@ -14,11 +14,13 @@
 #include <vector>
 
 #include "algorithms/program.h"
+#include "algorithms/topology.h"
 #include "collie.h"
 #include "core/peer_info.h"
 #include "core/status.h"
 
 namespace collie {
+struct AlgorithmInfo;
 class Bootstrap;
 class ShmWindows;
 class HostExecutor;
@@ -51,7 +53,16 @@ struct collieComm {
   std::atomic<bool> aborted{false};
   std::atomic<int> asyncError{collieSuccess};  // set when a collective fails mid-way: the comm is broken
   bool finalized = false;
-  uint64_t seq = 0;  // collectives issued so far
+  uint64_t seq = 0;          // collectives issued so far
+  uint8_t barrierToken = 0;  // collieBarrier's one byte, here because a grouped call runs later
+
+  // COLLIE_ALGO: the algorithm to use per collective, overriding the tuner.
+  std::map<collie::Collective, const collie::AlgorithmInfo*> algoOverrides;
+  // What the tuner predicts on: the built-in "host" topology sized to this communicator.
+  collie::Topology topology;
+  /// The algorithm for a call of `c` moving `bytes` per rank: the override,
+  /// else the tuner's choice; nullptr when `c` has none.
+  const collie::AlgorithmInfo* algorithmFor(collie::Collective c, uint64_t bytes);
 
   // Programs built so far, by (algorithm, count, stride, root).
   std::map<collie::CommProgramKey, collie::Program> programs;
@@ -69,9 +80,12 @@ struct InitOptions {
   collieBackend_t backend = collieBackendAuto;
   double timeoutSec = 300;
   double initTimeoutSec = 60;
+  std::map<Collective, const AlgorithmInfo*> algoOverrides;  // COLLIE_ALGO
+  std::string algoSpec;                                      // the same, as text for messages
 };
 
-/// Merges a caller's config (may be NULL) with COLLIE_DEVICE / COLLIE_TIMEOUT / COLLIE_INIT_TIMEOUT.
+/// Merges a caller's config (may be NULL) with COLLIE_DEVICE / COLLIE_TIMEOUT /
+/// COLLIE_INIT_TIMEOUT / COLLIE_ALGO.
 Status resolveConfig(const collieConfig_t* config, InitOptions* out);
 
 /// Creates rank `rank` of `nranks` of the communicator named by `id`.

@@ -13,6 +13,7 @@ struct PeerInfo {
   int32_t backend;     // collieBackend_t actually chosen
   int32_t reserved;
   uint64_t windowBytes;  // size of this rank's shm window, so peers can map it
+  uint64_t algoHash;     // of this rank's COLLIE_ALGO overrides: ranks that disagree would run different programs
 };
 
 }  // namespace collie

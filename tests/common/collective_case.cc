@@ -31,19 +31,24 @@ std::string runCollectiveCase(const Comms& comms, Coll coll, collieDataType_t ty
     recv[r] = out[r].data();
     send[r] = in[r].data();
     if (!inPlace) continue;
-    if (coll == Coll::kReduceScatter) {
-      out[r] = in[r];  // recvbuff = sendbuff + r * recvcount
-      recv[r] = out[r].data() + r * block;
+    // Gather and scatter are in place on the root only; elsewhere they are as out of place.
+    const bool rootOnly = coll == Coll::kGather || coll == Coll::kScatter;
+    const int at = rootOnly ? root : r;  // the block the in-place rule names
+    if (rootOnly && r != root) continue;
+    if (coll == Coll::kReduceScatter || coll == Coll::kScatter) {
+      out[r] = in[r];  // recvbuff = sendbuff + at * count
+      recv[r] = out[r].data() + at * block;
       send[r] = out[r].data();
-    } else if (coll == Coll::kAllGather) {
-      memcpy(out[r].data() + r * block, in[r].data(), block);  // sendbuff = recvbuff + r * sendcount
-      send[r] = out[r].data() + r * block;
+    } else if (coll == Coll::kAllGather || coll == Coll::kGather) {
+      memcpy(out[r].data() + at * block, in[r].data(), block);  // sendbuff = recvbuff + at * count
+      send[r] = out[r].data() + at * block;
     } else {
       memcpy(out[r].data(), in[r].data(), block);
       send[r] = out[r].data();
     }
   }
   const std::vector<std::vector<char>> inCopy = in;  // out-of-place must leave sendbuff alone
+  const std::vector<std::vector<char>> outBefore = out;
   std::vector<collieResult_t> rc(n);
   onRanks(n, [&](int r) {
     void* s = count ? send[r] : nullptr;
@@ -52,12 +57,19 @@ std::string runCollectiveCase(const Comms& comms, Coll coll, collieDataType_t ty
   });
   for (int r = 0; r < n; ++r) {
     if (rc[r] != collieSuccess) return "rank " + std::to_string(r) + ": " + collieGetLastError(comms[r]);
-    if (!inPlace && out[r].back() != 0x7b) return "rank " + std::to_string(r) + " wrote past the end of recvbuff";
-    if (!inPlace && in[r] != inCopy[r]) return "rank " + std::to_string(r) + " modified sendbuff";
-    if (coll == Coll::kReduce && r != root) continue;  // recvbuff is the root's only
+    // In place, the output holds the input (scatter/reduce-scatter) or the input
+    // sits in the output; out of place both are checked separately.
+    const bool aliased = inPlace && !((coll == Coll::kGather || coll == Coll::kScatter) && r != root);
+    if (!aliased && out[r].back() != 0x7b) return "rank " + std::to_string(r) + " wrote past the end of recvbuff";
+    if (!aliased && in[r] != inCopy[r]) return "rank " + std::to_string(r) + " modified sendbuff";
+    if (collie::test::collRootOutputOnly(coll) && r != root) {
+      // recvbuff is the root's only: it must come back untouched.
+      if (out[r] != outBefore[r]) return "rank " + std::to_string(r) + " wrote recvbuff off the root";
+      continue;
+    }
     std::string first;
-    const size_t wrong = collie::test::countWrong(type, recv[r], want[r].data(),
-                                                  coll == Coll::kReduceScatter ? count : outCount, &first);
+    const bool oneBlock = coll == Coll::kReduceScatter || coll == Coll::kScatter;
+    const size_t wrong = collie::test::countWrong(type, recv[r], want[r].data(), oneBlock ? count : outCount, &first);
     if (wrong) return "rank " + std::to_string(r) + ": " + std::to_string(wrong) + " wrong, " + first;
   }
   return "";

@@ -236,18 +236,29 @@ const char* collName(Coll c) {
       return "allgather";
     case Coll::kBroadcast:
       return "broadcast";
-    default:
+    case Coll::kReduce:
       return "reduce";
+    case Coll::kAllToAll:
+      return "alltoall";
+    case Coll::kGather:
+      return "gather";
+    case Coll::kScatter:
+      return "scatter";
   }
+  return "?";
 }
 
 bool collHasOp(Coll c) { return c == Coll::kAllReduce || c == Coll::kReduceScatter || c == Coll::kReduce; }
+bool collHasInPlace(Coll c) { return c != Coll::kAllToAll; }
+bool collRootOutputOnly(Coll c) { return c == Coll::kReduce || c == Coll::kGather; }
 
 size_t collInputCount(Coll c, int nranks, size_t count) {
-  return c == Coll::kReduceScatter ? count * static_cast<size_t>(nranks) : count;
+  const bool blocks = c == Coll::kReduceScatter || c == Coll::kAllToAll || c == Coll::kScatter;
+  return blocks ? count * static_cast<size_t>(nranks) : count;
 }
 size_t collOutputCount(Coll c, int nranks, size_t count) {
-  return c == Coll::kAllGather ? count * static_cast<size_t>(nranks) : count;
+  const bool blocks = c == Coll::kAllGather || c == Coll::kAllToAll || c == Coll::kGather;
+  return blocks ? count * static_cast<size_t>(nranks) : count;
 }
 
 void referenceCollective(Coll c, collieDataType_t type, collieRedOp_t op, const std::vector<const void*>& inputs,
@@ -265,10 +276,20 @@ void referenceCollective(Coll c, collieDataType_t type, collieRedOp_t op, const 
       break;
     }
     case Coll::kAllGather:
+    case Coll::kGather:
       for (size_t k = 0; k < inputs.size(); ++k) memcpy(static_cast<char*>(expected) + k * block, inputs[k], block);
       break;
     case Coll::kBroadcast:
       memcpy(expected, inputs[static_cast<size_t>(root)], block);
+      break;
+    case Coll::kAllToAll:  // block k of rank r's output is block r of rank k's input
+      for (size_t k = 0; k < inputs.size(); ++k)
+        memcpy(static_cast<char*>(expected) + k * block,
+               static_cast<const char*>(inputs[k]) + static_cast<size_t>(rank) * block, block);
+      break;
+    case Coll::kScatter:
+      memcpy(expected, static_cast<const char*>(inputs[static_cast<size_t>(root)]) + static_cast<size_t>(rank) * block,
+             block);
       break;
   }
 }
@@ -286,6 +307,12 @@ collieResult_t callCollective(Coll c, const void* send, void* recv, size_t count
       return collieBroadcast(send, recv, count, type, root, comm, nullptr);
     case Coll::kReduce:
       return collieReduce(send, recv, count, type, op, root, comm, nullptr);
+    case Coll::kAllToAll:
+      return collieAllToAll(send, recv, count, type, comm, nullptr);
+    case Coll::kGather:
+      return collieGather(send, recv, count, type, root, comm, nullptr);
+    case Coll::kScatter:
+      return collieScatter(send, recv, count, type, root, comm, nullptr);
   }
   return collieInternalError;
 }

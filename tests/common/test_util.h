@@ -26,15 +26,20 @@ void referenceAllReduce(collieDataType_t type, collieRedOp_t op, const std::vect
                         void* expected);
 
 /// The collectives the references below cover.
-enum class Coll { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce };
+enum class Coll { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll, kGather, kScatter };
 const char* collName(Coll c);
 bool collHasOp(Coll c);
+/// All-to-all has no in-place form.
+bool collHasInPlace(Coll c);
+/// The output exists on the root only (reduce, gather).
+bool collRootOutputOnly(Coll c);
 /// Elements of the input and output of one rank, for `count` as passed to the API.
 size_t collInputCount(Coll c, int nranks, size_t count);
 size_t collOutputCount(Coll c, int nranks, size_t count);
 
 /// What rank `rank` must hold in its output (collOutputCount elements) after `c`
-/// over `inputs` (one per rank, collInputCount elements each). For reduce, only the root's is meaningful.
+/// over `inputs` (one per rank, collInputCount elements each). For reduce and
+/// gather, only the root's is meaningful; for broadcast and scatter only the root's input is read.
 void referenceCollective(Coll c, collieDataType_t type, collieRedOp_t op, const std::vector<const void*>& inputs,
                          size_t count, int root, int rank, void* expected);
 

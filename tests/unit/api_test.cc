@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "collie.h"
+#include "common/rank_threads.h"
 
 namespace {
 
@@ -27,20 +28,12 @@ class Api : public ::testing::Test {
 
 TEST_F(Api, UnfinishedCallsSayTheyAreNotImplemented) {
   char buf[64] = {0};
-  size_t counts[1] = {1}, displs[1] = {0};
   void* handle = nullptr;
   collieRedOp_t op;
   collieComm_t newcomm = nullptr;
   float scalar = 1;
   // Each entry is evaluated in order; the comm's last error is checked right after.
   std::vector<std::pair<const char*, std::function<collieResult_t()>>> calls = {
-      {"collieAllToAll", [&] { return collieAllToAll(buf, buf, 1, collieInt8, comm_, nullptr); }},
-      {"collieAllToAllv",
-       [&] { return collieAllToAllv(buf, counts, displs, buf, counts, displs, collieInt8, comm_, nullptr); }},
-      {"collieGather", [&] { return collieGather(buf, buf, 1, collieInt8, 0, comm_, nullptr); }},
-      {"collieScatter", [&] { return collieScatter(buf, buf, 1, collieInt8, 0, comm_, nullptr); }},
-      {"collieSend", [&] { return collieSend(buf, 1, collieInt8, 0, comm_, nullptr); }},
-      {"collieRecv", [&] { return collieRecv(buf, 1, collieInt8, 0, comm_, nullptr); }},
       {"collieCommSplit", [&] { return collieCommSplit(comm_, 0, 0, &newcomm, nullptr); }},
       {"collieCommRegister", [&] { return collieCommRegister(comm_, buf, sizeof(buf), &handle); }},
       {"collieCommDeregister", [&] { return collieCommDeregister(comm_, handle); }},
@@ -60,9 +53,6 @@ TEST_F(Api, UnfinishedCallsSayTheyAreNotImplemented) {
   EXPECT_EQ(ptr, nullptr);
   EXPECT_TRUE(saysNotImplemented(nullptr));
   EXPECT_EQ(collieMemFree(buf), collieInvalidUsage);
-  EXPECT_EQ(collieGroupStart(), collieInvalidUsage);
-  EXPECT_TRUE(saysNotImplemented(nullptr)) << collieGetLastError(nullptr);
-  EXPECT_EQ(collieGroupEnd(), collieInvalidUsage);
   // A rejected call leaves the communicator usable.
   float x = 2;
   EXPECT_EQ(collieAllReduce(&x, &x, 1, collieFloat32, collieSum, comm_, nullptr), collieSuccess);
@@ -154,6 +144,31 @@ TEST(ApiStatic, DestroyAndAbortAcceptNull) {
   collieComm_t comm;
   ASSERT_EQ(collieCommInitAll(&comm, 1, nullptr), collieSuccess);
   EXPECT_EQ(collieCommAbort(comm), collieSuccess);
+}
+
+}  // namespace
+
+namespace {
+
+// COLLIE_ALGO is parsed at init: a name that does not exist fails the init
+// with the valid names listed, instead of a surprise at the first call.
+TEST(ApiStatic, CollieAlgoIsCheckedAtInit) {
+  collieComm_t comms[2] = {nullptr, nullptr};
+  {
+    collie::test::ScopedEnv algo("COLLIE_ALGO", "allreduce:nosuch");
+    EXPECT_NE(collieCommInitAll(comms, 2, nullptr), collieSuccess);
+    const std::string msg = collieGetLastError(nullptr);
+    EXPECT_NE(msg.find("nosuch"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("ring"), std::string::npos) << msg;
+  }
+  {
+    collie::test::ScopedEnv algo("COLLIE_ALGO", "nosuchcollective:ring");
+    EXPECT_NE(collieCommInitAll(comms, 2, nullptr), collieSuccess);
+    EXPECT_NE(std::string(collieGetLastError(nullptr)).find("allreduce"), std::string::npos);
+  }
+  collie::test::ScopedEnv algo("COLLIE_ALGO", " allreduce : rhd ; broadcast:binomial");
+  ASSERT_EQ(collieCommInitAll(comms, 2, nullptr), collieSuccess) << collieGetLastError(nullptr);
+  for (collieComm_t c : comms) collieCommDestroy(c);
 }
 
 }  // namespace

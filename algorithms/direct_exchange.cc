@@ -1,0 +1,66 @@
+#include "algorithms/direct_exchange.h"
+
+namespace collie {
+
+namespace {
+
+int mod(int a, int n) { return ((a % n) + n) % n; }
+
+Step local(StepOp op, Range src, Range dst, uint64_t count, bool finalize) {
+  Step s;
+  s.op = op;
+  s.src = src;
+  s.dst = dst;
+  s.count = count;
+  s.finalize = finalize;
+  return s;
+}
+
+}  // namespace
+
+uint64_t appendDirectReduce(int n, int r, Buffer input, const std::vector<Chunk>& parts, Range result,
+                            std::vector<Step>* steps) {
+  const Chunk& own = parts[static_cast<size_t>(r)];
+  const Range ownInput{input, own.offset};
+  // Scratch block of source rank j's contribution. Rank 0 keeps its own in the
+  // input (it is reduced first, before the result is written), so its blocks start at rank 1.
+  const int first = r == 0 ? 1 : 0;
+  auto block = [&](int j) { return Range{Buffer::kScratch, static_cast<uint64_t>(j - first) * own.count}; };
+  auto source = [&](int j) { return j == r && r == 0 ? ownInput : block(j); };
+  if (r > 0) steps->push_back(local(StepOp::kCopy, ownInput, block(r), own.count, false));
+  for (int k = 1; k < n; ++k) {
+    const int to = mod(r + k, n), from = mod(r - k, n);
+    const Chunk& theirs = parts[static_cast<size_t>(to)];
+    Step x;
+    x.op = StepOp::kSendRecv;
+    x.sendPeer = to;
+    x.recvPeer = from;
+    x.src = Range{input, theirs.offset};
+    x.count = theirs.count;
+    x.dst = block(from);
+    x.recvCount = own.count;
+    steps->push_back(x);
+  }
+  steps->push_back(local(StepOp::kCopy, source(0), result, own.count, n == 1));
+  for (int j = 1; j < n; ++j) steps->push_back(local(StepOp::kReduce, source(j), result, own.count, j == n - 1));
+  return static_cast<uint64_t>(n - first) * own.count;
+}
+
+void appendDirectAllGather(int n, int r, const std::vector<Chunk>& chunks, Buffer buffer, std::vector<Step>* steps) {
+  const Chunk& mine = chunks[static_cast<size_t>(r)];
+  for (int k = 1; k < n; ++k) {
+    const int to = mod(r + k, n), from = mod(r - k, n);
+    const Chunk& theirs = chunks[static_cast<size_t>(from)];
+    Step x;
+    x.op = StepOp::kSendRecv;
+    x.sendPeer = to;
+    x.recvPeer = from;
+    x.src = Range{buffer, mine.offset};
+    x.count = mine.count;
+    x.dst = Range{buffer, theirs.offset};
+    x.recvCount = theirs.count;
+    steps->push_back(x);
+  }
+}
+
+}  // namespace collie

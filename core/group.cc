@@ -1,0 +1,112 @@
+#include "core/group.h"
+
+#include <exception>
+#include <thread>
+#include <utility>
+
+#include "core/comm.h"
+#include "core/errors.h"
+
+namespace collie {
+namespace group {
+
+namespace {
+
+struct Queued {
+  collieComm_t comm;
+  std::function<Status()> run;  // empty for p2p
+  P2pOp p2p;
+};
+
+struct State {
+  int depth = 0;
+  std::vector<Queued> queue;
+};
+
+thread_local State tState;
+
+// Runs one communicator's queue in issue order, batching runs of p2p operations.
+Status runQueue(collieComm_t comm, const std::vector<Queued>& ops) {
+  if (!commIsLive(comm))
+    return Status::error(collieInvalidUsage,
+                         "collieGroupEnd: a communicator used in the group was destroyed before it");
+  std::vector<P2pOp> batch;
+  auto flush = [&]() -> Status {
+    if (batch.empty()) return Status();
+    Status st = runP2p(comm, batch);
+    batch.clear();
+    return st;
+  };
+  for (const Queued& q : ops) {
+    if (!q.run) {
+      batch.push_back(q.p2p);
+      continue;
+    }
+    COLLIE_RETURN_IF_ERROR(flush());
+    COLLIE_RETURN_IF_ERROR(q.run());
+  }
+  return flush();
+}
+
+}  // namespace
+
+bool active() { return tState.depth > 0; }
+
+void enqueue(collieComm_t comm, std::function<Status()> run) {
+  tState.queue.push_back(Queued{comm, std::move(run), P2pOp{}});
+}
+
+void enqueueP2p(collieComm_t comm, const P2pOp& op) { tState.queue.push_back(Queued{comm, nullptr, op}); }
+
+Status start() {
+  ++tState.depth;
+  return Status();
+}
+
+Status end() {
+  if (tState.depth == 0) return Status::error(collieInvalidUsage, "collieGroupEnd without collieGroupStart");
+  if (--tState.depth > 0) return Status();
+  std::vector<Queued> queue = std::move(tState.queue);
+  tState.queue.clear();
+  // Split by communicator, keeping each one's issue order.
+  std::vector<collieComm_t> comms;
+  std::vector<std::vector<Queued>> perComm;
+  for (Queued& q : queue) {
+    size_t i = 0;
+    while (i < comms.size() && comms[i] != q.comm) ++i;
+    if (i == comms.size()) {
+      comms.push_back(q.comm);
+      perComm.emplace_back();
+    }
+    perComm[i].push_back(std::move(q));
+  }
+  if (comms.size() == 1) {
+    Status st = runQueue(comms[0], perComm[0]);
+    if (!st.ok() && commIsLive(comms[0])) report(st, comms[0]);
+    return st;
+  }
+  if (comms.empty()) return Status();
+  // Several communicators: each is a rank that must progress while the others
+  // wait on it, so each gets a thread.
+  std::vector<Status> results(comms.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < comms.size(); ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        results[i] = runQueue(comms[i], perComm[i]);
+      } catch (const std::exception& e) {
+        results[i] = Status::error(collieInternalError, "internal error: %s", e.what());
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  // Each failing communicator keeps its own last error; the first one is returned.
+  for (size_t i = comms.size(); i-- > 0;)
+    if (!results[i].ok() && commIsLive(comms[i])) report(results[i], comms[i]);
+  for (const Status& st : results)
+    if (!st.ok()) return st;
+  return Status();
+}
+
+}  // namespace group
+}  // namespace collie

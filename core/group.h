@@ -1,0 +1,46 @@
+// Groups: calls made between collieGroupStart and collieGroupEnd on one thread
+// are queued and run at the outermost collieGroupEnd. Send and receive always
+// go through here (outside a group each is a group of one).
+//
+// At GroupEnd each communicator's queue runs in the order it was issued, with
+// consecutive sends and receives batched into one pairwise schedule
+// (core/p2p.cc). Queues of different communicators run on their own threads,
+// so one thread may drive every rank of a clique inside one group, as
+// collieCommInitAll users and NCCL's grouped calls expect; nothing blocks
+// before GroupEnd.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "collie.h"
+#include "core/status.h"
+
+namespace collie {
+namespace group {
+
+/// One point-to-point operation, in bytes (send and receive need not agree on type).
+struct P2pOp {
+  bool send = true;
+  void* buffer = nullptr;  // const for sends
+  uint64_t bytes = 0;
+  int peer = 0;
+};
+
+/// True between collieGroupStart and its matching collieGroupEnd on this thread.
+bool active();
+
+/// Queues a collective of `comm` (already checked) to run at GroupEnd.
+void enqueue(collieComm_t comm, std::function<Status()> run);
+
+/// Queues a send or receive of `comm` (already checked).
+void enqueueP2p(collieComm_t comm, const P2pOp& op);
+
+Status start();
+Status end();
+
+/// Runs a batch of sends and receives of one communicator (core/p2p.cc).
+Status runP2p(collieComm_t comm, const std::vector<P2pOp>& ops);
+
+}  // namespace group
+}  // namespace collie

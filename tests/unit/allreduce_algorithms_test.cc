@@ -1,0 +1,236 @@
+// Shapes of the rhd, tree, oneshot and twoshot allreduces: step counts and
+// peers, the fold-in of non-powers of two, the rank order of the direct
+// reductions (which makes every rank's result the same bits), and the double
+// binary tree's leaves. Correctness for 1..64 ranks is verifier_test's.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <vector>
+
+#include "algorithms/registry.h"
+#include "algorithms/verifier.h"
+
+namespace {
+
+using collie::Buffer;
+using collie::Collective;
+using collie::Program;
+using collie::ProgramArgs;
+using collie::Step;
+using collie::StepOp;
+
+std::vector<Program> build(const char* name, int n, uint64_t count) {
+  const collie::AlgorithmInfo* algo = collie::findAlgorithm(Collective::kAllReduce, name);
+  EXPECT_NE(algo, nullptr) << name;
+  std::vector<Program> programs;
+  if (algo == nullptr) return programs;
+  for (int r = 0; r < n; ++r) {
+    ProgramArgs a;
+    a.nranks = n;
+    a.rank = r;
+    a.count = count;
+    programs.push_back(algo->build(a));
+  }
+  return programs;
+}
+
+size_t countOps(const Program& p, StepOp op) {
+  size_t k = 0;
+  for (const Step& s : p.steps) k += s.op == op;
+  return k;
+}
+
+TEST(AllReduceAlgorithms, RegisteredWithTheirRoundRules) {
+  const struct {
+    const char* name;
+    collie::RoundRule rounds;
+  } expected[] = {{"rhd", collie::RoundRule::kNone},
+                  {"tree", collie::RoundRule::kOneSlot},
+                  {"oneshot", collie::RoundRule::kOneSlot},
+                  {"twoshot", collie::RoundRule::kRankSlots}};
+  for (const auto& e : expected) {
+    const collie::AlgorithmInfo* a = collie::findAlgorithm(Collective::kAllReduce, e.name);
+    ASSERT_NE(a, nullptr) << e.name;
+    EXPECT_EQ(a->rounds, e.rounds) << e.name;
+  }
+  EXPECT_STREQ(collie::defaultAlgorithm(Collective::kAllReduce)->name, "ring");
+}
+
+TEST(RhdAllReduce, PowerOfTwoHalvesThenDoubles) {
+  const int n = 8;
+  const std::vector<Program> programs = build("rhd", n, 1000);
+  ASSERT_EQ(programs.size(), static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    const Program& p = programs[static_cast<size_t>(r)];
+    ASSERT_EQ(p.steps.size(), 1u + 2 * 3) << p.describe();  // the copy, then 2 log2(8) exchanges
+    EXPECT_EQ(p.steps[0].op, StepOp::kCopy);
+    EXPECT_EQ(p.scratchCount, 0u);
+    const int partners[] = {r ^ 4, r ^ 2, r ^ 1, r ^ 1, r ^ 2, r ^ 4};
+    uint64_t sent = 0;
+    for (int i = 0; i < 6; ++i) {
+      const Step& s = p.steps[static_cast<size_t>(1 + i)];
+      EXPECT_EQ(s.op, i < 3 ? StepOp::kSendRecvReduce : StepOp::kSendRecv) << p.describe();
+      EXPECT_EQ(s.sendPeer, partners[i]);
+      EXPECT_EQ(s.recvPeer, partners[i]);
+      EXPECT_EQ(s.finalize, i == 2);  // the last halving completes the rank's chunk
+      sent += s.sent();
+    }
+    EXPECT_EQ(sent, 2u * (1000 - 1000 / n));  // 2(n-1)/n of the buffer, like the ring
+  }
+}
+
+TEST(RhdAllReduce, FoldedOutRankSitsOut) {
+  // n = 6: p = 4, rem = 2; ranks 1 and 3 fold into 0 and 2.
+  const std::vector<Program> programs = build("rhd", 6, 60);
+  for (int odd : {1, 3}) {
+    const Program& p = programs[static_cast<size_t>(odd)];
+    ASSERT_EQ(p.steps.size(), 2u) << p.describe();
+    EXPECT_EQ(p.steps[0].op, StepOp::kSend);
+    EXPECT_EQ(p.steps[0].sendPeer, odd - 1);
+    EXPECT_EQ(p.steps[0].count, 60u);
+    EXPECT_EQ(p.steps[1].op, StepOp::kRecv);
+    EXPECT_EQ(p.steps[1].recvPeer, odd - 1);
+  }
+  for (int even : {0, 2}) {
+    const Program& p = programs[static_cast<size_t>(even)];
+    ASSERT_EQ(p.steps.size(), 1u + 2 * 2 + 1) << p.describe();  // fold, 2 log2(4) exchanges, unfold
+    EXPECT_EQ(p.steps.front().op, StepOp::kRecvReduceCopy);
+    EXPECT_EQ(p.steps.front().recvPeer, even + 1);
+    EXPECT_EQ(p.steps.back().op, StepOp::kSend);
+    EXPECT_EQ(p.steps.back().sendPeer, even + 1);
+  }
+  for (int r : {4, 5}) EXPECT_EQ(programs[static_cast<size_t>(r)].steps.size(), 1u + 2 * 2);
+  // No exchange involves a folded-out rank.
+  for (const Program& p : programs)
+    for (const Step& s : p.steps)
+      if (collie::stepIsExchange(s.op)) {
+        EXPECT_TRUE(s.sendPeer != 1 && s.sendPeer != 3) << p.describe();
+      }
+}
+
+// The contributing rank of each source a direct reduction reads: its own part
+// from the input, or a scratch block filled by a copy (its own) or an exchange (the peer's).
+std::vector<int> reductionOrder(const Program& p, uint64_t* finalized) {
+  std::map<uint64_t, int> scratchOwner;
+  std::vector<int> order;
+  *finalized = 0;
+  bool reducing = false;
+  for (const Step& s : p.steps) {
+    if (s.op == StepOp::kCopy && s.dst.buffer == Buffer::kScratch) {
+      scratchOwner[s.dst.offset] = p.rank;
+    } else if (s.op == StepOp::kSendRecv && !reducing) {
+      scratchOwner[s.dst.offset] = s.recvPeer;
+    } else if ((s.op == StepOp::kCopy && s.dst.buffer == Buffer::kOutput) || s.op == StepOp::kReduce) {
+      EXPECT_EQ(s.op == StepOp::kCopy, !reducing) << "one copy, then the reduces";
+      reducing = true;
+      order.push_back(s.src.buffer == Buffer::kInput ? p.rank : scratchOwner.at(s.src.offset));
+      *finalized += s.finalize;
+    }
+  }
+  return order;
+}
+
+TEST(DirectAllReduce, ReduceInRankOrder) {
+  for (const char* name : {"oneshot", "twoshot"}) {
+    for (int n : {1, 2, 3, 5, 8}) {
+      const std::vector<Program> programs = build(name, n, 40);
+      for (const Program& p : programs) {
+        uint64_t finalized = 0;
+        const std::vector<int> order = reductionOrder(p, &finalized);
+        ASSERT_EQ(order.size(), static_cast<size_t>(n)) << name << "\n" << p.describe();
+        for (int j = 0; j < n; ++j) EXPECT_EQ(order[static_cast<size_t>(j)], j) << name << "\n" << p.describe();
+        EXPECT_EQ(finalized, 1u) << name;
+        EXPECT_TRUE(p.steps.back().op != StepOp::kReduce || p.steps.back().finalize);
+      }
+    }
+  }
+}
+
+TEST(DirectAllReduce, StepCounts) {
+  const int n = 5;
+  const std::vector<Program> one = build("oneshot", n, 40), two = build("twoshot", n, 40);
+  for (int r = 0; r < n; ++r) {
+    const Program& a = one[static_cast<size_t>(r)];
+    const Program& b = two[static_cast<size_t>(r)];
+    const size_t ownCopy = r > 0 ? 1 : 0;  // rank 0 reads its own input first, before the output is written
+    EXPECT_EQ(a.steps.size(), ownCopy + (n - 1) + 1 + (n - 1)) << a.describe();
+    EXPECT_EQ(countOps(a, StepOp::kSendRecv), static_cast<size_t>(n - 1));
+    EXPECT_EQ(countOps(a, StepOp::kReduce), static_cast<size_t>(n - 1));
+    EXPECT_EQ(a.scratchCount, (n - 1 + ownCopy) * 40);
+    EXPECT_EQ(b.steps.size(), ownCopy + 2 * (n - 1) + 1 + (n - 1)) << b.describe();
+    EXPECT_EQ(countOps(b, StepOp::kSendRecv), static_cast<size_t>(2 * (n - 1)));
+    EXPECT_EQ(b.scratchCount, (n - 1 + ownCopy) * 8);
+    // Pairwise order: step k sends to rank+k and receives from rank-k.
+    for (int k = 1; k < n; ++k) {
+      const Step& s = a.steps[ownCopy + static_cast<size_t>(k - 1)];
+      EXPECT_EQ(s.sendPeer, (r + k) % n);
+      EXPECT_EQ(s.recvPeer, (r - k + n) % n);
+    }
+  }
+  EXPECT_EQ(build("oneshot", 1, 7)[0].steps.size(), 1u);
+  EXPECT_EQ(build("twoshot", 1, 7)[0].steps.size(), 1u);
+}
+
+// Whether rank p.rank is a leaf of tree t (carrying half t): it sends its own
+// input half up unreduced.
+bool leafIn(const Program& p, int t) {
+  const collie::Chunk half = collie::balancedChunk(p.count, 2, t);
+  for (const Step& s : p.steps)
+    if (s.op == StepOp::kSend && s.src.buffer == Buffer::kInput && s.src.offset == half.offset) return true;
+  return false;
+}
+
+TEST(TreeAllReduce, EveryRankIsALeafInExactlyOneTree) {
+  for (int n = 2; n <= 64; ++n) {
+    const std::vector<Program> programs = build("tree", n, 2 * static_cast<uint64_t>(n));
+    int leaves[2] = {0, 0};
+    for (const Program& p : programs) {
+      const bool l0 = leafIn(p, 0), l1 = leafIn(p, 1);
+      EXPECT_TRUE(l0 || l1) << "n " << n << ": rank " << p.rank << " is a leaf in neither tree\n" << p.describe();
+      EXPECT_FALSE(l0 && l1) << "n " << n << ": rank " << p.rank << " is a leaf in both trees\n" << p.describe();
+      leaves[0] += l0;
+      leaves[1] += l1;
+      // Leaf in tree 0 exactly when odd: tree 1 is the mirror.
+      EXPECT_EQ(l0, p.rank % 2 == 1) << "n " << n;
+      EXPECT_TRUE(p.steps.size() == 4 || p.steps.size() == 6) << p.describe();
+    }
+    EXPECT_EQ(leaves[0], n / 2);
+    EXPECT_EQ(leaves[1], (n + 1) / 2);
+  }
+}
+
+TEST(TreeAllReduce, EightRanksMatchTheDiagram) {
+  const std::vector<Program> programs = build("tree", 8, 16);
+  // Parent of each rank in tree 0 and tree 1 (-1: root), read off the header's diagram.
+  const int parent0[] = {-1, 2, 4, 2, 0, 6, 4, 6};
+  const int parent1[] = {1, 3, 1, 7, 5, 3, 5, -1};
+  for (int r = 0; r < 8; ++r) {
+    const Program& p = programs[static_cast<size_t>(r)];
+    // The up-going step of each tree: the leaf's send or the internal node's last reduce.
+    int up[2] = {-1, -1};
+    for (const Step& s : p.steps) {
+      const int t = s.src.offset == 0 ? 0 : 1;
+      if ((s.op == StepOp::kSend && s.src.buffer == Buffer::kInput) || s.op == StepOp::kRecvReduceSend)
+        up[t] = s.sendPeer;
+    }
+    EXPECT_EQ(up[0], parent0[r]) << p.describe();
+    EXPECT_EQ(up[1], parent1[r]) << p.describe();
+    const bool oneChild = r == 0 || r == 7;  // the roots
+    EXPECT_EQ(p.steps.size(), oneChild ? 4u : 6u) << p.describe();
+  }
+}
+
+TEST(TreeAllReduce, RootsFinalizeTheirHalf) {
+  for (int n : {2, 3, 7, 8, 13}) {
+    const std::vector<Program> programs = build("tree", n, 10);
+    int finalizers[2] = {0, 0};
+    for (const Program& p : programs)
+      for (const Step& s : p.steps)
+        if (s.finalize) ++finalizers[s.dst.offset == 0 ? 0 : 1];
+    EXPECT_EQ(finalizers[0], 1) << n;
+    EXPECT_EQ(finalizers[1], 1) << n;
+    EXPECT_TRUE(collie::verifyPrograms(programs).ok());
+  }
+}
+
+}  // namespace

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Smoke test of collie-sim: each subcommand runs and exits 0. $1 = the collie-sim binary.
+# verify runs to 64 ranks with two counts (uneven and prime) to stay well under a
+# minute; the full set is verifier_test's job and collie-sim verify's default.
+set -euo pipefail
+sim="$1"
+run() {
+  echo "+ collie-sim $*"
+  "$sim" "$@" > /tmp/collie_sim_smoke.$$ || { cat /tmp/collie_sim_smoke.$$; rm -f /tmp/collie_sim_smoke.$$; exit 1; }
+  tail -n 4 /tmp/collie_sim_smoke.$$
+}
+trap 'rm -f /tmp/collie_sim_smoke.$$' EXIT
+run list
+run show allreduce ring -n 4 --picture
+run verify --max-ranks 64 --counts n-1,13
+run compare allreduce --topo h100-nvlink -b 8 -e 1G -f 8
+run predict allreduce ring --topo h100-16x8-400g --bytes 1G
+# Bad arguments are refused with status 2, not a crash.
+for bad in "" "frobnicate" "show allreduce ring" "show allreduce nope -n 4" "predict allreduce ring --topo nowhere.topo --bytes 8" \
+  "compare allreduce --topo h100-nvlink -b 1X" "verify --max-ranks 65"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$sim" $bad > /dev/null 2>&1
+  rc=$?
+  set -e
+  if [ "$rc" -ne 2 ]; then
+    echo "collie-sim $bad: exit status $rc, expected 2"
+    exit 1
+  fi
+done
+echo "PASS"

@@ -1,0 +1,200 @@
+// Shapes of the gather, scatter and all-to-all algorithms (step counts, peers,
+// scratch), an all-to-all-v with a skewed split proved by the verifier, and the
+// verifier catching an all-to-all-v whose counts disagree between two ranks.
+// Correctness for 1..64 ranks is verifier_test's.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <vector>
+
+#include "algorithms/registry.h"
+#include "algorithms/verifier.h"
+
+namespace {
+
+using collie::Collective;
+using collie::Program;
+using collie::ProgramArgs;
+using collie::StepOp;
+
+std::vector<Program> build(Collective c, const char* name, int n, uint64_t count, int root = 0) {
+  const collie::AlgorithmInfo* algo = collie::findAlgorithm(c, name);
+  EXPECT_NE(algo, nullptr) << collie::collectiveName(c) << " " << name;
+  std::vector<Program> programs;
+  if (algo == nullptr) return programs;
+  for (int r = 0; r < n; ++r) {
+    ProgramArgs a;
+    a.collective = c;
+    a.nranks = n;
+    a.rank = r;
+    a.count = count;
+    a.root = root;
+    programs.push_back(algo->build(a));
+  }
+  return programs;
+}
+
+size_t countOps(const Program& p, StepOp op) {
+  size_t k = 0;
+  for (const collie::Step& s : p.steps) k += s.op == op;
+  return k;
+}
+
+TEST(GatherLinear, RootReceivesFromEveryOtherRank) {
+  const int n = 5, root = 2;
+  const std::vector<Program> programs = build(Collective::kGather, "linear", n, 7, root);
+  ASSERT_EQ(programs.size(), static_cast<size_t>(n));
+  const Program& p = programs[root];
+  EXPECT_EQ(countOps(p, StepOp::kRecv), static_cast<size_t>(n - 1));
+  EXPECT_EQ(countOps(p, StepOp::kCopy), 1u);
+  std::set<int> from;
+  for (const collie::Step& s : p.steps)
+    if (s.op == StepOp::kRecv) {
+      from.insert(s.recvPeer);
+      EXPECT_EQ(s.dst.offset, static_cast<uint64_t>(s.recvPeer) * 7);  // block r lands at r*stride
+    }
+  EXPECT_EQ(from.size(), static_cast<size_t>(n - 1));
+  EXPECT_EQ(from.count(root), 0u);
+  for (int r = 0; r < n; ++r) {
+    if (r == root) continue;
+    ASSERT_EQ(programs[r].steps.size(), 1u);
+    EXPECT_EQ(programs[r].steps[0].op, StepOp::kSend);
+    EXPECT_EQ(programs[r].steps[0].sendPeer, root);
+  }
+  EXPECT_TRUE(collie::verifyPrograms(programs).ok());
+}
+
+TEST(GatherBinomial, RootHasLog2Children) {
+  const int n = 8, root = 3;
+  const std::vector<Program> programs = build(Collective::kGather, "binomial", n, 4, root);
+  ASSERT_EQ(programs.size(), static_cast<size_t>(n));
+  const Program& p = programs[root];
+  std::set<int> children;
+  for (const collie::Step& s : p.steps)
+    if (s.op == StepOp::kRecv) children.insert(s.recvPeer);
+  // Relative ranks 1, 2 and 4.
+  EXPECT_EQ(children, (std::set<int>{(root + 1) % n, (root + 2) % n, (root + 4) % n}));
+  EXPECT_EQ(countOps(p, StepOp::kRecv), static_cast<size_t>(n - 1));  // one step per block
+  EXPECT_EQ(p.scratchCount, 0u);                                      // the root receives into its output
+  // Relative rank 4 collects blocks 5, 6, 7 in scratch and sends 4 blocks to the root; a leaf needs no scratch.
+  const Program& inner = programs[(root + 4) % n];
+  EXPECT_EQ(inner.scratchCount, 3u * 4);
+  EXPECT_EQ(countOps(inner, StepOp::kSend), 4u);
+  EXPECT_EQ(programs[(root + 7) % n].scratchCount, 0u);
+  EXPECT_TRUE(collie::verifyPrograms(programs).ok());
+}
+
+TEST(ScatterBinomial, MirrorsTheGather) {
+  const int n = 8, root = 5;
+  const std::vector<Program> gather = build(Collective::kGather, "binomial", n, 4, root);
+  const std::vector<Program> scatter = build(Collective::kScatter, "binomial", n, 4, root);
+  ASSERT_EQ(scatter.size(), static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(scatter[r].steps.size(), gather[r].steps.size());
+    EXPECT_EQ(countOps(scatter[r], StepOp::kSend), countOps(gather[r], StepOp::kRecv));
+    EXPECT_EQ(scatter[r].scratchCount, gather[r].scratchCount);
+  }
+  // The root sends the largest subtree (relative rank 4) first.
+  ASSERT_FALSE(scatter[root].steps.empty());
+  EXPECT_EQ(scatter[root].steps.front().sendPeer, (root + 4) % n);
+  EXPECT_EQ(scatter[root].steps.back().op, StepOp::kCopy);
+  EXPECT_TRUE(collie::verifyPrograms(scatter).ok());
+}
+
+TEST(AllToAllPairwise, ExchangesWithRankPlusAndMinusK) {
+  const int n = 6;
+  for (Collective c : {Collective::kAllToAll}) {
+    const std::vector<Program> programs = build(c, "pairwise", n, 3);
+    ASSERT_EQ(programs.size(), static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) {
+      const Program& p = programs[r];
+      ASSERT_EQ(p.steps.size(), static_cast<size_t>(n));
+      EXPECT_EQ(p.steps[0].op, StepOp::kCopy);
+      EXPECT_EQ(p.steps[0].src.offset, static_cast<uint64_t>(r) * 3);
+      for (int k = 1; k < n; ++k) {
+        const collie::Step& s = p.steps[static_cast<size_t>(k)];
+        EXPECT_EQ(s.op, StepOp::kSendRecv);
+        EXPECT_EQ(s.sendPeer, (r + k) % n);
+        EXPECT_EQ(s.recvPeer, (r - k + n) % n);
+        EXPECT_EQ(s.src.offset, static_cast<uint64_t>(s.sendPeer) * 3);
+        EXPECT_EQ(s.dst.offset, static_cast<uint64_t>(s.recvPeer) * 3);
+      }
+    }
+    EXPECT_TRUE(collie::verifyPrograms(programs).ok());
+  }
+  EXPECT_EQ(collie::findAlgorithm(Collective::kAllToAll, "pairwise")->rounds, collie::RoundRule::kNone);
+  EXPECT_EQ(collie::findAlgorithm(Collective::kAllToAllv, "pairwise")->rounds, collie::RoundRule::kNone);
+}
+
+// counts[i][j]: elements from rank i to rank j, packed in peer order on both sides.
+std::vector<Program> allToAllv(const std::vector<std::vector<uint64_t>>& counts) {
+  const int n = static_cast<int>(counts.size());
+  std::vector<Program> programs;
+  for (int r = 0; r < n; ++r) {
+    ProgramArgs a;
+    a.collective = Collective::kAllToAllv;
+    a.nranks = n;
+    a.rank = r;
+    uint64_t sendAt = 0, recvAt = 0;
+    for (int j = 0; j < n; ++j) {
+      a.sendCounts.push_back(counts[r][j]);
+      a.sendDispls.push_back(sendAt);
+      sendAt += counts[r][j];
+      a.recvCounts.push_back(counts[j][r]);
+      a.recvDispls.push_back(recvAt);
+      recvAt += counts[j][r];
+    }
+    programs.push_back(collie::buildAllToAllPairwise(a));
+  }
+  return programs;
+}
+
+TEST(AllToAllvPairwise, SkewedSplitIsVerified) {
+  // Every rank sends 5 + rank elements to rank 2 and nothing to anyone else.
+  const int n = 5, sink = 2;
+  std::vector<std::vector<uint64_t>> counts(n, std::vector<uint64_t>(n, 0));
+  for (int r = 0; r < n; ++r) counts[r][sink] = 5 + static_cast<uint64_t>(r);
+  const std::vector<Program> programs = allToAllv(counts);
+  // The sink receives from everyone; the others only send to it (every other exchange is empty, left out).
+  EXPECT_EQ(programs[sink].steps.size(), static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    if (r == sink) continue;
+    ASSERT_EQ(programs[r].steps.size(), 1u);  // no self-copy (nothing to itself), one exchange
+    EXPECT_EQ(programs[r].steps[0].op, StepOp::kSendRecv);
+    EXPECT_EQ(programs[r].steps[0].sendPeer, sink);
+    EXPECT_EQ(programs[r].steps[0].recvCount, 0u);
+  }
+  for (uint64_t slice : {uint64_t{0}, uint64_t{1}}) {
+    collie::VerifyOptions o;
+    o.sliceElems = slice;
+    o.nslots = slice ? 2 : 0;
+    collie::Status s = collie::verifyPrograms(programs, o);
+    EXPECT_TRUE(s.ok()) << s.message();
+  }
+}
+
+TEST(AllToAllvPairwise, VerifierCatchesMismatchedCounts) {
+  const int n = 4;
+  std::vector<std::vector<uint64_t>> counts(n, std::vector<uint64_t>(n, 0));
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) counts[i][j] = static_cast<uint64_t>(1 + (i + 2 * j) % 3);
+  ASSERT_TRUE(collie::verifyPrograms(allToAllv(counts)).ok());
+  // Rank 3 expects one element more from rank 1 than rank 1 sends it.
+  std::vector<Program> programs = allToAllv(counts);
+  ProgramArgs a;
+  a.collective = Collective::kAllToAllv;
+  a.nranks = n;
+  a.rank = 3;
+  a.sendCounts = programs[3].sendCounts;
+  a.sendDispls = programs[3].sendDispls;
+  a.recvCounts = programs[3].recvCounts;
+  a.recvDispls = programs[3].recvDispls;
+  a.recvCounts[1] += 1;
+  for (int j = 2; j < n; ++j) a.recvDispls[static_cast<size_t>(j)] += 1;  // keep the blocks apart
+  programs[3] = collie::buildAllToAllPairwise(a);
+  collie::Status s = collie::verifyPrograms(programs);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("differs"), std::string::npos) << s.message();
+}
+
+}  // namespace
