@@ -16,6 +16,19 @@ Step local(StepOp op, Range src, Range dst, uint64_t count, bool finalize) {
   return s;
 }
 
+// One exchange: `count` from `src` to rank `to` while `recvCount` from rank `from` land in `dst`.
+Step exchange(int to, int from, Range src, uint64_t count, Range dst, uint64_t recvCount) {
+  Step x;
+  x.op = StepOp::kSendRecv;
+  x.sendPeer = to;
+  x.recvPeer = from;
+  x.src = src;
+  x.count = count;
+  x.dst = dst;
+  x.recvCount = recvCount;
+  return x;
+}
+
 }  // namespace
 
 uint64_t appendDirectReduce(int n, int r, Buffer input, const std::vector<Chunk>& parts, Range result,
@@ -31,15 +44,7 @@ uint64_t appendDirectReduce(int n, int r, Buffer input, const std::vector<Chunk>
   for (int k = 1; k < n; ++k) {
     const int to = mod(r + k, n), from = mod(r - k, n);
     const Chunk& theirs = parts[static_cast<size_t>(to)];
-    Step x;
-    x.op = StepOp::kSendRecv;
-    x.sendPeer = to;
-    x.recvPeer = from;
-    x.src = Range{input, theirs.offset};
-    x.count = theirs.count;
-    x.dst = block(from);
-    x.recvCount = own.count;
-    steps->push_back(x);
+    steps->push_back(exchange(to, from, Range{input, theirs.offset}, theirs.count, block(from), own.count));
   }
   steps->push_back(local(StepOp::kCopy, source(0), result, own.count, n == 1));
   for (int j = 1; j < n; ++j) steps->push_back(local(StepOp::kReduce, source(j), result, own.count, j == n - 1));
@@ -51,15 +56,8 @@ void appendDirectAllGather(int n, int r, const std::vector<Chunk>& chunks, Buffe
   for (int k = 1; k < n; ++k) {
     const int to = mod(r + k, n), from = mod(r - k, n);
     const Chunk& theirs = chunks[static_cast<size_t>(from)];
-    Step x;
-    x.op = StepOp::kSendRecv;
-    x.sendPeer = to;
-    x.recvPeer = from;
-    x.src = Range{buffer, mine.offset};
-    x.count = mine.count;
-    x.dst = Range{buffer, theirs.offset};
-    x.recvCount = theirs.count;
-    steps->push_back(x);
+    steps->push_back(
+        exchange(to, from, Range{buffer, mine.offset}, mine.count, Range{buffer, theirs.offset}, theirs.count));
   }
 }
 

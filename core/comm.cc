@@ -131,7 +131,7 @@ Status resolveConfig(const collieConfig_t* config, InitOptions* out) {
   if (!(o.timeoutSec > 0) || !(o.initTimeoutSec > 0))
     return Status::error(collieInvalidArgument, "COLLIE_TIMEOUT and COLLIE_INIT_TIMEOUT must be positive");
   if (std::optional<std::string> algo = env::get("COLLIE_ALGO")) {
-    COLLIE_RETURN_IF_ERROR(parseAlgorithmOverrides(*algo, &o.algoOverrides).withContext("COLLIE_ALGO=" + *algo));
+    COLLIE_RETURN_IF_ERROR(parseAlgorithmOverrides(*algo, &o.algoOverrides));
     o.algoSpec = *algo;
   }
   *out = o;

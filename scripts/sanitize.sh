@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the unit tests with ThreadSanitizer in build-tsan/ and runs those that
-# exercise concurrency (ranks as threads: collectives, bootstrap, shm windows).
+# exercise concurrency (ranks as threads: collectives, every algorithm, send/recv
+# and groups, bootstrap, shm windows).
 # A sequencing or memory-ordering bug in the slot/flag protocol shows up here
 # on the CPU. Run after scripts/setup.sh (or scripts/test.sh) has installed the dependencies.
 set -euo pipefail
@@ -12,7 +13,7 @@ if [ ! -f "$build/build.ninja" ]; then
     -DCMAKE_CXX_FLAGS="-fsanitize=thread -O1" -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
     -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread >/dev/null
 fi
-cmake --build "$build" --target allreduce_test collectives_test bootstrap_test shm_window_test
+cmake --build "$build" --target allreduce_test collectives_test bootstrap_test shm_window_test p2p_test algorithms_api_test
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 start=$(date +%s)
 "$build/tests/bootstrap_test" --gtest_brief=1
@@ -21,4 +22,8 @@ start=$(date +%s)
 "$build/tests/allreduce_test" --gtest_brief=1 --gtest_filter='-AllReduceLarge.*'
 # The other collectives at two rank counts, one of them with tiny slots (many rounds).
 "$build/tests/collectives_test" --gtest_brief=1 --gtest_filter='*/n3:*/n5_tinyslots:Collectives.*'
+# Send/recv, groups (one thread per communicator at GroupEnd) and all-to-all-v.
+"$build/tests/p2p_test" --gtest_brief=1
+# Every algorithm once, with tiny slots: full FIFOs and many rounds.
+"$build/tests/algorithms_api_test" --gtest_brief=1 --gtest_filter='*tinyslots'
 echo "thread sanitizer: clean in $(( $(date +%s) - start )) s"

@@ -7,9 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -17,7 +15,7 @@
 #include "algorithms/simulator.h"
 #include "algorithms/topology.h"
 #include "algorithms/tuner.h"
-#include "algorithms/verifier.h"
+#include "algorithms/verify_sweep.h"
 
 namespace {
 
@@ -135,11 +133,6 @@ bool typeSize(const std::string& name, size_t* out) {
   return false;
 }
 
-bool rooted(Collective c) {
-  return c == Collective::kBroadcast || c == Collective::kReduce || c == Collective::kGather ||
-         c == Collective::kScatter;
-}
-
 const char* roundRuleName(collie::RoundRule r) {
   switch (r) {
     case collie::RoundRule::kOneSlot:
@@ -230,30 +223,6 @@ int findAlgo(Collective c, const std::string& name, const AlgorithmInfo** a) {
     return usageError(std::string(collie::collectiveName(c)) + " has no algorithm '" + name +
                       "' (valid: " + collie::algorithmNames(c) + ")");
   return 0;
-}
-
-// The programs of every rank for one call (all-to-all-v: `count` to every peer).
-std::vector<Program> buildAll(const AlgorithmInfo& algo, int n, uint64_t count, uint64_t stride, int root) {
-  std::vector<Program> programs;
-  for (int r = 0; r < n; ++r) {
-    ProgramArgs a;
-    a.collective = algo.collective;
-    a.nranks = n;
-    a.rank = r;
-    a.count = count;
-    a.stride = stride;
-    a.root = root;
-    if (algo.collective == Collective::kAllToAllv) {
-      a.sendCounts.assign(static_cast<size_t>(n), count);
-      a.recvCounts = a.sendCounts;
-      for (int j = 0; j < n; ++j) {
-        a.sendDispls.push_back(static_cast<uint64_t>(j) * count);
-        a.recvDispls.push_back(static_cast<uint64_t>(j) * count);
-      }
-    }
-    programs.push_back(algo.build(a));
-  }
-  return programs;
 }
 
 // ------------------------------------------------------------------ list
@@ -356,7 +325,7 @@ int cmdShow(const Options& o) {
   if (o.root >= o.n) return usageError("--root " + std::to_string(o.root) + " is not a rank of " + std::to_string(n));
   const uint64_t count = o.has("--count") ? o.count : o.n;
   if (count > (uint64_t{1} << 40)) return usageError("--count is too large to show");
-  const std::vector<Program> programs = buildAll(*algo, n, count, count, static_cast<int>(o.root));
+  const std::vector<Program> programs = collie::buildPrograms(*algo, n, count, count, static_cast<int>(o.root));
   const int only = o.has("--rank") ? static_cast<int>(o.rank) : -1;
   std::printf("%s %s: %d ranks, count %llu, root %llu, round rule %s, scratch %llu elements on rank 0\n\n",
               collie::collectiveName(c), algo->name, n, static_cast<unsigned long long>(count),
@@ -373,48 +342,6 @@ int cmdShow(const Options& o) {
 
 // ------------------------------------------------------------------ verify
 
-// A random all-to-all-v (as tests/unit/verifier_test.cc): about a third of the
-// counts zero, each rank's blocks packed in a shuffled order with gaps.
-void randomSplits(int n, uint64_t maxCount, std::mt19937_64& rng, std::vector<ProgramArgs>* args) {
-  const size_t un = static_cast<size_t>(n);
-  std::vector<std::vector<uint64_t>> counts(un, std::vector<uint64_t>(un));
-  for (auto& row : counts)
-    for (auto& c : row) c = rng() % 3 == 0 ? 0 : rng() % (maxCount + 1);
-  auto displs = [&](const std::vector<uint64_t>& sizes) {
-    std::vector<size_t> order(sizes.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::shuffle(order.begin(), order.end(), rng);
-    std::vector<uint64_t> d(sizes.size());
-    uint64_t at = 0;
-    for (size_t i : order) {
-      d[i] = at;
-      at += sizes[i] + rng() % 2;
-    }
-    return d;
-  };
-  for (size_t r = 0; r < un; ++r) {
-    ProgramArgs& a = (*args)[r];
-    a.sendCounts = counts[r];
-    a.recvCounts.resize(un);
-    for (size_t j = 0; j < un; ++j) a.recvCounts[j] = counts[j][r];
-    a.sendDispls = displs(a.sendCounts);
-    a.recvDispls = displs(a.recvCounts);
-  }
-}
-
-// The largest slice with which `count` is one round of `algo` (see RoundRule).
-uint64_t tightestSlice(const AlgorithmInfo& algo, int n, uint64_t count) {
-  switch (algo.rounds) {
-    case collie::RoundRule::kOneSlot:
-      return std::max<uint64_t>(count, 1);
-    case collie::RoundRule::kRankSlots:
-      return std::max<uint64_t>((count + static_cast<uint64_t>(n) - 1) / static_cast<uint64_t>(n), 1);
-    case collie::RoundRule::kNone:
-      break;
-  }
-  return 1;
-}
-
 // --counts: numbers or n, n-1, n+1 (resolved per rank count).
 bool parseCounts(const std::string& text, std::vector<std::string>* out) {
   size_t start = 0;
@@ -430,69 +357,6 @@ bool parseCounts(const std::string& text, std::vector<std::string>* out) {
   return !out->empty();
 }
 
-uint64_t resolveCount(const std::string& t, int n) {
-  const uint64_t un = static_cast<uint64_t>(n);
-  if (t == "n") return un;
-  if (t == "n-1") return n > 1 ? un - 1 : 2;
-  if (t == "n+1") return un + 1;
-  return std::strtoull(t.c_str(), nullptr, 10);
-}
-
-// Verifies `algo` over every shape; returns the number proved, or -1 after printing the first failure.
-long verifyOne(const AlgorithmInfo& algo, int maxRanks, const std::vector<std::string>& counts, uint64_t seed,
-               std::string* failure) {
-  std::mt19937_64 rng(seed);
-  long proved = 0;
-  for (int n = 1; n <= maxRanks; ++n) {
-    std::vector<int> roots = rooted(algo.collective) ? std::vector<int>{0, n / 2, n - 1} : std::vector<int>{0};
-    roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
-    for (int root : roots) {
-      for (const std::string& ct : counts) {
-        const uint64_t count = resolveCount(ct, n);
-        for (uint64_t extra : {uint64_t{0}, uint64_t{3}}) {
-          std::vector<ProgramArgs> args(static_cast<size_t>(n));
-          for (int r = 0; r < n; ++r) {
-            ProgramArgs& a = args[static_cast<size_t>(r)];
-            a.collective = algo.collective;
-            a.nranks = n;
-            a.rank = r;
-            a.count = count;
-            a.stride = count + extra;
-            a.root = root;
-          }
-          if (algo.collective == Collective::kAllToAllv) randomSplits(n, count, rng, &args);
-          std::vector<Program> programs;
-          for (const ProgramArgs& a : args) programs.push_back(algo.build(a));
-          for (bool inPlace : {false, true}) {
-            uint64_t in = 0, out = 0;
-            if (inPlace && !collie::inPlaceBases(programs[0], &in, &out)) continue;
-            for (bool tight : {false, true}) {
-              collie::VerifyOptions vo;
-              vo.inPlace = inPlace;
-              if (tight) {
-                vo.nslots = 2;
-                vo.sliceElems = tightestSlice(algo, n, count);
-              }
-              const collie::Status s = collie::verifyPrograms(programs, vo);
-              if (!s.ok()) {
-                char where[256];
-                std::snprintf(where, sizeof(where), "n %d, root %d, count %llu, stride %llu, %s, %s", n, root,
-                              static_cast<unsigned long long>(count), static_cast<unsigned long long>(count + extra),
-                              inPlace ? "in place" : "out of place",
-                              tight ? ("two slots of " + std::to_string(vo.sliceElems)).c_str() : "unbounded slots");
-                *failure = std::string(where) + ": " + s.message();
-                return -1;
-              }
-              ++proved;
-            }
-          }
-        }
-      }
-    }
-  }
-  return proved;
-}
-
 int cmdVerify(const Options& o) {
   if (o.args.size() > 2) return usageError("verify takes at most COLLECTIVE ALGO");
   Collective c = Collective::kAllReduce;
@@ -505,20 +369,23 @@ int cmdVerify(const Options& o) {
   if (!parseCounts(o.has("--counts") ? o.counts : "0,1,n-1,n+1,13", &counts))
     return usageError("--counts: expected comma-separated numbers (up to 1048576) or n, n-1, n+1, got '" + o.counts +
                       "'");
-  const int maxRanks = static_cast<int>(o.maxRanks);
+  collie::SweepOptions sweep;
+  sweep.maxRanks = static_cast<int>(o.maxRanks);
+  sweep.counts = counts;
+  sweep.seed = o.seed;
   int failed = 0, checked = 0;
   for (const AlgorithmInfo& a : collie::algorithms()) {
     if (!o.args.empty() && a.collective != c) continue;
     if (only != nullptr && &a != only) continue;
-    std::string failure;
-    const long proved = verifyOne(a, maxRanks, counts, o.seed, &failure);
+    long proved = 0;
+    const collie::Status s = collie::verifyAlgorithm(a, sweep, &proved);
     ++checked;
-    if (proved < 0) {
+    if (!s.ok()) {
       ++failed;
-      std::printf("%-14s %-10s FAILED %s\n", collie::collectiveName(a.collective), a.name, failure.c_str());
+      std::printf("%-14s %-10s FAILED %s\n", collie::collectiveName(a.collective), a.name, s.message().c_str());
     } else {
       std::printf("%-14s %-10s ok: %ld cases, n 1..%d\n", collie::collectiveName(a.collective), a.name, proved,
-                  maxRanks);
+                  sweep.maxRanks);
     }
     std::fflush(stdout);
   }

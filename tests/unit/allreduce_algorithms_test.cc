@@ -9,35 +9,21 @@
 
 #include "algorithms/registry.h"
 #include "algorithms/verifier.h"
+#include "common/programs.h"
 
 namespace {
 
 using collie::Buffer;
 using collie::Collective;
 using collie::Program;
-using collie::ProgramArgs;
 using collie::Step;
 using collie::StepOp;
+using collie::test::buildPrograms;
+using collie::test::countOps;
 
+// Every rank's program of the allreduce algorithm `name`.
 std::vector<Program> build(const char* name, int n, uint64_t count) {
-  const collie::AlgorithmInfo* algo = collie::findAlgorithm(Collective::kAllReduce, name);
-  EXPECT_NE(algo, nullptr) << name;
-  std::vector<Program> programs;
-  if (algo == nullptr) return programs;
-  for (int r = 0; r < n; ++r) {
-    ProgramArgs a;
-    a.nranks = n;
-    a.rank = r;
-    a.count = count;
-    programs.push_back(algo->build(a));
-  }
-  return programs;
-}
-
-size_t countOps(const Program& p, StepOp op) {
-  size_t k = 0;
-  for (const Step& s : p.steps) k += s.op == op;
-  return k;
+  return buildPrograms(Collective::kAllReduce, name, n, count);
 }
 
 TEST(AllReduceAlgorithms, RegisteredWithTheirRoundRules) {

@@ -9,6 +9,7 @@
 
 #include "algorithms/registry.h"
 #include "algorithms/verifier.h"
+#include "common/programs.h"
 
 namespace {
 
@@ -16,33 +17,12 @@ using collie::Collective;
 using collie::Program;
 using collie::ProgramArgs;
 using collie::StepOp;
-
-std::vector<Program> build(Collective c, const char* name, int n, uint64_t count, int root = 0) {
-  const collie::AlgorithmInfo* algo = collie::findAlgorithm(c, name);
-  EXPECT_NE(algo, nullptr) << collie::collectiveName(c) << " " << name;
-  std::vector<Program> programs;
-  if (algo == nullptr) return programs;
-  for (int r = 0; r < n; ++r) {
-    ProgramArgs a;
-    a.collective = c;
-    a.nranks = n;
-    a.rank = r;
-    a.count = count;
-    a.root = root;
-    programs.push_back(algo->build(a));
-  }
-  return programs;
-}
-
-size_t countOps(const Program& p, StepOp op) {
-  size_t k = 0;
-  for (const collie::Step& s : p.steps) k += s.op == op;
-  return k;
-}
+using collie::test::buildPrograms;
+using collie::test::countOps;
 
 TEST(GatherLinear, RootReceivesFromEveryOtherRank) {
   const int n = 5, root = 2;
-  const std::vector<Program> programs = build(Collective::kGather, "linear", n, 7, root);
+  const std::vector<Program> programs = buildPrograms(Collective::kGather, "linear", n, 7, root);
   ASSERT_EQ(programs.size(), static_cast<size_t>(n));
   const Program& p = programs[root];
   EXPECT_EQ(countOps(p, StepOp::kRecv), static_cast<size_t>(n - 1));
@@ -66,7 +46,7 @@ TEST(GatherLinear, RootReceivesFromEveryOtherRank) {
 
 TEST(GatherBinomial, RootHasLog2Children) {
   const int n = 8, root = 3;
-  const std::vector<Program> programs = build(Collective::kGather, "binomial", n, 4, root);
+  const std::vector<Program> programs = buildPrograms(Collective::kGather, "binomial", n, 4, root);
   ASSERT_EQ(programs.size(), static_cast<size_t>(n));
   const Program& p = programs[root];
   std::set<int> children;
@@ -86,8 +66,8 @@ TEST(GatherBinomial, RootHasLog2Children) {
 
 TEST(ScatterBinomial, MirrorsTheGather) {
   const int n = 8, root = 5;
-  const std::vector<Program> gather = build(Collective::kGather, "binomial", n, 4, root);
-  const std::vector<Program> scatter = build(Collective::kScatter, "binomial", n, 4, root);
+  const std::vector<Program> gather = buildPrograms(Collective::kGather, "binomial", n, 4, root);
+  const std::vector<Program> scatter = buildPrograms(Collective::kScatter, "binomial", n, 4, root);
   ASSERT_EQ(scatter.size(), static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
     EXPECT_EQ(scatter[r].steps.size(), gather[r].steps.size());
@@ -104,7 +84,7 @@ TEST(ScatterBinomial, MirrorsTheGather) {
 TEST(AllToAllPairwise, ExchangesWithRankPlusAndMinusK) {
   const int n = 6;
   for (Collective c : {Collective::kAllToAll}) {
-    const std::vector<Program> programs = build(c, "pairwise", n, 3);
+    const std::vector<Program> programs = buildPrograms(c, "pairwise", n, 3);
     ASSERT_EQ(programs.size(), static_cast<size_t>(n));
     for (int r = 0; r < n; ++r) {
       const Program& p = programs[r];

@@ -11,36 +11,15 @@
 
 #include "algorithms/registry.h"
 #include "algorithms/verifier.h"
+#include "common/programs.h"
 
 namespace {
 
 using collie::Collective;
 using collie::Program;
-using collie::ProgramArgs;
 using collie::StepOp;
-
-std::vector<Program> build(Collective c, const char* name, int n, uint64_t count, int root = 0) {
-  const collie::AlgorithmInfo* algo = collie::findAlgorithm(c, name);
-  EXPECT_NE(algo, nullptr) << collie::collectiveName(c) << " " << name;
-  std::vector<Program> programs;
-  if (algo == nullptr) return programs;
-  for (int r = 0; r < n; ++r) {
-    ProgramArgs a;
-    a.collective = c;
-    a.nranks = n;
-    a.rank = r;
-    a.count = count;
-    a.root = root;
-    programs.push_back(algo->build(a));
-  }
-  return programs;
-}
-
-size_t countOps(const Program& p, StepOp op) {
-  size_t k = 0;
-  for (const collie::Step& s : p.steps) k += s.op == op;
-  return k;
-}
+using collie::test::buildPrograms;
+using collie::test::countOps;
 
 int ceilLog2(int n) {
   int k = 0;
@@ -50,7 +29,7 @@ int ceilLog2(int n) {
 
 TEST(AllGatherBruck, ThreePhasesAtFiveRanks) {
   const int n = 5;
-  const std::vector<Program> programs = build(Collective::kAllGather, "bruck", n, 3);
+  const std::vector<Program> programs = buildPrograms(Collective::kAllGather, "bruck", n, 3);
   ASSERT_EQ(programs.size(), static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
     const Program& p = programs[r];
@@ -75,7 +54,7 @@ TEST(AllGatherBruck, ThreePhasesAtFiveRanks) {
 
 TEST(ReduceScatterHalving, PartnersAtDistancesFourTwoOne) {
   const int n = 8;
-  const std::vector<Program> programs = build(Collective::kReduceScatter, "halving", n, 2);
+  const std::vector<Program> programs = buildPrograms(Collective::kReduceScatter, "halving", n, 2);
   ASSERT_EQ(programs.size(), static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
     const Program& p = programs[r];
@@ -99,7 +78,7 @@ TEST(ReduceScatterHalving, PartnersAtDistancesFourTwoOne) {
 TEST(ReduceScatterHalving, FoldsOddRanksBelowTwiceTheRemainder) {
   // n = 6: p = 4, rem = 2; ranks 1 and 3 hand everything to 0 and 2.
   const int n = 6;
-  const std::vector<Program> programs = build(Collective::kReduceScatter, "halving", n, 5);
+  const std::vector<Program> programs = buildPrograms(Collective::kReduceScatter, "halving", n, 5);
   for (int odd : {1, 3}) {
     const Program& p = programs[odd];
     ASSERT_EQ(p.steps.size(), static_cast<size_t>(n + 1));
@@ -123,7 +102,7 @@ TEST(ReduceScatterHalving, FoldsOddRanksBelowTwiceTheRemainder) {
 
 TEST(ReduceScatterHalving, VerifierCatchesAMissingFoldIn) {
   const int n = 6;
-  std::vector<Program> programs = build(Collective::kReduceScatter, "halving", n, 4);
+  std::vector<Program> programs = buildPrograms(Collective::kReduceScatter, "halving", n, 4);
   ASSERT_TRUE(collie::verifyPrograms(programs).ok());
   // Rank 0 forgets to fold rank 1's input in: it copies its own input to
   // scratch instead, and rank 1 sends nothing, only waits for its block.
@@ -144,7 +123,7 @@ TEST(ReduceScatterHalving, VerifierCatchesAMissingFoldIn) {
 TEST(BroadcastBinomial, RootSendsLog2TimesLeavesNever) {
   for (int n : {2, 5, 8, 13}) {
     const int root = n / 2;
-    const std::vector<Program> programs = build(Collective::kBroadcast, "binomial", n, 7, root);
+    const std::vector<Program> programs = buildPrograms(Collective::kBroadcast, "binomial", n, 7, root);
     ASSERT_EQ(programs.size(), static_cast<size_t>(n));
     EXPECT_EQ(countOps(programs[root], StepOp::kSend), static_cast<size_t>(ceilLog2(n))) << n;
     EXPECT_EQ(programs[root].steps.front().op, StepOp::kCopy);
@@ -167,8 +146,8 @@ TEST(BroadcastBinomial, RootSendsLog2TimesLeavesNever) {
 
 TEST(ReduceBinomial, IsTheBroadcastTreeBackwards) {
   const int n = 11, root = 4;
-  const std::vector<Program> bcast = build(Collective::kBroadcast, "binomial", n, 6, root);
-  const std::vector<Program> reduce = build(Collective::kReduce, "binomial", n, 6, root);
+  const std::vector<Program> bcast = buildPrograms(Collective::kBroadcast, "binomial", n, 6, root);
+  const std::vector<Program> reduce = buildPrograms(Collective::kReduce, "binomial", n, 6, root);
   ASSERT_EQ(reduce.size(), static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
     // Every broadcast send to a child is a receive from it; the parent receive is the send.

@@ -36,6 +36,8 @@ class ShmSegment {
 
   uint8_t* data() const { return static_cast<uint8_t*>(addr_); }
   size_t size() const { return size_; }
+  /// The shm name it was created or opened under ("/collie-...").
+  const std::string& name() const { return name_; }
 
  private:
   void reset();
@@ -54,6 +56,8 @@ class ShmWindows {
 
   uint8_t* window(int rank) const { return segments_[static_cast<size_t>(rank)].data(); }
   size_t bytes() const { return bytes_; }
+  /// The name rank `rank`'s window had (tests check it is gone from /dev/shm).
+  const std::string& name(int rank) const { return segments_[static_cast<size_t>(rank)].name(); }
 
  private:
   std::vector<ShmSegment> segments_;
