@@ -294,6 +294,13 @@ collieResult_t collieAllToAllv(const void* sendbuff, const size_t* sendcounts, c
         splits(comm, name, "recv", recvcounts, rdispls, &call.recvCounts, &call.recvDispls, &recvExtent));
     COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, sendExtent, datatype, name, "sendbuff"));
     COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, recvExtent, datatype, name, "recvbuff"));
+    // The one pair of counts a rank can check alone: what it sends itself.
+    const size_t me = static_cast<size_t>(comm->rank);
+    if (call.sendCounts[me] != call.recvCounts[me])
+      return Status::error(collieInvalidArgument,
+                           "%s: sendcounts[%d] = %llu but recvcounts[%d] = %llu (this rank's own block)", name,
+                           comm->rank, static_cast<unsigned long long>(call.sendCounts[me]), comm->rank,
+                           static_cast<unsigned long long>(call.recvCounts[me]));
     const size_t es = collie::typeSize(datatype);
     COLLIE_RETURN_IF_ERROR(checkDisjoint(sendbuff, sendExtent * es, recvbuff, recvExtent * es, name));
     for (uint64_t c : call.sendCounts) call.count += c;  // what the algorithm choice sees

@@ -136,6 +136,9 @@ TEST(AllToAllv, BadArgumentsAreRejected) {
   EXPECT_EQ(collieAllToAllv(&a, &one, &huge, &b, &one, &zero, collieFloat32, comms[0], nullptr), collieInvalidArgument);
   EXPECT_EQ(collieAllToAllv(nullptr, &one, &zero, &b, &one, &zero, collieFloat32, comms[0], nullptr),
             collieInvalidArgument);
+  EXPECT_EQ(collieAllToAllv(&a, &one, &zero, &b, &zero, &zero, collieFloat32, comms[0], nullptr),
+            collieInvalidArgument);
+  EXPECT_NE(std::string(collieGetLastError(comms[0])).find("own block"), std::string::npos);
   EXPECT_EQ(collieAllToAllv(&a, &one, &zero, &b, &one, &zero, collieFloat32, comms[0], nullptr), collieSuccess);
   EXPECT_EQ(b, 1.0f);
 }
