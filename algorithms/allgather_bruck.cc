@@ -45,14 +45,8 @@ Program buildAllGatherBruck(const ProgramArgs& args) {
   for (int d = 1; d < n; d *= 2) {
     const int m = std::min(d, n - d);
     for (int j = 0; j < m; ++j) {
-      Step x;
-      x.op = StepOp::kSendRecv;
-      x.sendPeer = (r - d + n) % n;
-      x.recvPeer = (r + d) % n;
-      x.src = block(r + j);
-      x.dst = block(r + d + j);
-      x.count = x.recvCount = count;
-      p.steps.push_back(x);
+      p.steps.push_back(exchangeStep(StepOp::kSendRecv, wrapRank(r - d, n), wrapRank(r + d, n), block(r + j), count,
+                                     block(r + d + j), count));
     }
   }
   return p;

@@ -36,20 +36,7 @@
 
 namespace collie {
 
-namespace {
-
-Step exchange(StepOp op, int peer, Range src, uint64_t count, Range dst, uint64_t recvCount) {
-  Step s;
-  s.op = op;
-  s.sendPeer = s.recvPeer = peer;
-  s.src = src;
-  s.count = count;
-  s.dst = dst;
-  s.recvCount = recvCount;
-  return s;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Program buildAllReduceRhd(const ProgramArgs& args) {
   Program p = emptyProgram(args, "rhd");
@@ -62,18 +49,8 @@ Program buildAllReduceRhd(const ProgramArgs& args) {
 
   if (r < 2 * rem && r % 2 == 1) {
     // Folded out: the even neighbour reduces for both and returns the result.
-    Step send;
-    send.op = StepOp::kSend;
-    send.sendPeer = r - 1;
-    send.src = in;
-    send.count = count;
-    p.steps.push_back(send);
-    Step recv;
-    recv.op = StepOp::kRecv;
-    recv.recvPeer = r - 1;
-    recv.dst = out;
-    recv.count = count;
-    p.steps.push_back(recv);
+    p.steps.push_back(makeStep(StepOp::kSend, r - 1, -1, in, Range{}, count));
+    p.steps.push_back(makeStep(StepOp::kRecv, -1, r - 1, Range{}, out, count));
     return p;
   }
 
@@ -105,8 +82,8 @@ Program buildAllReduceRhd(const ProgramArgs& args) {
   for (int d = pow2 / 2; d >= 1; d /= 2) {
     const int lo = v & ~(2 * d - 1);
     const int keep = (v & d) ? lo + d : lo, give = (v & d) ? lo : lo + d;
-    Step x =
-        exchange(StepOp::kSendRecvReduce, real(v ^ d), span(give), spanCount(give, d), span(keep), spanCount(keep, d));
+    Step x = exchangeStep(StepOp::kSendRecvReduce, real(v ^ d), real(v ^ d), span(give), spanCount(give, d), span(keep),
+                          spanCount(keep, d));
     x.finalize = d == 1;  // chunk v now holds every contribution
     p.steps.push_back(x);
   }
@@ -114,8 +91,8 @@ Program buildAllReduceRhd(const ProgramArgs& args) {
   // swaps them for the partner's d, the other half of the 2d-chunk run.
   for (int d = 1; d < pow2; d *= 2) {
     const int mine = v & ~(d - 1), theirs = mine ^ d;
-    p.steps.push_back(
-        exchange(StepOp::kSendRecv, real(v ^ d), span(mine), spanCount(mine, d), span(theirs), spanCount(theirs, d)));
+    p.steps.push_back(exchangeStep(StepOp::kSendRecv, real(v ^ d), real(v ^ d), span(mine), spanCount(mine, d),
+                                   span(theirs), spanCount(theirs, d)));
   }
 
   if (folding) {

@@ -96,24 +96,13 @@ TreeLinks doubleTree(int n, int tree, int r) {
   return out;
 }
 
-Step step(StepOp op, int recvPeer, int sendPeer, Range src, Range dst, uint64_t count) {
-  Step s;
-  s.op = op;
-  s.recvPeer = recvPeer;
-  s.sendPeer = sendPeer;
-  s.src = src;
-  s.dst = dst;
-  s.count = count;
-  return s;
-}
-
 }  // namespace
 
 Program buildAllReduceTree(const ProgramArgs& args) {
   Program p = emptyProgram(args, "tree");
   const int n = args.nranks, r = args.rank;
   if (n == 1) {
-    p.steps.push_back(step(StepOp::kCopy, -1, -1, Range{Buffer::kInput, 0}, Range{Buffer::kOutput, 0}, args.count));
+    p.steps.push_back(makeStep(StepOp::kCopy, -1, -1, Range{Buffer::kInput, 0}, Range{Buffer::kOutput, 0}, args.count));
     p.steps.back().finalize = true;
     return p;
   }
@@ -129,7 +118,7 @@ Program buildAllReduceTree(const ProgramArgs& args) {
   // 1. Leaf: the input half goes up unreduced.
   for (int t = 0; t < 2; ++t)
     if (links[t].nchildren == 0)
-      p.steps.push_back(step(StepOp::kSend, -1, links[t].parent, in[t], none, half[t].count));
+      p.steps.push_back(makeStep(StepOp::kSend, links[t].parent, -1, in[t], none, half[t].count));
   // 2. Reduce: the partial result of the first child and the own input lands in
   //    the output (in place it is the input half itself), the last child's goes on up.
   for (int t = 0; t < 2; ++t) {
@@ -138,9 +127,9 @@ Program buildAllReduceTree(const ProgramArgs& args) {
       const Range src = c == 0 ? in[t] : out[t];
       const bool last = c == l.nchildren - 1;
       if (last && l.parent >= 0) {
-        p.steps.push_back(step(StepOp::kRecvReduceSend, l.children[c], l.parent, src, none, half[t].count));
+        p.steps.push_back(makeStep(StepOp::kRecvReduceSend, l.parent, l.children[c], src, none, half[t].count));
       } else {
-        p.steps.push_back(step(StepOp::kRecvReduceCopy, l.children[c], -1, src, out[t], half[t].count));
+        p.steps.push_back(makeStep(StepOp::kRecvReduceCopy, -1, l.children[c], src, out[t], half[t].count));
         p.steps.back().finalize = last;  // only the root's last write completes the reduction
       }
     }
@@ -150,16 +139,16 @@ Program buildAllReduceTree(const ProgramArgs& args) {
     const TreeLinks& l = links[t];
     for (int c = 0; c < l.nchildren; ++c) {
       if (c == 0 && l.parent >= 0) {
-        p.steps.push_back(step(StepOp::kRecvCopySend, l.parent, l.children[c], none, out[t], half[t].count));
+        p.steps.push_back(makeStep(StepOp::kRecvCopySend, l.children[c], l.parent, none, out[t], half[t].count));
       } else {
-        p.steps.push_back(step(StepOp::kSend, -1, l.children[c], out[t], none, half[t].count));
+        p.steps.push_back(makeStep(StepOp::kSend, l.children[c], -1, out[t], none, half[t].count));
       }
     }
   }
   // 4. Leaf: the finished half comes back down.
   for (int t = 0; t < 2; ++t)
     if (links[t].nchildren == 0)
-      p.steps.push_back(step(StepOp::kRecv, links[t].parent, -1, none, out[t], half[t].count));
+      p.steps.push_back(makeStep(StepOp::kRecv, -1, links[t].parent, none, out[t], half[t].count));
   return p;
 }
 

@@ -31,8 +31,6 @@ namespace collie {
 
 namespace {
 
-int mod(int a, int n) { return ((a % n) + n) % n; }
-
 // Element j of a per-peer vector; 0 past its end, so short vectors from a
 // broken call become count mismatches the verifier (and the core) can report.
 uint64_t peerValue(const std::vector<uint64_t>& v, int j) {
@@ -68,15 +66,10 @@ Program buildAllToAllPairwise(const ProgramArgs& args) {
   self.dst = block(Buffer::kOutput, recvCounts, recvDispls, r);
   if (self.count != 0) p.steps.push_back(self);
   for (int k = 1; k < n; ++k) {
-    const int to = mod(r + k, n), from = mod(r - k, n);
-    Step x;
-    x.op = StepOp::kSendRecv;
-    x.sendPeer = to;
-    x.recvPeer = from;
-    x.src = block(Buffer::kInput, sendCounts, sendDispls, to);
-    x.dst = block(Buffer::kOutput, recvCounts, recvDispls, from);
-    x.count = peerValue(sendCounts, to);
-    x.recvCount = peerValue(recvCounts, from);
+    const int to = wrapRank(r + k, n), from = wrapRank(r - k, n);
+    const Step x = exchangeStep(StepOp::kSendRecv, to, from, block(Buffer::kInput, sendCounts, sendDispls, to),
+                                peerValue(sendCounts, to), block(Buffer::kOutput, recvCounts, recvDispls, from),
+                                peerValue(recvCounts, from));
     // Nothing either way: the peers' matching steps are empty too, and the connection is used at step k only.
     if (x.count == 0 && x.recvCount == 0) continue;
     p.steps.push_back(x);

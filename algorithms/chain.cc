@@ -17,20 +17,16 @@
 
 namespace collie {
 
-namespace {
-int mod(int a, int n) { return ((a % n) + n) % n; }
-}  // namespace
-
 Program buildBroadcastChain(const ProgramArgs& args) {
   Program p = emptyProgram(args, "chain");
   const int n = args.nranks, r = args.rank;
-  const int pos = mod(r - args.root, n);  // 0 at the root
+  const int pos = wrapRank(r - args.root, n);  // 0 at the root
   Step s;
   s.count = args.count;
   if (pos == 0) {
     if (n > 1) {
       s.op = StepOp::kSend;
-      s.sendPeer = mod(r + 1, n);
+      s.sendPeer = wrapRank(r + 1, n);
       s.src = Range{Buffer::kInput, 0};
       p.steps.push_back(s);
     }
@@ -43,8 +39,8 @@ Program buildBroadcastChain(const ProgramArgs& args) {
     return p;
   }
   s.op = pos < n - 1 ? StepOp::kRecvCopySend : StepOp::kRecv;
-  s.recvPeer = mod(r - 1, n);
-  s.sendPeer = pos < n - 1 ? mod(r + 1, n) : -1;
+  s.recvPeer = wrapRank(r - 1, n);
+  s.sendPeer = pos < n - 1 ? wrapRank(r + 1, n) : -1;
   s.dst = Range{Buffer::kOutput, 0};
   p.steps.push_back(s);
   return p;
@@ -53,7 +49,7 @@ Program buildBroadcastChain(const ProgramArgs& args) {
 Program buildReduceChain(const ProgramArgs& args) {
   Program p = emptyProgram(args, "chain");
   const int n = args.nranks, r = args.rank;
-  const int pos = mod(r - args.root - 1, n);  // n-1 at the root
+  const int pos = wrapRank(r - args.root - 1, n);  // n-1 at the root
   Step s;
   s.count = args.count;
   s.src = Range{Buffer::kInput, 0};
@@ -63,9 +59,9 @@ Program buildReduceChain(const ProgramArgs& args) {
     s.op = StepOp::kSend;
   } else {
     s.op = pos < n - 1 ? StepOp::kRecvReduceSend : StepOp::kRecvReduceCopy;
-    s.recvPeer = mod(r - 1, n);
+    s.recvPeer = wrapRank(r - 1, n);
   }
-  if (pos < n - 1) s.sendPeer = mod(r + 1, n);
+  if (pos < n - 1) s.sendPeer = wrapRank(r + 1, n);
   if (pos == n - 1) {
     s.dst = Range{Buffer::kOutput, 0};
     s.finalize = true;

@@ -2,35 +2,6 @@
 
 namespace collie {
 
-namespace {
-
-int mod(int a, int n) { return ((a % n) + n) % n; }
-
-Step local(StepOp op, Range src, Range dst, uint64_t count, bool finalize) {
-  Step s;
-  s.op = op;
-  s.src = src;
-  s.dst = dst;
-  s.count = count;
-  s.finalize = finalize;
-  return s;
-}
-
-// One exchange: `count` from `src` to rank `to` while `recvCount` from rank `from` land in `dst`.
-Step exchange(int to, int from, Range src, uint64_t count, Range dst, uint64_t recvCount) {
-  Step x;
-  x.op = StepOp::kSendRecv;
-  x.sendPeer = to;
-  x.recvPeer = from;
-  x.src = src;
-  x.count = count;
-  x.dst = dst;
-  x.recvCount = recvCount;
-  return x;
-}
-
-}  // namespace
-
 uint64_t appendDirectReduce(int n, int r, Buffer input, const std::vector<Chunk>& parts, Range result,
                             std::vector<Step>* steps) {
   const Chunk& own = parts[static_cast<size_t>(r)];
@@ -40,24 +11,26 @@ uint64_t appendDirectReduce(int n, int r, Buffer input, const std::vector<Chunk>
   const int first = r == 0 ? 1 : 0;
   auto block = [&](int j) { return Range{Buffer::kScratch, static_cast<uint64_t>(j - first) * own.count}; };
   auto source = [&](int j) { return j == r && r == 0 ? ownInput : block(j); };
-  if (r > 0) steps->push_back(local(StepOp::kCopy, ownInput, block(r), own.count, false));
+  if (r > 0) steps->push_back(makeStep(StepOp::kCopy, -1, -1, ownInput, block(r), own.count, false));
   for (int k = 1; k < n; ++k) {
-    const int to = mod(r + k, n), from = mod(r - k, n);
+    const int to = wrapRank(r + k, n), from = wrapRank(r - k, n);
     const Chunk& theirs = parts[static_cast<size_t>(to)];
-    steps->push_back(exchange(to, from, Range{input, theirs.offset}, theirs.count, block(from), own.count));
+    steps->push_back(
+        exchangeStep(StepOp::kSendRecv, to, from, Range{input, theirs.offset}, theirs.count, block(from), own.count));
   }
-  steps->push_back(local(StepOp::kCopy, source(0), result, own.count, n == 1));
-  for (int j = 1; j < n; ++j) steps->push_back(local(StepOp::kReduce, source(j), result, own.count, j == n - 1));
+  steps->push_back(makeStep(StepOp::kCopy, -1, -1, source(0), result, own.count, n == 1));
+  for (int j = 1; j < n; ++j)
+    steps->push_back(makeStep(StepOp::kReduce, -1, -1, source(j), result, own.count, j == n - 1));
   return static_cast<uint64_t>(n - first) * own.count;
 }
 
 void appendDirectAllGather(int n, int r, const std::vector<Chunk>& chunks, Buffer buffer, std::vector<Step>* steps) {
   const Chunk& mine = chunks[static_cast<size_t>(r)];
   for (int k = 1; k < n; ++k) {
-    const int to = mod(r + k, n), from = mod(r - k, n);
+    const int to = wrapRank(r + k, n), from = wrapRank(r - k, n);
     const Chunk& theirs = chunks[static_cast<size_t>(from)];
-    steps->push_back(
-        exchange(to, from, Range{buffer, mine.offset}, mine.count, Range{buffer, theirs.offset}, theirs.count));
+    steps->push_back(exchangeStep(StepOp::kSendRecv, to, from, Range{buffer, mine.offset}, mine.count,
+                                  Range{buffer, theirs.offset}, theirs.count));
   }
 }
 

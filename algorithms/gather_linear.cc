@@ -21,10 +21,6 @@
 
 namespace collie {
 
-namespace {
-int mod(int a, int n) { return ((a % n) + n) % n; }
-}  // namespace
-
 Program buildGatherLinear(const ProgramArgs& args) {
   Program p = emptyProgram(args, "linear");
   const int n = args.nranks, root = args.root;
@@ -45,7 +41,7 @@ Program buildGatherLinear(const ProgramArgs& args) {
   own.count = args.count;
   p.steps.push_back(own);
   for (int k = 1; k < n; ++k) {
-    const int from = mod(root + k, n);
+    const int from = wrapRank(root + k, n);
     Step recv;
     recv.op = StepOp::kRecv;
     recv.recvPeer = from;

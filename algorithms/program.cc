@@ -90,6 +90,24 @@ std::string Program::describe() const {
   return out;
 }
 
+Step makeStep(StepOp op, int sendPeer, int recvPeer, Range src, Range dst, uint64_t count, bool finalize) {
+  Step s;
+  s.op = op;
+  s.sendPeer = sendPeer;
+  s.recvPeer = recvPeer;
+  s.src = src;
+  s.dst = dst;
+  s.count = count;
+  s.finalize = finalize;
+  return s;
+}
+
+Step exchangeStep(StepOp op, int to, int from, Range src, uint64_t count, Range dst, uint64_t recvCount) {
+  Step s = makeStep(op, to, from, src, dst, count);
+  s.recvCount = recvCount;
+  return s;
+}
+
 Chunk balancedChunk(uint64_t count, int parts, int index) {
   const uint64_t base = count / static_cast<uint64_t>(parts);
   const uint64_t extra = count % static_cast<uint64_t>(parts);

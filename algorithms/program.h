@@ -109,6 +109,16 @@ struct Chunk {
 };
 Chunk balancedChunk(uint64_t count, int parts, int index);
 
+/// r modulo n in 0..n-1 for any r: ranks around a ring, or renumbered from a root.
+inline int wrapRank(int r, int n) { return ((r % n) + n) % n; }
+
+/// A step of any op but the exchanges; peers a step does not use are -1.
+Step makeStep(StepOp op, int sendPeer, int recvPeer, Range src, Range dst, uint64_t count, bool finalize = false);
+
+/// An exchange (kSendRecv or kSendRecvReduce): `count` elements of `src` to
+/// rank `to` while `recvCount` elements from rank `from` land in (or reduce into) `dst`.
+Step exchangeStep(StepOp op, int to, int from, Range src, uint64_t count, Range dst, uint64_t recvCount);
+
 /// Elements of the input and output buffers the rank running `p` uses (rank
 /// blocks `stride` apart). 0 for a buffer the rank does not have
 /// (broadcast's input off the root, reduce's and gather's output off it,

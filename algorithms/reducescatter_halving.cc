@@ -55,15 +55,6 @@ struct Fold {
   int first(int v) const { return v < rem ? 2 * v : v + rem; }
 };
 
-Step step(StepOp op, Range src, Range dst, uint64_t count) {
-  Step s;
-  s.op = op;
-  s.src = src;
-  s.dst = dst;
-  s.count = count;
-  return s;
-}
-
 }  // namespace
 
 Program buildReduceScatterHalving(const ProgramArgs& args) {
@@ -73,7 +64,7 @@ Program buildReduceScatterHalving(const ProgramArgs& args) {
   const Range out{Buffer::kOutput, 0};
   auto in = [&](int b) { return Range{Buffer::kInput, static_cast<uint64_t>(b) * stride}; };
   if (n == 1) {
-    p.steps.push_back(step(StepOp::kCopy, in(0), out, count));
+    p.steps.push_back(makeStep(StepOp::kCopy, -1, -1, in(0), out, count));
     p.steps.back().finalize = true;
     return p;
   }
@@ -81,10 +72,10 @@ Program buildReduceScatterHalving(const ProgramArgs& args) {
   if (r < 2 * fold.rem && r % 2 == 1) {
     // Folded out: the even neighbour reduces for both and returns the finished block.
     for (int b = 0; b < n; ++b) {
-      p.steps.push_back(step(StepOp::kSend, in(b), Range{}, count));
+      p.steps.push_back(makeStep(StepOp::kSend, -1, -1, in(b), Range{}, count));
       p.steps.back().sendPeer = r - 1;
     }
-    p.steps.push_back(step(StepOp::kRecv, Range{}, out, count));
+    p.steps.push_back(makeStep(StepOp::kRecv, -1, -1, Range{}, out, count));
     p.steps.back().recvPeer = r - 1;
     p.steps.back().finalize = true;
     return p;
@@ -104,10 +95,10 @@ Program buildReduceScatterHalving(const ProgramArgs& args) {
   auto tmp = [&](int b) { return Range{Buffer::kScratch, static_cast<uint64_t>(b - base) * count}; };
   for (int b = base; b < end; ++b) {
     if (folding) {
-      p.steps.push_back(step(StepOp::kRecvReduceCopy, in(b), tmp(b), count));
+      p.steps.push_back(makeStep(StepOp::kRecvReduceCopy, -1, -1, in(b), tmp(b), count));
       p.steps.back().recvPeer = r + 1;
     } else {
-      p.steps.push_back(step(StepOp::kCopy, in(b), tmp(b), count));
+      p.steps.push_back(makeStep(StepOp::kCopy, -1, -1, in(b), tmp(b), count));
     }
   }
   for (int d = fold.p / 2; d >= 1; d /= 2) {
@@ -121,7 +112,7 @@ Program buildReduceScatterHalving(const ProgramArgs& args) {
     // Step i pairs the i-th block given with the i-th kept; past the end of
     // the shorter list that side moves 0 elements (its range is never touched).
     for (int i = 0; i < std::max(kn, sn); ++i) {
-      Step x = step(StepOp::kSendRecvReduce, tmp(k0), tmp(k0 + std::min(i, kn - 1)), 0);
+      Step x = makeStep(StepOp::kSendRecvReduce, -1, -1, tmp(k0), tmp(k0 + std::min(i, kn - 1)), 0);
       x.sendPeer = x.recvPeer = fold.first(v ^ d);
       if (i < sn) {
         x.src = fromInput ? in(s0 + i) : tmp(s0 + i);
@@ -133,10 +124,10 @@ Program buildReduceScatterHalving(const ProgramArgs& args) {
   }
   if (folding) {
     // Unfold: the odd neighbour's block is complete; it finalizes on receipt.
-    p.steps.push_back(step(StepOp::kSend, tmp(r + 1), Range{}, count));
+    p.steps.push_back(makeStep(StepOp::kSend, -1, -1, tmp(r + 1), Range{}, count));
     p.steps.back().sendPeer = r + 1;
   }
-  p.steps.push_back(step(StepOp::kCopy, tmp(r), out, count));
+  p.steps.push_back(makeStep(StepOp::kCopy, -1, -1, tmp(r), out, count));
   p.steps.back().finalize = true;
   return p;
 }

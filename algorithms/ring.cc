@@ -2,10 +2,6 @@
 
 namespace collie {
 
-namespace {
-int mod(int a, int n) { return ((a % n) + n) % n; }
-}  // namespace
-
 std::vector<Chunk> balancedChunks(uint64_t count, int n) {
   std::vector<Chunk> chunks(static_cast<size_t>(n));
   for (int c = 0; c < n; ++c) chunks[static_cast<size_t>(c)] = balancedChunk(count, n, c);
@@ -31,10 +27,10 @@ void appendRingReduceScatter(int n, int r, const std::vector<Chunk>& chunks, Buf
     steps->push_back(copy);
     return;
   }
-  const int next = mod(r + 1, n), prev = mod(r - 1, n);
+  const int next = wrapRank(r + 1, n), prev = wrapRank(r - 1, n);
   for (int s = 0; s < n; ++s) {
     // At step s this rank sends (or completes) chunk r-s-1; at the last step that is chunk r.
-    const Chunk& c = chunks[static_cast<size_t>(mod(r - s - 1, n))];
+    const Chunk& c = chunks[static_cast<size_t>(wrapRank(r - s - 1, n))];
     Step step;
     step.count = c.count;
     step.src = Range{input, c.offset};
@@ -57,7 +53,7 @@ void appendRingReduceScatter(int n, int r, const std::vector<Chunk>& chunks, Buf
 
 void appendRingAllGather(int n, int r, const std::vector<Chunk>& chunks, Buffer buffer, std::vector<Step>* steps) {
   if (n == 1) return;
-  const int next = mod(r + 1, n), prev = mod(r - 1, n);
+  const int next = wrapRank(r + 1, n), prev = wrapRank(r - 1, n);
   Step first;
   first.op = StepOp::kSend;
   first.sendPeer = next;
@@ -65,7 +61,7 @@ void appendRingAllGather(int n, int r, const std::vector<Chunk>& chunks, Buffer 
   first.count = chunks[static_cast<size_t>(r)].count;
   steps->push_back(first);
   for (int s = 1; s < n; ++s) {
-    const Chunk& c = chunks[static_cast<size_t>(mod(r - s, n))];
+    const Chunk& c = chunks[static_cast<size_t>(wrapRank(r - s, n))];
     Step step;
     step.op = s < n - 1 ? StepOp::kRecvCopySend : StepOp::kRecv;
     step.recvPeer = prev;

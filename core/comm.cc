@@ -62,7 +62,11 @@ const collie::AlgorithmInfo* collieComm::algorithmFor(collie::Collective c, uint
   // All-to-all-v's byte count differs between ranks, and every rank must pick
   // the same algorithm, so only collectives whose size all ranks share are tuned.
   if (c == collie::Collective::kAllToAllv) return collie::defaultAlgorithm(c);
-  return collie::tunedAlgorithm(c, bytes, nranks, topology);
+  const auto key = std::make_pair(c, bytes);
+  auto hit = tuned.find(key);
+  if (hit != tuned.end()) return hit->second;
+  if (tuned.size() >= 64) tuned.clear();  // bounded, like the program cache: the sizes of one sweep
+  return tuned.emplace(key, collie::tunedAlgorithm(c, bytes, nranks, topology)).first->second;
 }
 
 namespace collie {

@@ -60,6 +60,9 @@ struct collieComm {
   std::map<collie::Collective, const collie::AlgorithmInfo*> algoOverrides;
   // What the tuner predicts on: the built-in "host" topology sized to this communicator.
   collie::Topology topology;
+  // The tuner's answers for this communicator, by (collective, bytes): a repeated
+  // call neither rebuilds the tuner's key nor takes its process-wide lock.
+  std::map<std::pair<collie::Collective, uint64_t>, const collie::AlgorithmInfo*> tuned;
   /// The algorithm for a call of `c` moving `bytes` per rank: the override,
   /// else the tuner's choice; nullptr when `c` has none.
   const collie::AlgorithmInfo* algorithmFor(collie::Collective c, uint64_t bytes);

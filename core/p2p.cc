@@ -63,14 +63,8 @@ Status runP2p(collieComm_t comm, const std::vector<P2pOp>& ops) {
         if (s->bytes) memmove(v->buffer, s->buffer, s->bytes);
         continue;
       }
-      Step& step = program.steps[0];
-      step.op = StepOp::kSendRecv;
-      step.sendPeer = to;
-      step.recvPeer = from;
-      step.src = Range{Buffer::kInput, 0};
-      step.dst = Range{Buffer::kOutput, 0};
-      step.count = s ? s->bytes : 0;
-      step.recvCount = v ? v->bytes : 0;
+      program.steps[0] = exchangeStep(StepOp::kSendRecv, to, from, Range{Buffer::kInput, 0}, s ? s->bytes : 0,
+                                      Range{Buffer::kOutput, 0}, v ? v->bytes : 0);
       exec.input = s ? s->buffer : nullptr;
       exec.output = v ? v->buffer : nullptr;
       Status st = comm->executor->run(program, exec);
