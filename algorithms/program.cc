@@ -58,13 +58,6 @@ const char* stepOpName(StepOp op) {
   return "?";
 }
 
-bool stepSends(StepOp op) {
-  return op == StepOp::kSend || op == StepOp::kRecvReduceSend || op == StepOp::kRecvCopySend ||
-         op == StepOp::kSendRecv || op == StepOp::kSendRecvReduce;
-}
-bool stepReceives(StepOp op) { return op != StepOp::kSend && op != StepOp::kCopy && op != StepOp::kReduce; }
-bool stepIsExchange(StepOp op) { return op == StepOp::kSendRecv || op == StepOp::kSendRecvReduce; }
-
 static const char* bufferName(Buffer b) { return b == Buffer::kInput ? "in" : (b == Buffer::kOutput ? "out" : "tmp"); }
 
 std::string Program::describe() const {

@@ -14,6 +14,12 @@
 #include <string>
 #include <vector>
 
+#if defined(__CUDACC__)
+#define COLLIE_PROGRAM_HD __host__ __device__ inline
+#else
+#define COLLIE_PROGRAM_HD inline
+#endif
+
 namespace collie {
 
 enum class Collective : uint8_t {
@@ -54,9 +60,16 @@ enum class StepOp : uint8_t {
 /// send and their receive independently (an exchange: neither side waits for the
 /// other's data), so a pairwise exchange of any size cannot deadlock; the
 /// kRecv*Send ops forward what they receive, slice by slice.
-bool stepSends(StepOp op);
-bool stepReceives(StepOp op);
-bool stepIsExchange(StepOp op);
+// The step kinds' shapes; inline and callable from device code because the
+// CUDA kernels run the same step sequencing as the host (executor/step_runner.h).
+COLLIE_PROGRAM_HD bool stepSends(StepOp op) {
+  return op == StepOp::kSend || op == StepOp::kRecvReduceSend || op == StepOp::kRecvCopySend ||
+         op == StepOp::kSendRecv || op == StepOp::kSendRecvReduce;
+}
+COLLIE_PROGRAM_HD bool stepReceives(StepOp op) {
+  return op != StepOp::kSend && op != StepOp::kCopy && op != StepOp::kReduce;
+}
+COLLIE_PROGRAM_HD bool stepIsExchange(StepOp op) { return op == StepOp::kSendRecv || op == StepOp::kSendRecvReduce; }
 
 const char* stepOpName(StepOp op);
 

@@ -7,14 +7,18 @@
 #include "collie.h"
 #pragma GCC visibility pop
 
+#include <cuda_runtime_api.h>
+
 #include <cstdint>
 #include <exception>
+#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "core/api_checks.h"
 #include "core/comm.h"
 #include "core/errors.h"
+#include "executor/executor.h"
 #include "transport/bootstrap/bootstrap.h"
 
 using collie::Status;
@@ -113,8 +117,16 @@ collieResult_t collieCommInitAll(collieComm_t* comms, int ndev, const int* devli
     std::vector<std::thread> threads;
     threads.reserve(static_cast<size_t>(ndev));
     for (int r = 0; r < ndev; ++r)
-      threads.emplace_back(
-          [&, r] { results[static_cast<size_t>(r)] = collie::commInit(id, ndev, r, options, &comms[r]); });
+      threads.emplace_back([&, r] {
+        // Rank r's GPU: devlist[r], else device r modulo the device count
+        // (several ranks may share a GPU).
+        collie::InitOptions mine = options;
+        int count = 0;
+        if (cudaGetDeviceCount(&count) != cudaSuccess) (void)cudaGetLastError();
+        if (count > 0) mine.cudaDevice = devlist != nullptr ? devlist[r] : r % count;
+        if (mine.cudaDevice >= 0 && mine.cudaDevice < count) (void)cudaSetDevice(mine.cudaDevice);
+        results[static_cast<size_t>(r)] = collie::commInit(id, ndev, r, mine, &comms[r]);
+      });
     for (std::thread& t : threads) t.join();
     for (int r = 0; r < ndev; ++r) {
       if (results[static_cast<size_t>(r)].ok()) continue;
@@ -147,9 +159,10 @@ collieResult_t collieCommSplit(collieComm_t comm, int, int, collieComm_t* newcom
 collieResult_t collieCommFinalize(collieComm_t comm) {
   return guarded(comm, [&] {
     COLLIE_RETURN_IF_ERROR(checkComm(comm, "collieCommFinalize"));
-    // The host backend finishes every call before returning: nothing is outstanding.
+    // The host backend finishes every call before returning; the CUDA one
+    // waits here for the kernels it queued.
     comm->finalized = true;
-    return Status();
+    return comm->executor ? comm->executor->synchronize().withContext("collieCommFinalize") : Status();
   });
 }
 
@@ -172,6 +185,7 @@ collieResult_t collieCommAbort(collieComm_t comm) {
       return Status::error(collieInvalidArgument, "collieCommAbort: comm %p is not a live communicator",
                            static_cast<void*>(comm));
     comm->aborted.store(true);
+    if (comm->executor) comm->executor->abort();
     if (comm->bootstrap) comm->bootstrap->abort();
     collie::unregisterComm(comm);
     delete comm;
@@ -180,8 +194,18 @@ collieResult_t collieCommAbort(collieComm_t comm) {
 }
 
 collieResult_t collieCommGetAsyncError(collieComm_t comm, collieResult_t* asyncError) {
-  return query(comm, asyncError, "collieCommGetAsyncError", "asyncError",
-               [](collieComm_t c) { return static_cast<collieResult_t>(c->asyncError.load()); });
+  return query(comm, asyncError, "collieCommGetAsyncError", "asyncError", [](collieComm_t c) {
+    // A kernel's failure surfaces here, after the call that queued it returned.
+    if (c->asyncError.load() == collieSuccess) {
+      collie::Status st = c->executor ? c->executor->asyncStatus() : collie::Status();
+      if (!st.ok()) {
+        c->asyncError.store(st.code());
+        std::lock_guard<std::mutex> lock(c->errorMu);
+        c->lastError = st.message();
+      }
+    }
+    return static_cast<collieResult_t>(c->asyncError.load());
+  });
 }
 
 collieResult_t collieCommCount(const collieComm_t comm, int* count) {

@@ -21,7 +21,7 @@
 #include "core/api_checks.h"
 #include "core/group.h"
 #include "core/log.h"
-#include "executor/host_executor.h"
+#include "executor/executor.h"
 
 using collie::Collective;
 using collie::Status;
@@ -40,7 +40,6 @@ const collie::Program& programFor(collieComm_t comm, const collie::AlgorithmInfo
   const collie::CommProgramKey key{&algo, args.count, args.blockStride(), args.root};
   auto it = comm->programs.find(key);
   if (it != comm->programs.end()) return it->second;
-  if (comm->programs.size() >= 64) comm->programs.clear();  // bounded: the sizes of one sweep
   return comm->programs.emplace(key, algo.build(args)).first->second;
 }
 
@@ -53,6 +52,7 @@ struct Call {
   collieDataType_t type;
   collieRedOp_t op;  // collieSum for collectives without one
   int root;
+  collieStream_t stream = nullptr;  // CUDA backend: where the kernels go
   // All-to-all-v: per-peer counts and displacements, copied so the call can wait in a group.
   std::vector<uint64_t> sendCounts, sendDispls, recvCounts, recvDispls;
 
@@ -77,6 +77,7 @@ Status executeCall(collieComm_t comm, const Call& call) {
   collie::toReduceOp(call.op, &exec.op);
   exec.divisor = call.op == collieAvg ? comm->nranks : 0;
   exec.seq = comm->seq++;
+  exec.stream = call.stream;
   COLLIE_TRACE("%s #%llu count %llu %s %s root %d", call.name, static_cast<unsigned long long>(exec.seq),
                static_cast<unsigned long long>(call.count), collie::typeName(call.type), collie::opName(call.op),
                call.root);
@@ -86,7 +87,7 @@ Status executeCall(collieComm_t comm, const Call& call) {
     return Status::error(collieInternalError, "%s: no algorithm is registered for %s", call.name,
                          collie::collectiveName(call.collective));
   const collie::AlgorithmInfo& algo = *chosen;
-  const uint64_t roundCount = collie::roundCount(algo, comm->nranks, comm->executor->layout().slotBytes / es);
+  const uint64_t roundCount = collie::roundCount(algo, comm->nranks, comm->executor->roundElems(es));
   collie::ProgramArgs args;
   args.collective = call.collective;
   args.nranks = comm->nranks;
@@ -101,17 +102,33 @@ Status executeCall(collieComm_t comm, const Call& call) {
     args.recvDispls = call.recvDispls;
     exec.input = call.input;
     exec.output = call.output;
-    Status st = comm->executor->run(algo.build(args), exec);
+    // Its steps never read what an earlier step wrote, so channels may split each step.
+    Status st = comm->executor->runSplit(algo.build(args), exec);
     if (!st.ok()) comm->asyncError.store(st.code());
     return st.withContext(call.name);
   }
+  // Channels: a round is cut again into one part per channel, each a complete
+  // collective on its part of every block (as rounds are), in 16-byte units.
+  const uint64_t channels = static_cast<uint64_t>(comm->executor->channels());
+  const uint64_t align = std::max<uint64_t>(1, 16 / es);
+  std::vector<collie::ChannelWork> work;
   for (uint64_t base = 0; base == 0 || base < call.count; base += roundCount) {
-    args.count = std::min<uint64_t>(roundCount, call.count - base);
+    const uint64_t round = std::min<uint64_t>(roundCount, call.count - base);
     // Every buffer of these collectives advances by the round's offset: blocks
     // keep their full-count stride, and each round takes the same part of each.
     exec.input = call.input ? static_cast<const char*>(call.input) + base * es : nullptr;
     exec.output = call.output ? static_cast<char*>(call.output) + base * es : nullptr;
-    Status st = comm->executor->run(programFor(comm, algo, args), exec);
+    const uint64_t per = ((round + channels - 1) / channels + align - 1) / align * align;
+    // A round needs at most two programs (full parts and the last); the cache
+    // is bounded (the sizes of one sweep) and emptied before, never between, lookups.
+    if (comm->programs.size() >= 62) comm->programs.clear();
+    work.clear();
+    for (uint64_t off = 0; off == 0 || off < round; off += per) {
+      args.count = std::min<uint64_t>(per, round - off);
+      work.push_back(collie::ChannelWork{&programFor(comm, algo, args), off});
+      if (round == 0) break;
+    }
+    Status st = comm->executor->run(work, exec);
     if (!st.ok()) {
       comm->asyncError.store(st.code());
       return st.withContext(call.name);
@@ -122,7 +139,8 @@ Status executeCall(collieComm_t comm, const Call& call) {
 }
 
 // Runs the call now, or at collieGroupEnd when a group is open on this thread.
-Status runCall(collieComm_t comm, const Call& call) {
+Status runCall(collieComm_t comm, Call call, collieStream_t stream) {
+  call.stream = stream;
   if (collie::group::active()) {
     collie::group::enqueue(comm, [comm, call] { return executeCall(comm, call); });
     return Status();
@@ -178,7 +196,7 @@ Status splits(collieComm_t comm, const char* call, const char* side, const size_
 extern "C" {
 
 collieResult_t collieAllReduce(const void* sendbuff, void* recvbuff, size_t count, collieDataType_t datatype,
-                               collieRedOp_t op, collieComm_t comm, collieStream_t) {
+                               collieRedOp_t op, collieComm_t comm, collieStream_t stream) {
   return guarded(comm, [&] {
     const char* name = "collieAllReduce";
     COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
@@ -186,12 +204,12 @@ collieResult_t collieAllReduce(const void* sendbuff, void* recvbuff, size_t coun
     COLLIE_RETURN_IF_ERROR(checkOp(op, name));
     COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, count, datatype, name, "sendbuff"));
     COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, count, datatype, name, "recvbuff"));
-    return runCall(comm, Call{name, Collective::kAllReduce, sendbuff, recvbuff, count, datatype, op, 0});
+    return runCall(comm, Call{name, Collective::kAllReduce, sendbuff, recvbuff, count, datatype, op, 0}, stream);
   });
 }
 
 collieResult_t collieReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, collieDataType_t datatype,
-                                   collieRedOp_t op, collieComm_t comm, collieStream_t) {
+                                   collieRedOp_t op, collieComm_t comm, collieStream_t stream) {
   return guarded(comm, [&] {
     const char* name = "collieReduceScatter";
     COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
@@ -201,12 +219,13 @@ collieResult_t collieReduceScatter(const void* sendbuff, void* recvbuff, size_t 
     COLLIE_RETURN_IF_ERROR(blockTotal(recvcount, comm, name, &total));
     COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, total, datatype, name, "sendbuff"));
     COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, recvcount, datatype, name, "recvbuff"));
-    return runCall(comm, Call{name, Collective::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0});
+    return runCall(comm, Call{name, Collective::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0},
+                   stream);
   });
 }
 
 collieResult_t collieAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, collieDataType_t datatype,
-                               collieComm_t comm, collieStream_t) {
+                               collieComm_t comm, collieStream_t stream) {
   return guarded(comm, [&] {
     const char* name = "collieAllGather";
     COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
@@ -215,12 +234,13 @@ collieResult_t collieAllGather(const void* sendbuff, void* recvbuff, size_t send
     COLLIE_RETURN_IF_ERROR(blockTotal(sendcount, comm, name, &total));
     COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, sendcount, datatype, name, "sendbuff"));
     COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, total, datatype, name, "recvbuff"));
-    return runCall(comm, Call{name, Collective::kAllGather, sendbuff, recvbuff, sendcount, datatype, collieSum, 0});
+    return runCall(comm, Call{name, Collective::kAllGather, sendbuff, recvbuff, sendcount, datatype, collieSum, 0},
+                   stream);
   });
 }
 
 collieResult_t collieBroadcast(const void* sendbuff, void* recvbuff, size_t count, collieDataType_t datatype, int root,
-                               collieComm_t comm, collieStream_t) {
+                               collieComm_t comm, collieStream_t stream) {
   return guarded(comm, [&] {
     const char* name = "collieBroadcast";
     COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
@@ -230,13 +250,15 @@ collieResult_t collieBroadcast(const void* sendbuff, void* recvbuff, size_t coun
     const bool isRoot = comm->rank == root;
     if (isRoot) COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, count, datatype, name, "sendbuff"));
     COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, count, datatype, name, "recvbuff"));
-    return runCall(comm, Call{name, Collective::kBroadcast, isRoot ? sendbuff : nullptr, recvbuff, count, datatype,
-                              collieSum, root});
+    return runCall(
+        comm,
+        Call{name, Collective::kBroadcast, isRoot ? sendbuff : nullptr, recvbuff, count, datatype, collieSum, root},
+        stream);
   });
 }
 
 collieResult_t collieReduce(const void* sendbuff, void* recvbuff, size_t count, collieDataType_t datatype,
-                            collieRedOp_t op, int root, collieComm_t comm, collieStream_t) {
+                            collieRedOp_t op, int root, collieComm_t comm, collieStream_t stream) {
   return guarded(comm, [&] {
     const char* name = "collieReduce";
     COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
@@ -248,23 +270,25 @@ collieResult_t collieReduce(const void* sendbuff, void* recvbuff, size_t count, 
     COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, count, datatype, name, "sendbuff"));
     if (isRoot) COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, count, datatype, name, "recvbuff"));
     return runCall(comm,
-                   Call{name, Collective::kReduce, sendbuff, isRoot ? recvbuff : nullptr, count, datatype, op, root});
+                   Call{name, Collective::kReduce, sendbuff, isRoot ? recvbuff : nullptr, count, datatype, op, root},
+                   stream);
   });
 }
 
-collieResult_t collieBarrier(collieComm_t comm, collieStream_t) {
+collieResult_t collieBarrier(collieComm_t comm, collieStream_t stream) {
   return guarded(comm, [&] {
     const char* name = "collieBarrier";
     COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
     // An allreduce of one byte: no rank can finish it before every rank has
     // started it. The byte is the communicator's, since in a group the call runs later.
-    return runCall(comm, Call{name, Collective::kAllReduce, &comm->barrierToken, &comm->barrierToken, 1, collieUint8,
-                              collieSum, 0});
+    // On a GPU communicator the byte is in device memory.
+    void* token = comm->deviceToken != nullptr ? comm->deviceToken : &comm->barrierToken;
+    return runCall(comm, Call{name, Collective::kAllReduce, token, token, 1, collieUint8, collieSum, 0}, stream);
   });
 }
 
 collieResult_t collieAllToAll(const void* sendbuff, void* recvbuff, size_t count, collieDataType_t datatype,
-                              collieComm_t comm, collieStream_t) {
+                              collieComm_t comm, collieStream_t stream) {
   return guarded(comm, [&] {
     const char* name = "collieAllToAll";
     COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
@@ -275,13 +299,13 @@ collieResult_t collieAllToAll(const void* sendbuff, void* recvbuff, size_t count
     COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, total, datatype, name, "recvbuff"));
     COLLIE_RETURN_IF_ERROR(checkDisjoint(sendbuff, total * collie::typeSize(datatype), recvbuff,
                                          total * collie::typeSize(datatype), name));
-    return runCall(comm, Call{name, Collective::kAllToAll, sendbuff, recvbuff, count, datatype, collieSum, 0});
+    return runCall(comm, Call{name, Collective::kAllToAll, sendbuff, recvbuff, count, datatype, collieSum, 0}, stream);
   });
 }
 
 collieResult_t collieAllToAllv(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls, void* recvbuff,
                                const size_t* recvcounts, const size_t* rdispls, collieDataType_t datatype,
-                               collieComm_t comm, collieStream_t) {
+                               collieComm_t comm, collieStream_t stream) {
   return guarded(comm, [&] {
     const char* name = "collieAllToAllv";
     COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
@@ -304,12 +328,12 @@ collieResult_t collieAllToAllv(const void* sendbuff, const size_t* sendcounts, c
     const size_t es = collie::typeSize(datatype);
     COLLIE_RETURN_IF_ERROR(checkDisjoint(sendbuff, sendExtent * es, recvbuff, recvExtent * es, name));
     for (uint64_t c : call.sendCounts) call.count += c;  // what the algorithm choice sees
-    return runCall(comm, call);
+    return runCall(comm, call, stream);
   });
 }
 
 collieResult_t collieGather(const void* sendbuff, void* recvbuff, size_t count, collieDataType_t datatype, int root,
-                            collieComm_t comm, collieStream_t) {
+                            collieComm_t comm, collieStream_t stream) {
   return guarded(comm, [&] {
     const char* name = "collieGather";
     COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
@@ -322,12 +346,13 @@ collieResult_t collieGather(const void* sendbuff, void* recvbuff, size_t count, 
     COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, count, datatype, name, "sendbuff"));
     if (isRoot) COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, total, datatype, name, "recvbuff"));
     return runCall(
-        comm, Call{name, Collective::kGather, sendbuff, isRoot ? recvbuff : nullptr, count, datatype, collieSum, root});
+        comm, Call{name, Collective::kGather, sendbuff, isRoot ? recvbuff : nullptr, count, datatype, collieSum, root},
+        stream);
   });
 }
 
 collieResult_t collieScatter(const void* sendbuff, void* recvbuff, size_t count, collieDataType_t datatype, int root,
-                             collieComm_t comm, collieStream_t) {
+                             collieComm_t comm, collieStream_t stream) {
   return guarded(comm, [&] {
     const char* name = "collieScatter";
     COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
@@ -339,8 +364,9 @@ collieResult_t collieScatter(const void* sendbuff, void* recvbuff, size_t count,
     const bool isRoot = comm->rank == root;
     if (isRoot) COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, total, datatype, name, "sendbuff"));
     COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, count, datatype, name, "recvbuff"));
-    return runCall(comm, Call{name, Collective::kScatter, isRoot ? sendbuff : nullptr, recvbuff, count, datatype,
-                              collieSum, root});
+    return runCall(
+        comm, Call{name, Collective::kScatter, isRoot ? sendbuff : nullptr, recvbuff, count, datatype, collieSum, root},
+        stream);
   });
 }
 

@@ -19,9 +19,13 @@
 #include "executor/host_executor.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/socket.h"
+#include "transport/cuda_ipc/device_windows.h"
 #include "transport/shm/shm_window.h"
 
-collieComm::~collieComm() = default;
+collieComm::~collieComm() {
+  executor.reset();  // the CUDA executor waits for its kernels here
+  if (backend == collieBackendCuda) collie::teardownCudaBackend(this);
+}
 
 namespace collie {
 
@@ -154,8 +158,13 @@ static Status windowLayout(int nranks, WindowLayout* layout) {
   const int64_t bound = env::getInt("COLLIE_WINDOW_BYTES", 16 << 20, &bad);
   if (bad || bound < 4096) return Status::error(collieInvalidArgument, "COLLIE_WINDOW_BYTES must be >= 4096");
   // Shrink slots so that nranks * slots * slotBytes stays within the bound.
-  int64_t fit = bound / (static_cast<int64_t>(nranks) * slots);
+  // One channel by default; more only to test the GPU's channel split on the CPU.
+  const int64_t channels = env::getInt("COLLIE_CHANNELS", 1, &bad);
+  if (bad || channels < 1 || channels > 32)
+    return Status::error(collieInvalidArgument, "COLLIE_CHANNELS must be 1..32");
+  int64_t fit = bound / (static_cast<int64_t>(nranks) * slots * channels);
   fit = std::max<int64_t>(4096, fit & ~int64_t{4095});
+  layout->nchannels = static_cast<uint32_t>(channels);
   layout->nranks = static_cast<uint32_t>(nranks);
   layout->nslots = static_cast<uint32_t>(slots);
   layout->slotBytes = static_cast<uint64_t>(std::min(slotBytes, fit)) & ~uint64_t{15};
@@ -174,18 +183,20 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
 
   int device = -1;
   const bool gpu = gpuUsable(&device);
-  if (options.backend == collieBackendCuda)
-    return notImplemented("the CUDA backend (COLLIE_DEVICE=cuda or config.backend)", "it lands with the CUDA executor");
-  if (options.backend == collieBackendAuto && gpu)
-    COLLIE_INFO("a GPU is usable but the CUDA executor has not landed yet; using the host backend");
-  comm->backend = collieBackendHost;
+  if (options.backend == collieBackendCuda && !gpu)
+    return Status::error(collieInvalidUsage,
+                         "the CUDA backend was asked for (COLLIE_DEVICE=cuda or config.backend) but no GPU is usable "
+                         "(cudaGetDeviceCount finds none)");
+  // The default is the GPU when there is one: the communicator then expects device buffers.
+  comm->backend = options.backend == collieBackendHost || !gpu ? collieBackendHost : collieBackendCuda;
+  if (comm->backend == collieBackendCuda) comm->cudaDevice = options.cudaDevice >= 0 ? options.cudaDevice : device;
 
   PeerInfo me;
   memset(&me, 0, sizeof(me));
   const std::string hostId = hostIdentity();
   strncpy(me.hostId, hostId.c_str(), sizeof(me.hostId) - 1);
   me.pid = getpid();
-  me.cudaDevice = -1;
+  me.cudaDevice = comm->cudaDevice;
   me.backend = comm->backend;
 
   WindowLayout layout;
@@ -213,6 +224,12 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
                            "rank %d was started with a different COLLIE_ALGO than rank %d (\"%s\"): all ranks must "
                            "choose the same algorithms",
                            r, rank, options.algoSpec.c_str());
+    if (p.backend != me.backend)
+      return Status::error(collieInvalidUsage,
+                           "rank %d runs the %s backend, rank %d the %s one: set COLLIE_DEVICE (or config.backend) "
+                           "alike on all ranks",
+                           r, p.backend == collieBackendCuda ? "cuda" : "host", rank,
+                           me.backend == collieBackendCuda ? "cuda" : "host");
     if (p.windowBytes != me.windowBytes)
       return Status::error(collieInvalidUsage,
                            "rank %d uses a %llu-byte window, rank %d a %llu-byte one: set COLLIE_SLOTS, "
@@ -221,18 +238,26 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
                            static_cast<unsigned long long>(me.windowBytes));
   }
 
-  COLLIE_RETURN_IF_ERROR(ShmWindows::create(comm->bootstrap.get(), layout.totalBytes(), &comm->windows));
-  std::vector<uint8_t*> windows(static_cast<size_t>(nranks));
-  for (int r = 0; r < nranks; ++r) windows[static_cast<size_t>(r)] = comm->windows->window(r);
-  comm->executor = std::make_unique<HostExecutor>(rank, layout, windows, &comm->aborted, options.timeoutSec);
-  comm->executor->initWindow();
-  COLLIE_RETURN_IF_ERROR(comm->bootstrap->barrier());
-  COLLIE_RETURN_IF_ERROR(comm->executor->checkPeers());
-  comm->hostFootprint = layout.totalBytes();
   comm->algoOverrides = options.algoOverrides;
   comm->topology = *findTopology("host");
   comm->topology.nranks = nranks;
   comm->topology.ranksPerNode = nranks;
+  if (comm->backend == collieBackendCuda) {
+    COLLIE_RETURN_IF_ERROR(setupCudaBackend(comm.get(), options));
+    *out = comm.release();
+    registerComm(*out);
+    return Status();
+  }
+
+  COLLIE_RETURN_IF_ERROR(ShmWindows::create(comm->bootstrap.get(), layout.totalBytes(), &comm->windows));
+  std::vector<uint8_t*> windows(static_cast<size_t>(nranks));
+  for (int r = 0; r < nranks; ++r) windows[static_cast<size_t>(r)] = comm->windows->window(r);
+  auto host = std::make_unique<HostExecutor>(rank, layout, windows, &comm->aborted, options.timeoutSec);
+  host->initWindow();
+  COLLIE_RETURN_IF_ERROR(comm->bootstrap->barrier());
+  COLLIE_RETURN_IF_ERROR(host->checkPeers());
+  comm->executor = std::move(host);
+  comm->hostFootprint = layout.totalBytes();
   comm->topology.slotBytes = layout.slotBytes;
   comm->topology.slots = layout.nslots;
 

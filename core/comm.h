@@ -23,7 +23,8 @@ namespace collie {
 struct AlgorithmInfo;
 class Bootstrap;
 class ShmWindows;
-class HostExecutor;
+class DeviceWindows;
+class Executor;
 }  // namespace collie
 
 namespace collie {
@@ -47,8 +48,11 @@ struct collieComm {
   std::unique_ptr<collie::Bootstrap> bootstrap;
   std::vector<collie::PeerInfo> peers;
   std::unique_ptr<collie::ShmWindows> windows;
-  std::unique_ptr<collie::HostExecutor> executor;
-  size_t hostFootprint = 0;  // bytes of windows this rank owns
+  std::unique_ptr<collie::DeviceWindows> deviceWindows;  // CUDA backend
+  std::unique_ptr<collie::Executor> executor;
+  size_t hostFootprint = 0;     // bytes of windows this rank owns
+  size_t deviceFootprint = 0;   // CUDA backend: device bytes this rank holds at init
+  void* deviceToken = nullptr;  // CUDA backend: collieBarrier's byte, in device memory
 
   std::atomic<bool> aborted{false};
   std::atomic<int> asyncError{collieSuccess};  // set when a collective fails mid-way: the comm is broken
@@ -81,6 +85,7 @@ namespace collie {
 /// Options of a new communicator after config and environment are merged.
 struct InitOptions {
   collieBackend_t backend = collieBackendAuto;
+  int cudaDevice = -1;  // CUDA backend: -1 = the calling thread's current device
   double timeoutSec = 300;
   double initTimeoutSec = 60;
   std::map<Collective, const AlgorithmInfo*> algoOverrides;  // COLLIE_ALGO
@@ -90,6 +95,12 @@ struct InitOptions {
 /// Merges a caller's config (may be NULL) with COLLIE_DEVICE / COLLIE_TIMEOUT /
 /// COLLIE_INIT_TIMEOUT / COLLIE_ALGO.
 Status resolveConfig(const collieConfig_t* config, InitOptions* out);
+
+/// The CUDA half of commInit (core/comm_cuda.cc): device windows, the CUDA
+/// executor, the barrier byte. Collective over the bootstrap.
+Status setupCudaBackend(collieComm* comm, const InitOptions& options);
+/// Frees what setupCudaBackend made, after the peers stopped using it.
+void teardownCudaBackend(collieComm* comm);
 
 /// Creates rank `rank` of `nranks` of the communicator named by `id`.
 Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOptions& options, collieComm** out);

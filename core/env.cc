@@ -30,6 +30,10 @@ const std::vector<VarInfo>& knownVars() {
       {"COLLIE_SLOT_BYTES", "bytes per receive slot of a host window (default 262144)"},
       {"COLLIE_SLOTS", "receive slots per peer of a host window (default 4)"},
       {"COLLIE_WINDOW_BYTES", "bound on the slot bytes of one rank's host window (default 16 MiB)"},
+      {"COLLIE_DEVICE_WINDOW_BYTES", "bound on the slot bytes of one rank's device window (default 32 MiB)"},
+      {"COLLIE_CHANNELS",
+       "channels per collective, 1..32: blocks on the GPU (default by SMs and ranks per GPU); on the host 1, more only "
+       "to test the split"},
       {"COLLIE_ALGO", "algorithm per collective, overriding the tuner: allreduce:ring;broadcast:binomial"},
       {"COLLIE_TEST_SEED", "seed of the random inputs of Collie's own tests (read by the tests, not the library)"},
       {"OMPI_COMM_WORLD_RANK", "OpenMPI's rank, used by environment init"},

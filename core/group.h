@@ -25,6 +25,7 @@ struct P2pOp {
   void* buffer = nullptr;  // const for sends
   uint64_t bytes = 0;
   int peer = 0;
+  collieStream_t stream = nullptr;  // CUDA backend: the stream the call named
 };
 
 /// True between collieGroupStart and its matching collieGroupEnd on this thread.

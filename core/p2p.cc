@@ -19,7 +19,7 @@
 #include "core/api_checks.h"
 #include "core/group.h"
 #include "core/log.h"
-#include "executor/host_executor.h"
+#include "executor/executor.h"
 
 using collie::Status;
 using collie::api::checkBuffer;
@@ -60,14 +60,19 @@ Status runP2p(collieComm_t comm, const std::vector<P2pOp>& ops) {
                                "bytes); a group must pair them",
                                r, i, static_cast<unsigned long long>(s ? s->bytes : 0),
                                static_cast<unsigned long long>(v ? v->bytes : 0));
-        if (s->bytes) memmove(v->buffer, s->buffer, s->bytes);
+        if (s->bytes) {
+          Status st = comm->executor->localCopy(v->buffer, s->buffer, s->bytes, v->stream);
+          if (!st.ok()) return st;
+        }
         continue;
       }
       program.steps[0] = exchangeStep(StepOp::kSendRecv, to, from, Range{Buffer::kInput, 0}, s ? s->bytes : 0,
                                       Range{Buffer::kOutput, 0}, v ? v->bytes : 0);
       exec.input = s ? s->buffer : nullptr;
       exec.output = v ? v->buffer : nullptr;
-      Status st = comm->executor->run(program, exec);
+      // A group's ops share one stream in practice; the first one's orders the exchange.
+      exec.stream = s ? s->stream : v->stream;
+      Status st = comm->executor->runSplit(program, exec);
       if (!st.ok()) {
         comm->asyncError.store(st.code());
         return st;
@@ -83,14 +88,14 @@ Status runP2p(collieComm_t comm, const std::vector<P2pOp>& ops) {
 namespace {
 
 Status queueP2p(bool send, void* buf, size_t count, collieDataType_t type, int peer, collieComm_t comm,
-                const char* name) {
+                collieStream_t stream, const char* name) {
   COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
   COLLIE_RETURN_IF_ERROR(checkType(type, name));
   COLLIE_RETURN_IF_ERROR(checkBuffer(buf, count, type, name, send ? "sendbuff" : "recvbuff"));
   if (peer < 0 || peer >= comm->nranks)
     return Status::error(collieInvalidArgument, "%s: peer %d is not a rank of this %d-rank communicator", name, peer,
                          comm->nranks);
-  const collie::group::P2pOp op{send, buf, count * collie::typeSize(type), peer};
+  const collie::group::P2pOp op{send, buf, count * collie::typeSize(type), peer, stream};
   if (collie::group::active()) {
     collie::group::enqueueP2p(comm, op);
     return Status();
@@ -103,14 +108,15 @@ Status queueP2p(bool send, void* buf, size_t count, collieDataType_t type, int p
 extern "C" {
 
 collieResult_t collieSend(const void* sendbuff, size_t count, collieDataType_t datatype, int peer, collieComm_t comm,
-                          collieStream_t) {
-  return guarded(
-      comm, [&] { return queueP2p(true, const_cast<void*>(sendbuff), count, datatype, peer, comm, "collieSend"); });
+                          collieStream_t stream) {
+  return guarded(comm, [&] {
+    return queueP2p(true, const_cast<void*>(sendbuff), count, datatype, peer, comm, stream, "collieSend");
+  });
 }
 
 collieResult_t collieRecv(void* recvbuff, size_t count, collieDataType_t datatype, int peer, collieComm_t comm,
-                          collieStream_t) {
-  return guarded(comm, [&] { return queueP2p(false, recvbuff, count, datatype, peer, comm, "collieRecv"); });
+                          collieStream_t stream) {
+  return guarded(comm, [&] { return queueP2p(false, recvbuff, count, datatype, peer, comm, stream, "collieRecv"); });
 }
 
 collieResult_t collieGroupStart(void) {

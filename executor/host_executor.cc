@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/log.h"
+#include "executor/step_runner.h"
 
 namespace collie {
 
@@ -31,7 +32,7 @@ inline void cpuRelax() {
 // Spin briefly (the peer is usually a few hundred ns away), then yield the core,
 // then sleep in growing steps up to 100 us. Bounded by timeoutSec and the abort flag.
 template <typename Ready>
-collieResult_t waitFor(Ready ready, const std::atomic<bool>* abort, double timeoutSec) {
+int waitFor(Ready ready, const std::atomic<bool>* abort, double timeoutSec) {
   for (int i = 0; i < 200; ++i) {
     if (ready()) return collieSuccess;
     cpuRelax();
@@ -85,11 +86,11 @@ HostExecutor::HostExecutor(int rank, const WindowLayout& layout, std::vector<uin
       windows_(std::move(windows)),
       abort_(abort),
       timeoutSec_(timeoutSec),
-      posted_(layout.nranks, 0),
-      consumed_(layout.nranks, 0) {}
+      posted_(static_cast<size_t>(layout.nranks) * layout.nchannels, 0),
+      consumed_(static_cast<size_t>(layout.nranks) * layout.nchannels, 0) {}
 
 void HostExecutor::initWindow() {
-  WindowHeader h{kWindowMagic, layout_.nranks, layout_.nslots, layout_.slotBytes};
+  WindowHeader h{kWindowMagic, layout_.nranks, layout_.nslots, layout_.slotBytes, layout_.nchannels, 0};
   memcpy(windows_[static_cast<size_t>(rank_)], &h, sizeof(h));
 }
 
@@ -98,7 +99,7 @@ Status HostExecutor::checkPeers() const {
     WindowHeader h;
     memcpy(&h, windows_[r], sizeof(h));
     if (h.magic != kWindowMagic || h.nranks != layout_.nranks || h.nslots != layout_.nslots ||
-        h.slotBytes != layout_.slotBytes)
+        h.slotBytes != layout_.slotBytes || h.nchannels != layout_.nchannels)
       return Status::error(collieInvalidUsage,
                            "rank %zu's window has %u slots of %llu bytes for %u ranks, rank %d's has %u of %llu for "
                            "%u: all ranks must use the same COLLIE_SLOTS / COLLIE_SLOT_BYTES / COLLIE_WINDOW_BYTES",
@@ -108,129 +109,111 @@ Status HostExecutor::checkPeers() const {
   return Status();
 }
 
+// The host's primitives for the shared step runner (executor/step_runner.h):
+// one thread, flags through acquire/release atomics on the mapped windows.
 template <typename T, ReduceOp Op>
-Status HostExecutor::runTyped(const Program& program, const ExecArgs& args) {
-  T* const input = static_cast<T*>(const_cast<void*>(args.input));
-  T* const output = static_cast<T*>(args.output);
-  if (scratch_.size() < program.scratchCount * sizeof(T)) scratch_.resize(program.scratchCount * sizeof(T));
-  T* const scratch = reinterpret_cast<T*>(scratch_.data());
-  auto at = [&](const Range& r) {
-    return (r.buffer == Buffer::kInput ? input : (r.buffer == Buffer::kOutput ? output : scratch)) + r.offset;
-  };
-  uint8_t* const mine = windows_[static_cast<size_t>(rank_)];
-  const uint64_t perSlice = layout_.slotBytes / sizeof(T);
+class HostPrims {
+ public:
+  HostPrims(int rank, int channel, const WindowLayout& layout, const std::vector<uint8_t*>& windows, uint64_t* posted,
+            uint64_t* consumed, const std::atomic<bool>* abort, double timeoutSec)
+      : rank_(rank),
+        channel_(channel),
+        layout_(layout),
+        windows_(windows),
+        mine_(windows[static_cast<size_t>(rank)]),
+        posted_(posted),
+        consumed_(consumed),
+        abort_(abort),
+        timeoutSec_(timeoutSec) {}
 
-  for (size_t si = 0; si < program.steps.size(); ++si) {
-    const Step& s = program.steps[si];
-    const int divisor = s.finalize ? args.divisor : 0;
-    if (s.op == StepOp::kCopy) {
-      copyElements(at(s.dst), at(s.src), s.count, divisor);
-      continue;
-    }
-    if (s.op == StepOp::kReduce) {
-      reduceElements<T, Op>(at(s.dst), at(s.src), at(s.dst), s.count, divisor);
-      continue;
-    }
-    auto fail = [&](collieResult_t code, int peer) {
-      const char* what = code == collieTimeout ? "timed out" : "was aborted";
-      Status st = Status::error(code, "rank %d waiting on rank %d at step %zu of %s %s #%llu %s after %.1f s", rank_,
-                                peer, si, program.algorithm.c_str(), collectiveName(program.collective),
-                                static_cast<unsigned long long>(args.seq), what, timeoutSec_);
-      COLLIE_WARN("%s", st.message().c_str());
-      return st;
-    };
-    const int p = s.recvPeer, q = s.sendPeer;
-    // Slot readiness: the next slice from p has arrived; our next slot at q is free.
-    auto arrived = [&] { return sliceReady(consumed_[p], loadAcquire(mine + layout_.readyOffset(p))); };
-    auto room = [&] { return slotFree(posted_[q], loadAcquire(mine + layout_.creditOffset(q)), layout_.nslots); };
-    auto inSlot = [&] { return reinterpret_cast<const T*>(mine + layout_.slotOffset(p, consumed_[p])); };
-    auto outSlot = [&] {
-      return reinterpret_cast<T*>(windows_[static_cast<size_t>(q)] + layout_.slotOffset(rank_, posted_[q]));
-    };
-    auto release = [&] {
-      storeRelease(windows_[static_cast<size_t>(p)] + layout_.creditOffset(rank_), ++consumed_[p]);
-    };
-    auto post = [&] { storeRelease(windows_[static_cast<size_t>(q)] + layout_.readyOffset(rank_), ++posted_[q]); };
-
-    if (stepIsExchange(s.op)) {
-      // Both directions at once: send a slice whenever the peer has room,
-      // take one whenever it has arrived, so neither waits on the other.
-      uint64_t sent = 0, got = 0;
-      while (sent < s.count || got < s.recvCount) {
-        bool progressed = false;
-        if (sent < s.count && room()) {
-          const uint64_t n = std::min(perSlice, s.count - sent);
-          memcpy(outSlot(), at(s.src) + sent, n * sizeof(T));
-          post();
-          sent += n;
-          progressed = true;
-        }
-        if (got < s.recvCount && arrived()) {
-          const uint64_t n = std::min(perSlice, s.recvCount - got);
-          T* dst = at(s.dst) + got;
-          if (s.op == StepOp::kSendRecvReduce) {
-            reduceElements<T, Op>(dst, inSlot(), dst, n, divisor);
-          } else {
-            copyElements(dst, inSlot(), n, divisor);
-          }
-          release();
-          got += n;
-          progressed = true;
-        }
-        if (progressed) continue;
-        const bool sending = sent < s.count, receiving = got < s.recvCount;
-        collieResult_t rc =
-            waitFor([&] { return (sending && room()) || (receiving && arrived()); }, abort_, timeoutSec_);
-        if (rc != collieSuccess) return fail(rc, receiving ? p : q);
-      }
-      continue;
-    }
-
-    const bool in = stepReceives(s.op), out = stepSends(s.op);
-    for (uint64_t off = 0; off < s.count; off += perSlice) {
-      const uint64_t n = std::min(perSlice, s.count - off);
-      if (in) {
-        collieResult_t rc = waitFor(arrived, abort_, timeoutSec_);
-        if (rc != collieSuccess) return fail(rc, p);
-      }
-      if (out) {
-        collieResult_t rc = waitFor(room, abort_, timeoutSec_);
-        if (rc != collieSuccess) return fail(rc, q);
-      }
-      const T* slotIn = in ? inSlot() : nullptr;
-      T* slotOut = out ? outSlot() : nullptr;
-      switch (s.op) {
-        case StepOp::kSend:
-          memcpy(slotOut, at(s.src) + off, n * sizeof(T));
-          break;
-        case StepOp::kRecv:
-          copyElements(at(s.dst) + off, slotIn, n, divisor);
-          break;
-        case StepOp::kRecvReduceSend:
-          reduceElements<T, Op>(slotOut, slotIn, at(s.src) + off, n, 0);
-          break;
-        case StepOp::kRecvReduceCopy:
-          reduceElements<T, Op>(at(s.dst) + off, slotIn, at(s.src) + off, n, divisor);
-          break;
-        case StepOp::kRecvCopySend:
-          memcpy(slotOut, slotIn, n * sizeof(T));
-          copyElements(at(s.dst) + off, slotIn, n, divisor);
-          break;
-        default:
-          break;  // local and exchange steps are handled above
-      }
-      if (in) release();
-      if (out) post();
-    }
+  bool arrived(int p) const { return sliceReady(consumed_[p], loadAcquire(mine_ + layout_.readyOffset(channel_, p))); }
+  bool room(int q) const {
+    return slotFree(posted_[q], loadAcquire(mine_ + layout_.creditOffset(channel_, q)), layout_.nslots);
   }
-  return Status();
+  int waitArrived(int p) const {
+    return waitFor([&] { return arrived(p); }, abort_, timeoutSec_);
+  }
+  int waitRoom(int q) const {
+    return waitFor([&] { return room(q); }, abort_, timeoutSec_);
+  }
+  int waitEither(bool sending, int q, bool receiving, int p) const {
+    return waitFor([&] { return (sending && room(q)) || (receiving && arrived(p)); }, abort_, timeoutSec_);
+  }
+  const T* inSlot(int p) const {
+    return reinterpret_cast<const T*>(mine_ + layout_.slotOffset(channel_, p, consumed_[p]));
+  }
+  T* outSlot(int q) const {
+    return reinterpret_cast<T*>(windows_[static_cast<size_t>(q)] + layout_.slotOffset(channel_, rank_, posted_[q]));
+  }
+  void release(int p) {
+    storeRelease(windows_[static_cast<size_t>(p)] + layout_.creditOffset(channel_, rank_), ++consumed_[p]);
+  }
+  void post(int q) {
+    storeRelease(windows_[static_cast<size_t>(q)] + layout_.readyOffset(channel_, rank_), ++posted_[q]);
+  }
+
+  void copy(T* dst, const T* src, uint64_t n, int divisor) const { copyElements(dst, src, n, divisor); }
+  void reduce(T* dst, const T* a, const T* b, uint64_t n, int divisor) const {
+    reduceElements<T, Op>(dst, a, b, n, divisor);
+  }
+  void copy2(T* dst1, T* dst2, const T* src, uint64_t n, int divisor) const {
+    memcpy(dst1, src, n * sizeof(T));
+    copyElements(dst2, src, n, divisor);
+  }
+
+ private:
+  int rank_;
+  int channel_;
+  const WindowLayout& layout_;
+  const std::vector<uint8_t*>& windows_;
+  uint8_t* mine_;
+  uint64_t* posted_;
+  uint64_t* consumed_;
+  const std::atomic<bool>* abort_;
+  double timeoutSec_;
+};
+
+template <typename T, ReduceOp Op>
+Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecArgs& args) {
+  uint64_t scratchCount = 0;
+  for (const ChannelWork& w : work) scratchCount = std::max(scratchCount, w.program->scratchCount);
+  if (scratch_.size() < scratchCount * sizeof(T)) scratch_.resize(scratchCount * sizeof(T));
+  // Channels run one after another: each is a complete pipeline of its own,
+  // so every rank taking them in the same order cannot deadlock. Several
+  // channels on the host exist to test the GPU's channel plan on the CPU.
+  const int nch = args.splitSteps ? static_cast<int>(layout_.nchannels) : static_cast<int>(work.size());
+  StepFailure f;
+  const Program* failed = nullptr;
+  for (int c = 0; c < nch && f.code == collieSuccess; ++c) {
+    const ChannelWork& w = work[args.splitSteps ? 0 : static_cast<size_t>(c)];
+    T* const bufs[3] = {args.input ? static_cast<T*>(const_cast<void*>(args.input)) + w.offset : nullptr,
+                        args.output ? static_cast<T*>(args.output) + w.offset : nullptr,
+                        reinterpret_cast<T*>(scratch_.data())};
+    const size_t at = static_cast<size_t>(c) * layout_.nranks;
+    HostPrims<T, Op> prims(rank_, c, layout_, windows_, posted_.data() + at, consumed_.data() + at, abort_,
+                           timeoutSec_);
+    f = runSteps<T>(prims, w.program->steps.data(), static_cast<int>(w.program->steps.size()), bufs,
+                    layout_.slotBytes / sizeof(T), args.divisor, args.splitSteps ? c : 0, args.splitSteps ? nch : 1,
+                    16 / sizeof(T));
+    failed = w.program;
+  }
+  const Program& program = *failed;
+  if (f.code == collieSuccess) return Status();
+  const collieResult_t code = static_cast<collieResult_t>(f.code);
+  Status st = Status::error(code, "rank %d waiting on rank %d at step %d of %s %s #%llu %s after %.1f s", rank_, f.peer,
+                            f.step, program.algorithm.c_str(), collectiveName(program.collective),
+                            static_cast<unsigned long long>(args.seq),
+                            code == collieTimeout ? "timed out" : "was aborted", timeoutSec_);
+  COLLIE_WARN("%s", st.message().c_str());
+  return st;
 }
 
-Status HostExecutor::run(const Program& program, const ExecArgs& args) {
+Status HostExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& args) {
+  if (work.empty()) return Status();
   Status st = Status::error(collieInvalidArgument, "unknown data type %d", static_cast<int>(args.type));
   visitType(args.type, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    visitOp(args.op, [&](auto op) { st = runTyped<T, decltype(op)::value>(program, args); });
+    visitOp(args.op, [&](auto op) { st = runTyped<T, decltype(op)::value>(work, args); });
   });
   return st;
 }

@@ -6,27 +6,19 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "algorithms/program.h"
 #include "collie.h"
 #include "core/status.h"
+#include "executor/executor.h"
 #include "executor/protocol.h"
 #include "executor/reduce_ops.h"
 
 namespace collie {
 
-/// What one execution reduces and with which element type.
-struct ExecArgs {
-  const void* input = nullptr;
-  void* output = nullptr;
-  collieDataType_t type = collieFloat32;
-  ReduceOp op = ReduceOp::kSum;
-  int divisor = 0;   // > 0: finalized writes divide by it (avg)
-  uint64_t seq = 0;  // collective sequence number, for the hang report
-};
-
-class HostExecutor {
+class HostExecutor : public Executor {
  public:
   /// windows[r] is rank r's window (ours at windows[rank]), laid out by `layout`.
   HostExecutor(int rank, const WindowLayout& layout, std::vector<uint8_t*> windows, const std::atomic<bool>* abort,
@@ -39,22 +31,28 @@ class HostExecutor {
 
   /// Runs `program`. On failure the communicator's counters are no longer in
   /// step with its peers', so the caller must treat the communicator as broken.
-  Status run(const Program& program, const ExecArgs& args);
+  Status run(const std::vector<ChannelWork>& work, const ExecArgs& args) override;
+  int channels() const override { return static_cast<int>(layout_.nchannels); }
+  uint64_t roundElems(size_t typeSize) const override { return layout_.nchannels * (layout_.slotBytes / typeSize); }
 
-  void setTimeout(double seconds) { timeoutSec_ = seconds; }
+  void setTimeout(double seconds) override { timeoutSec_ = seconds; }
+  Status localCopy(void* dst, const void* src, size_t bytes, collieStream_t) override {
+    if (dst != src) memmove(dst, src, bytes);
+    return Status();
+  }
   const WindowLayout& layout() const { return layout_; }
 
  private:
   template <typename T, ReduceOp Op>
-  Status runTyped(const Program& program, const ExecArgs& args);
+  Status runTyped(const std::vector<ChannelWork>& work, const ExecArgs& args);
 
   int rank_;
   WindowLayout layout_;
   std::vector<uint8_t*> windows_;
   const std::atomic<bool>* abort_;
   double timeoutSec_;
-  std::vector<uint64_t> posted_;    // slices we have posted to each peer
-  std::vector<uint64_t> consumed_;  // slices we have consumed from each peer
+  std::vector<uint64_t> posted_;    // [channel][peer]: slices we have posted to the peer
+  std::vector<uint64_t> consumed_;  // [channel][peer]: slices we have consumed from the peer
   std::vector<uint8_t> scratch_;    // Buffer::kScratch, grown to the largest program run so far
 };
 

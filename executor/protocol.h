@@ -3,13 +3,15 @@
 // when a slot may be written or read. Only the innermost moves (copy a slice,
 // load/store a flag with the right ordering) differ between the two.
 //
-// Each rank owns one window; its peers map it. Layout of rank R's window for
-// nranks peers (offsets from the window base):
+// Each rank owns one window; its peers map it. A window holds C channels
+// (independent pipelines: the CUDA executor runs one block per channel and
+// gives each a part of every step; the host executor uses one). Layout of rank
+// R's window for n peers (offsets from the window base, c = channel):
 //
-//   0                    WindowHeader (checked by every peer that maps it)
-//   kLine * (1 + p)      ready[p]:  u64, written by peer p: slices p has posted into R's slots[p]
-//   kLine * (1+n + p)    credit[p]: u64, written by peer p: slices p has consumed of those R posted to p
-//   slotsBase()          slots[p][k]: nslots slots of slotBytes for the connection p -> R
+//   0                        WindowHeader (checked by every peer that maps it)
+//   kLine * (1 + c*n + p)    ready[c][p]:  u64, written by peer p: slices p has posted into R's slots[c][p]
+//   kLine * (1 + C*n + c*n + p)  credit[c][p]: u64, written by peer p: slices p has consumed of those R posted to p
+//   slotsBase()              slots[c][p][k]: nslots slots of slotBytes for the connection p -> R
 //
 // Each flag sits on its own cache line, and every rank polls only flags in its
 // own window (a sender waits on credit[q] in its window; a receiver on
@@ -28,7 +30,7 @@
 
 namespace collie {
 
-constexpr uint64_t kWindowMagic = 0x636f6c6c69657731ull;  // "colliew1"
+constexpr uint64_t kWindowMagic = 0x636f6c6c69657732ull;  // "colliew2"
 constexpr uint64_t kLine = 64;
 
 struct WindowHeader {
@@ -36,25 +38,51 @@ struct WindowHeader {
   uint32_t nranks;
   uint32_t nslots;
   uint64_t slotBytes;
+  uint32_t nchannels;
+  uint32_t reserved;
 };
 
 struct WindowLayout {
   uint32_t nranks = 1;
   uint32_t nslots = 4;
   uint64_t slotBytes = 1 << 18;
+  uint32_t nchannels = 1;
 
-  COLLIE_HD uint64_t readyOffset(int peer) const { return kLine * (1 + static_cast<uint64_t>(peer)); }
-  COLLIE_HD uint64_t creditOffset(int peer) const { return kLine * (1 + nranks + static_cast<uint64_t>(peer)); }
+  COLLIE_HD uint64_t connection(int channel, int peer) const {
+    return static_cast<uint64_t>(channel) * nranks + static_cast<uint64_t>(peer);
+  }
+  COLLIE_HD uint64_t readyOffset(int channel, int peer) const { return kLine * (1 + connection(channel, peer)); }
+  COLLIE_HD uint64_t creditOffset(int channel, int peer) const {
+    return kLine * (1 + static_cast<uint64_t>(nchannels) * nranks + connection(channel, peer));
+  }
   COLLIE_HD uint64_t slotsBase() const {
-    const uint64_t end = kLine * (1 + 2 * static_cast<uint64_t>(nranks));
+    const uint64_t end = kLine * (1 + 2 * static_cast<uint64_t>(nchannels) * nranks);
     return (end + 4095) & ~uint64_t{4095};
   }
-  /// The slot of connection peer -> owner that carries slice number `seq`.
-  COLLIE_HD uint64_t slotOffset(int peer, uint64_t seq) const {
-    return slotsBase() + (static_cast<uint64_t>(peer) * nslots + seq % nslots) * slotBytes;
+  /// The slot of connection peer -> owner on `channel` that carries slice number `seq`.
+  COLLIE_HD uint64_t slotOffset(int channel, int peer, uint64_t seq) const {
+    return slotsBase() + (connection(channel, peer) * nslots + seq % nslots) * slotBytes;
   }
-  COLLIE_HD uint64_t totalBytes() const { return slotsBase() + static_cast<uint64_t>(nranks) * nslots * slotBytes; }
+  COLLIE_HD uint64_t totalBytes() const {
+    return slotsBase() + static_cast<uint64_t>(nchannels) * nranks * nslots * slotBytes;
+  }
 };
+
+/// The part of a step's `count` elements that channel `c` of `nchannels` moves:
+/// equal parts rounded up to `align` elements (16-byte vectors on the GPU), so
+/// sender and receiver, which split the same count, agree on every boundary.
+/// A part is never larger than ceil(count / nchannels) rounded up to `align`.
+struct ChannelPart {
+  uint64_t offset;
+  uint64_t count;
+};
+COLLIE_HD ChannelPart channelPart(uint64_t count, int c, int nchannels, uint64_t align) {
+  uint64_t per = (count + static_cast<uint64_t>(nchannels) - 1) / static_cast<uint64_t>(nchannels);
+  per = (per + align - 1) / align * align;
+  const uint64_t lo = per * static_cast<uint64_t>(c) < count ? per * static_cast<uint64_t>(c) : count;
+  const uint64_t hi = lo + per < count ? lo + per : count;
+  return ChannelPart{lo, hi - lo};
+}
 
 /// A sender may fill its next slot.
 COLLIE_HD bool slotFree(uint64_t posted, uint64_t credit, uint32_t nslots) { return posted - credit < nslots; }

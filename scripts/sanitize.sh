@@ -24,6 +24,8 @@ start=$(date +%s)
 "$build/tests/collectives_test" --gtest_brief=1 --gtest_filter='*/n3:*/n5_tinyslots:Collectives.*'
 # Send/recv, groups (one thread per communicator at GroupEnd) and all-to-all-v.
 "$build/tests/p2p_test" --gtest_brief=1
+# The same with each step split across 3 channels (the GPU's plan for all-to-all-v and send/recv).
+COLLIE_CHANNELS=3 COLLIE_SLOT_BYTES=4096 COLLIE_SLOTS=2 "$build/tests/p2p_test" --gtest_brief=1
 # Every algorithm once, with tiny slots: full FIFOs and many rounds.
-"$build/tests/algorithms_api_test" --gtest_brief=1 --gtest_filter='*tinyslots'
+"$build/tests/algorithms_api_test" --gtest_brief=1 --gtest_filter='*tinyslots*'
 echo "thread sanitizer: clean in $(( $(date +%s) - start )) s"

@@ -1,5 +1,7 @@
 #include "common/collective_case.h"
 
+#include <cuda_runtime.h>
+
 #include <cstring>
 
 #include "common/rank_threads.h"
@@ -9,8 +11,67 @@
 namespace collie {
 namespace test {
 
+namespace {
+
+// Mirrors every rank's host buffers on the GPU, runs the call there (one
+// stream per rank), and copies the buffers back, so the host checks apply
+// unchanged. send/recv point into in/out; their device twins keep the offsets.
+std::string runOnDevice(const Comms& comms, Coll coll, collieDataType_t type, collieRedOp_t op, size_t count, int root,
+                        std::vector<std::vector<char>>& in, std::vector<std::vector<char>>& out,
+                        const std::vector<char*>& send, const std::vector<char*>& recv,
+                        std::vector<collieResult_t>* rc) {
+  const int n = comms.size();
+  std::vector<char*> din(n, nullptr), dout(n, nullptr);
+  std::vector<cudaStream_t> streams(n, nullptr);
+  std::string err;
+  auto check = [&](cudaError_t e, const char* what) {
+    if (e != cudaSuccess && err.empty()) err = std::string(what) + ": " + cudaGetErrorString(e);
+    return e == cudaSuccess;
+  };
+  auto twin = [&](int r, char* p) -> void* {
+    if (p >= in[r].data() && p <= in[r].data() + in[r].size()) return din[r] + (p - in[r].data());
+    return dout[r] + (p - out[r].data());
+  };
+  for (int r = 0; r < n && err.empty(); ++r) {
+    int device = 0;
+    collieCommCuDevice(comms[r], &device);
+    check(cudaSetDevice(device), "cudaSetDevice");
+    check(cudaMalloc(&din[r], in[r].size()), "cudaMalloc") && check(cudaMalloc(&dout[r], out[r].size()), "cudaMalloc");
+    check(cudaMemcpy(din[r], in[r].data(), in[r].size(), cudaMemcpyHostToDevice), "cudaMemcpy");
+    check(cudaMemcpy(dout[r], out[r].data(), out[r].size(), cudaMemcpyHostToDevice), "cudaMemcpy");
+    check(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+  if (err.empty()) {
+    onRanks(n, [&](int r) {
+      int device = 0;
+      collieCommCuDevice(comms[r], &device);
+      cudaSetDevice(device);
+      void* s = count ? twin(r, send[r]) : nullptr;
+      void* d = count ? twin(r, recv[r]) : nullptr;
+      (*rc)[r] = collie::test::callCollective(coll, s, d, count, type, op, root, comms[r], streams[r]);
+      if ((*rc)[r] == collieSuccess) cudaStreamSynchronize(streams[r]);
+    });
+  }
+  for (int r = 0; r < n; ++r) {
+    if (err.empty()) {
+      check(cudaMemcpy(in[r].data(), din[r], in[r].size(), cudaMemcpyDeviceToHost), "cudaMemcpy back");
+      check(cudaMemcpy(out[r].data(), dout[r], out[r].size(), cudaMemcpyDeviceToHost), "cudaMemcpy back");
+      collieResult_t async = collieSuccess;
+      collieCommGetAsyncError(comms[r], &async);
+      if (async != collieSuccess && err.empty())
+        err = "rank " + std::to_string(r) + " async error: " + collieGetLastError(comms[r]);
+    }
+    if (streams[r]) cudaStreamDestroy(streams[r]);
+    cudaFree(din[r]);
+    cudaFree(dout[r]);
+  }
+  return err;
+}
+
+}  // namespace
+
 std::string runCollectiveCase(const Comms& comms, Coll coll, collieDataType_t type, collieRedOp_t op, size_t count,
-                              bool inPlace, int root, uint64_t seed) {
+                              bool inPlace, int root, uint64_t seed, Memory memory) {
   const int n = comms.size();
   const size_t es = collie::typeSize(type), block = count * es;
   const size_t inCount = collie::test::collInputCount(coll, n, count);
@@ -50,11 +111,16 @@ std::string runCollectiveCase(const Comms& comms, Coll coll, collieDataType_t ty
   const std::vector<std::vector<char>> inCopy = in;  // out-of-place must leave sendbuff alone
   const std::vector<std::vector<char>> outBefore = out;
   std::vector<collieResult_t> rc(n);
-  onRanks(n, [&](int r) {
-    void* s = count ? send[r] : nullptr;
-    void* d = count ? recv[r] : nullptr;
-    rc[r] = collie::test::callCollective(coll, s, d, count, type, op, root, comms[r]);
-  });
+  if (memory == Memory::kDevice) {
+    std::string err = runOnDevice(comms, coll, type, op, count, root, in, out, send, recv, &rc);
+    if (!err.empty()) return err;
+  } else {
+    onRanks(n, [&](int r) {
+      void* s = count ? send[r] : nullptr;
+      void* d = count ? recv[r] : nullptr;
+      rc[r] = collie::test::callCollective(coll, s, d, count, type, op, root, comms[r]);
+    });
+  }
   for (int r = 0; r < n; ++r) {
     if (rc[r] != collieSuccess) return "rank " + std::to_string(r) + ": " + collieGetLastError(comms[r]);
     // In place, the output holds the input (scatter/reduce-scatter) or the input

@@ -18,6 +18,11 @@ namespace test {
 
 namespace {
 
+// Collie's host tests pass host buffers. On a machine with a GPU the default
+// backend is CUDA, so these tests ask for the host one unless the environment
+// already names a backend; tests/gpu choose theirs in the config.
+const bool kHostBackendByDefault = [] { return setenv("COLLIE_DEVICE", "host", 0) == 0; }();
+
 bool isFloat(collieDataType_t t) {
   return t == collieFloat16 || t == collieFloat32 || t == collieFloat64 || t == collieBfloat16 ||
          t == collieFloat8e4m3 || t == collieFloat8e5m2;
@@ -295,24 +300,24 @@ void referenceCollective(Coll c, collieDataType_t type, collieRedOp_t op, const 
 }
 
 collieResult_t callCollective(Coll c, const void* send, void* recv, size_t count, collieDataType_t type,
-                              collieRedOp_t op, int root, collieComm_t comm) {
+                              collieRedOp_t op, int root, collieComm_t comm, collieStream_t stream) {
   switch (c) {
     case Coll::kAllReduce:
-      return collieAllReduce(send, recv, count, type, op, comm, nullptr);
+      return collieAllReduce(send, recv, count, type, op, comm, stream);
     case Coll::kReduceScatter:
-      return collieReduceScatter(send, recv, count, type, op, comm, nullptr);
+      return collieReduceScatter(send, recv, count, type, op, comm, stream);
     case Coll::kAllGather:
-      return collieAllGather(send, recv, count, type, comm, nullptr);
+      return collieAllGather(send, recv, count, type, comm, stream);
     case Coll::kBroadcast:
-      return collieBroadcast(send, recv, count, type, root, comm, nullptr);
+      return collieBroadcast(send, recv, count, type, root, comm, stream);
     case Coll::kReduce:
-      return collieReduce(send, recv, count, type, op, root, comm, nullptr);
+      return collieReduce(send, recv, count, type, op, root, comm, stream);
     case Coll::kAllToAll:
-      return collieAllToAll(send, recv, count, type, comm, nullptr);
+      return collieAllToAll(send, recv, count, type, comm, stream);
     case Coll::kGather:
-      return collieGather(send, recv, count, type, root, comm, nullptr);
+      return collieGather(send, recv, count, type, root, comm, stream);
     case Coll::kScatter:
-      return collieScatter(send, recv, count, type, root, comm, nullptr);
+      return collieScatter(send, recv, count, type, root, comm, stream);
   }
   return collieInternalError;
 }

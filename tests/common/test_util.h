@@ -45,7 +45,7 @@ void referenceCollective(Coll c, collieDataType_t type, collieRedOp_t op, const 
 
 /// Calls collective `c` through the public API with the arguments it takes.
 collieResult_t callCollective(Coll c, const void* send, void* recv, size_t count, collieDataType_t type,
-                              collieRedOp_t op, int root, collieComm_t comm);
+                              collieRedOp_t op, int root, collieComm_t comm, collieStream_t stream = nullptr);
 
 /// Fills bytes with a pattern no correct result has in all elements.
 void poison(void* buf, size_t bytes);

@@ -13,6 +13,7 @@
 
 #include "algorithms/registry.h"
 #include "collie.h"
+#include "common/coll_map.h"
 #include "common/collective_case.h"
 #include "common/rank_threads.h"
 #include "common/test_util.h"
@@ -20,45 +21,14 @@
 
 namespace {
 
-using collie::Collective;
 using collie::test::Coll;
 using collie::test::ScopedEnv;
-
-bool toColl(Collective c, Coll* out) {
-  switch (c) {
-    case Collective::kAllReduce:
-      *out = Coll::kAllReduce;
-      return true;
-    case Collective::kReduceScatter:
-      *out = Coll::kReduceScatter;
-      return true;
-    case Collective::kAllGather:
-      *out = Coll::kAllGather;
-      return true;
-    case Collective::kBroadcast:
-      *out = Coll::kBroadcast;
-      return true;
-    case Collective::kReduce:
-      *out = Coll::kReduce;
-      return true;
-    case Collective::kAllToAll:
-      *out = Coll::kAllToAll;
-      return true;
-    case Collective::kGather:
-      *out = Coll::kGather;
-      return true;
-    case Collective::kScatter:
-      *out = Coll::kScatter;
-      return true;
-    default:
-      return false;  // all-to-all-v and send/recv have their own tests
-  }
-}
 
 struct Param {
   const collie::AlgorithmInfo* algo;
   int nranks;
   bool tinySlots;  // 4 KiB slots, 2 per connection: many rounds, full FIFOs
+  int channels;    // > 1: the GPU's channel split, run on the host
 };
 
 class AlgorithmsApiTest : public ::testing::TestWithParam<Param> {};
@@ -66,12 +36,14 @@ class AlgorithmsApiTest : public ::testing::TestWithParam<Param> {};
 TEST_P(AlgorithmsApiTest, ExactForTypesOpsCountsPlacementsRoots) {
   const Param p = GetParam();
   Coll coll;
-  ASSERT_TRUE(toColl(p.algo->collective, &coll));
+  ASSERT_TRUE(collie::test::toColl(p.algo->collective, &coll));
   const uint64_t seed = collie::test::testSeed();
   const std::string spec = std::string(collie::collectiveName(p.algo->collective)) + ":" + p.algo->name;
   ScopedEnv algo("COLLIE_ALGO", spec.c_str());
   ScopedEnv slotBytes("COLLIE_SLOT_BYTES", p.tinySlots ? "4096" : nullptr);
   ScopedEnv slots("COLLIE_SLOTS", p.tinySlots ? "2" : nullptr);
+  const std::string channels = std::to_string(p.channels);
+  ScopedEnv channelsEnv("COLLIE_CHANNELS", p.channels > 1 ? channels.c_str() : nullptr);
   collie::test::Comms comms(p.nranks);
   ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
   const size_t several = p.tinySlots ? 3 * 1024 + 5 : 65537;  // more than one round for every type
@@ -109,16 +81,18 @@ std::vector<Param> params() {
   std::vector<Param> v;
   for (const collie::AlgorithmInfo& a : collie::algorithms()) {
     Coll unused;
-    if (!toColl(a.collective, &unused)) continue;
-    for (int n : {1, 2, 3, 4, 5, 7, 8}) v.push_back({&a, n, false});
-    v.push_back({&a, 6, true});
+    if (!collie::test::toColl(a.collective, &unused)) continue;
+    for (int n : {1, 2, 3, 4, 5, 7, 8}) v.push_back({&a, n, false, 1});
+    v.push_back({&a, 6, true, 1});
+    v.push_back({&a, 5, true, 3});
   }
   return v;
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, AlgorithmsApiTest, ::testing::ValuesIn(params()), [](const auto& info) {
   return std::string(collie::collectiveName(info.param.algo->collective)) + "_" + info.param.algo->name + "_n" +
-         std::to_string(info.param.nranks) + (info.param.tinySlots ? "_tinyslots" : "");
+         std::to_string(info.param.nranks) + (info.param.tinySlots ? "_tinyslots" : "") +
+         (info.param.channels > 1 ? "_" + std::to_string(info.param.channels) + "channels" : "");
 });
 
 }  // namespace

@@ -1,0 +1,106 @@
+// The CUDA backend's part of communicator init and destroy: the device window
+// geometry, the windows themselves (transport/cuda_ipc), the CUDA executor
+// and the barrier byte. Kept apart from comm.cc so the host path reads alone.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/comm.h"
+#include "core/env.h"
+#include "core/log.h"
+#include "executor/cuda_executor.h"
+#include "transport/bootstrap/bootstrap.h"
+#include "transport/cuda_ipc/device_windows.h"
+
+namespace collie {
+
+namespace {
+
+// Ranks that share this rank's GPU (several ranks per GPU is supported: it is
+// how one GPU tests everything). Every rank computes the same maximum.
+int ranksPerDevice(const collieComm* comm) {
+  int most = 1;
+  for (const PeerInfo& a : comm->peers) {
+    int same = 0;
+    for (const PeerInfo& b : comm->peers)
+      same += strncmp(a.hostId, b.hostId, sizeof(a.hostId)) == 0 && a.cudaDevice == b.cudaDevice;
+    most = std::max(most, same);
+  }
+  return most;
+}
+
+// Device window geometry from the environment, identical on every rank given
+// the same environment and GPU model (checked against each peer's header).
+// Channels: enough blocks in all to keep about half the GPU's SMs moving
+// data, at most 16 per rank. Slots shrink so the window stays within
+// COLLIE_DEVICE_WINDOW_BYTES (default 32 MiB per rank, whatever the rank count).
+Status deviceLayout(const collieComm* comm, WindowLayout* layout) {
+  int sms = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, comm->cudaDevice) != cudaSuccess) {
+    (void)cudaGetLastError();
+    sms = 32;
+  }
+  bool bad = false;
+  const int64_t fallback = std::clamp<int64_t>(sms / (2 * ranksPerDevice(comm)), 1, 16);
+  const int64_t channels = env::getInt("COLLIE_CHANNELS", fallback, &bad);
+  if (bad || channels < 1 || channels > kMaxChannels)
+    return Status::error(collieInvalidArgument, "COLLIE_CHANNELS must be 1..%d", kMaxChannels);
+  const int64_t slots = env::getInt("COLLIE_SLOTS", 4, &bad);
+  if (bad || slots < 2 || slots > 64) return Status::error(collieInvalidArgument, "COLLIE_SLOTS must be 2..64");
+  const int64_t slotBytes = env::getInt("COLLIE_SLOT_BYTES", 1 << 18, &bad);
+  if (bad || slotBytes < 4096 || slotBytes > (1 << 26))
+    return Status::error(collieInvalidArgument, "COLLIE_SLOT_BYTES must be 4096..64 MiB");
+  const int64_t bound = env::getInt("COLLIE_DEVICE_WINDOW_BYTES", 32 << 20, &bad);
+  if (bad || bound < 4096) return Status::error(collieInvalidArgument, "COLLIE_DEVICE_WINDOW_BYTES must be >= 4096");
+  int64_t fit = bound / (static_cast<int64_t>(comm->nranks) * slots * channels);
+  fit = std::max<int64_t>(4096, fit & ~int64_t{4095});
+  layout->nranks = static_cast<uint32_t>(comm->nranks);
+  layout->nslots = static_cast<uint32_t>(slots);
+  layout->nchannels = static_cast<uint32_t>(channels);
+  layout->slotBytes = static_cast<uint64_t>(std::min(slotBytes, fit)) & ~uint64_t{15};
+  return Status();
+}
+
+}  // namespace
+
+Status setupCudaBackend(collieComm* comm, const InitOptions& options) {
+  WindowLayout layout;
+  COLLIE_RETURN_IF_ERROR(deviceLayout(comm, &layout));
+  COLLIE_RETURN_IF_ERROR(DeviceWindows::create(comm->bootstrap.get(), comm->peers, comm->cudaDevice,
+                                               layout.totalBytes(), &comm->deviceWindows));
+  std::unique_ptr<CudaExecutor> exec;
+  COLLIE_RETURN_IF_ERROR(
+      CudaExecutor::create(comm->rank, comm->cudaDevice, layout, *comm->deviceWindows, options.timeoutSec, &exec));
+  COLLIE_RETURN_IF_ERROR(exec->initWindow());
+  COLLIE_RETURN_IF_ERROR(comm->bootstrap->barrier());
+  COLLIE_RETURN_IF_ERROR(exec->checkPeers());
+  if (cudaMalloc(&comm->deviceToken, 16) != cudaSuccess || cudaMemset(comm->deviceToken, 0, 16) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Status::error(collieUnhandledCudaError, "cudaMalloc of the barrier byte failed");
+  }
+  comm->deviceFootprint = layout.totalBytes() + exec->deviceExtraBytes() + 16;
+  comm->topology.slotBytes = layout.slotBytes;
+  comm->topology.slots = layout.nslots;
+  COLLIE_INFO(
+      "comm rank %d/%d ready: cuda backend on device %d, %u channels x %u slots x %llu bytes per peer, device "
+      "footprint %zu bytes (%d peer windows through cudaIpc)",
+      comm->rank, comm->nranks, comm->cudaDevice, layout.nchannels, layout.nslots,
+      static_cast<unsigned long long>(layout.slotBytes), comm->deviceFootprint, comm->deviceWindows->ipcPeers());
+  comm->executor = std::move(exec);
+  return Status();
+}
+
+void teardownCudaBackend(collieComm* comm) {
+  // No barrier with the peers: every launch ends only when its slices have all
+  // been consumed (DevicePrims::drain), so after our last launch (the executor
+  // waited for it) no peer writes into our window any more.
+  if (comm->deviceToken != nullptr) {
+    if (comm->cudaDevice >= 0) (void)cudaSetDevice(comm->cudaDevice);
+    (void)cudaFree(comm->deviceToken);
+    comm->deviceToken = nullptr;
+  }
+  comm->deviceWindows.reset();
+}
+
+}  // namespace collie

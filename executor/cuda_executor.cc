@@ -1,0 +1,290 @@
+#include "executor/cuda_executor.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+
+#include "core/hash.h"
+#include "core/log.h"
+#include "transport/cuda_ipc/device_windows.h"
+
+namespace collie {
+
+namespace {
+
+Status cudaStatus(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return Status();
+  (void)cudaGetLastError();
+  return Status::error(collieUnhandledCudaError, "%s failed: %s", what, cudaGetErrorString(e));
+}
+
+// Runs the rest of the scope on `device`, then restores the caller's current
+// device: users drive several communicators (devices) from one thread.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    if (previous_ != device) (void)cudaSetDevice(device);
+  }
+  ~DeviceGuard() {
+    int now = -1;
+    if (previous_ >= 0 && cudaGetDevice(&now) == cudaSuccess && now != previous_) (void)cudaSetDevice(previous_);
+  }
+
+ private:
+  int previous_ = -1;
+};
+
+// Allocations and uploads may happen while the caller's stream is being
+// captured into a graph. They are not part of the captured work, so this
+// thread switches to relaxed capture mode for their duration (what CUDA
+// requires for such calls during a global-mode capture).
+class RelaxedCapture {
+ public:
+  RelaxedCapture() { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~RelaxedCapture() { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
+}  // namespace
+
+Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, const DeviceWindows& windows,
+                            double timeoutSec, std::unique_ptr<CudaExecutor>* out) {
+  std::unique_ptr<CudaExecutor> e(new CudaExecutor());
+  e->rank_ = rank;
+  e->device_ = device;
+  e->layout_ = layout;
+  e->timeoutSec_ = timeoutSec;
+  DeviceGuard guard(device);
+  COLLIE_RETURN_IF_ERROR(cudaStatus(static_cast<cudaError_t>(preloadProgramKernels()), "loading the program kernels"));
+  const size_t n = layout.nranks;
+  e->windows_.resize(n);
+  for (size_t r = 0; r < n; ++r) e->windows_[r] = windows.window(static_cast<int>(r));
+  void* p = nullptr;
+  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&p, n * sizeof(uint8_t*)), "cudaMalloc of the window table"));
+  e->deviceWindows_ = static_cast<uint8_t**>(p);
+  COLLIE_RETURN_IF_ERROR(cudaStatus(
+      cudaMemcpy(e->deviceWindows_, e->windows_.data(), n * sizeof(uint8_t*), cudaMemcpyHostToDevice), "cudaMemcpy"));
+  const size_t counterBytes = 2 * sizeof(uint64_t) * layout.nchannels * n;
+  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&p, counterBytes + 64), "cudaMalloc of the flag counters"));
+  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMemset(p, 0, counterBytes + 64), "cudaMemset"));
+  e->counters_ = static_cast<uint64_t*>(p);
+  e->failed_ = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(p) + counterBytes);
+  e->extraBytes_ = n * sizeof(uint8_t*) + counterBytes + 64;
+  COLLIE_RETURN_IF_ERROR(
+      cudaStatus(cudaHostAlloc(&p, sizeof(DeviceStatus), cudaHostAllocMapped | cudaHostAllocPortable),
+                 "cudaHostAlloc of the status block"));
+  e->status_ = static_cast<DeviceStatus*>(p);
+  memset(p, 0, sizeof(DeviceStatus));
+  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaHostGetDevicePointer(&p, e->status_, 0), "cudaHostGetDevicePointer"));
+  e->statusDevice_ = static_cast<DeviceStatus*>(p);
+  cudaEvent_t done;
+  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate"));
+  e->lastDone_ = done;
+  cudaStream_t upload;
+  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamCreateWithFlags(&upload, cudaStreamNonBlocking), "cudaStreamCreate"));
+  e->uploadStream_ = upload;
+  *out = std::move(e);
+  return Status();
+}
+
+CudaExecutor::~CudaExecutor() {
+  DeviceGuard guard(device_);
+  // Kernels still running use everything below; each wait in them is bounded.
+  if (launched_) (void)cudaEventSynchronize(static_cast<cudaEvent_t>(lastDone_));
+  for (auto& p : programs_) (void)cudaFree(p.second.device);
+  for (void* s : scratch_) (void)cudaFree(s);
+  if (uploadStream_ != nullptr) (void)cudaStreamDestroy(static_cast<cudaStream_t>(uploadStream_));
+  if (lastDone_ != nullptr) (void)cudaEventDestroy(static_cast<cudaEvent_t>(lastDone_));
+  if (status_ != nullptr) (void)cudaFreeHost(status_);
+  if (counters_ != nullptr) (void)cudaFree(counters_);
+  if (deviceWindows_ != nullptr) (void)cudaFree(deviceWindows_);
+  (void)cudaGetLastError();
+}
+
+Status CudaExecutor::initWindow() {
+  DeviceGuard guard(device_);
+  WindowHeader h{kWindowMagic, layout_.nranks, layout_.nslots, layout_.slotBytes, layout_.nchannels, 0};
+  return cudaStatus(cudaMemcpy(windows_[static_cast<size_t>(rank_)], &h, sizeof(h), cudaMemcpyHostToDevice),
+                    "writing the window header");
+}
+
+Status CudaExecutor::checkPeers() const {
+  DeviceGuard guard(device_);
+  for (size_t r = 0; r < windows_.size(); ++r) {
+    WindowHeader h;
+    COLLIE_RETURN_IF_ERROR(
+        cudaStatus(cudaMemcpy(&h, windows_[r], sizeof(h), cudaMemcpyDeviceToHost), "reading a peer's window header"));
+    if (h.magic != kWindowMagic || h.nranks != layout_.nranks || h.nslots != layout_.nslots ||
+        h.slotBytes != layout_.slotBytes || h.nchannels != layout_.nchannels)
+      return Status::error(collieInvalidUsage,
+                           "rank %zu's device window has %u channels x %u slots of %llu bytes, rank %d's %u x %u of "
+                           "%llu: set COLLIE_CHANNELS / COLLIE_SLOTS / COLLIE_SLOT_BYTES alike on all ranks",
+                           r, h.nchannels, h.nslots, static_cast<unsigned long long>(h.slotBytes), rank_,
+                           layout_.nchannels, layout_.nslots, static_cast<unsigned long long>(layout_.slotBytes));
+  }
+  return Status();
+}
+
+Status CudaExecutor::programOnDevice(const Program& program, const Step** out) {
+  // Programs too long to travel in the launch parameters (many ranks, or
+  // all-to-all-v) are uploaded once and found again by their bytes: a
+  // program's steps never change, and the cache keeps capture-safe addresses.
+  const size_t bytes = program.steps.size() * sizeof(Step);
+  const uint64_t key = fnv1a(program.steps.data(), bytes);
+  auto it = programs_.find(key);
+  if (it != programs_.end() && it->second.host.size() == program.steps.size() &&
+      memcmp(it->second.host.data(), program.steps.data(), bytes) == 0) {
+    *out = it->second.device;
+    return Status();
+  }
+  RelaxedCapture relaxed;
+  void* p = nullptr;
+  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&p, bytes), "cudaMalloc of a program"));
+  cudaStream_t upload = static_cast<cudaStream_t>(uploadStream_);
+  Status st = cudaStatus(cudaMemcpyAsync(p, program.steps.data(), bytes, cudaMemcpyHostToDevice, upload),
+                         "uploading a program");
+  if (st.ok()) st = cudaStatus(cudaStreamSynchronize(upload), "uploading a program");
+  if (!st.ok()) {
+    (void)cudaFree(p);
+    return st;
+  }
+  if (it != programs_.end()) {
+    // A different program with the same hash: keep the old one alive (a
+    // launch may still read it) under a key no lookup will match.
+    programs_.emplace(~key ^ reinterpret_cast<uint64_t>(it->second.device), std::move(it->second));
+    programs_.erase(it);
+  }
+  UploadedProgram& u = programs_[key];
+  u.device = static_cast<Step*>(p);
+  u.host = program.steps;
+  extraBytes_ += bytes;
+  *out = u.device;
+  return Status();
+}
+
+Status CudaExecutor::scratchFor(size_t bytes, void** out) {
+  if (bytes > scratchBytes_) {
+    // Grown, never shrunk or freed early: launches still queued may use the
+    // old buffer, so it lives until the communicator does.
+    RelaxedCapture relaxed;
+    void* p = nullptr;
+    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&p, bytes), "cudaMalloc of scratch"));
+    scratch_.push_back(p);
+    scratchBytes_ = bytes;
+    extraBytes_ += bytes;
+  }
+  *out = scratch_.empty() ? nullptr : scratch_.back();
+  return Status();
+}
+
+Status CudaExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& args) {
+  std::lock_guard<std::mutex> lock(mu_);
+  COLLIE_RETURN_IF_ERROR(asyncStatus());
+  if (work.empty()) return Status();
+  DeviceGuard guard(device_);
+  const size_t es = typeSize(args.type);
+  KernelArgs a;
+  // The distinct programs (at most kMaxPrograms), inline while they fit.
+  const Program* programs[kMaxPrograms] = {nullptr, nullptr};
+  int nprograms = 0, inlineUsed = 0;
+  uint64_t scratchCount = 0, totalSteps = 0;
+  for (size_t c = 0; c < static_cast<size_t>(kMaxChannels); ++c) {
+    a.channelProgram[c] = -1;
+    a.channelOffset[c] = 0;
+  }
+  for (size_t c = 0; c < work.size(); ++c) {
+    const Program* p = work[c].program;
+    int index = 0;
+    while (index < nprograms && programs[index] != p) ++index;
+    if (index == nprograms) {
+      if (nprograms == kMaxPrograms)
+        return Status::error(collieInternalError, "a launch carries more than %d distinct programs", kMaxPrograms);
+      programs[nprograms++] = p;
+      scratchCount = std::max(scratchCount, p->scratchCount);
+      totalSteps += p->steps.size();
+    }
+    a.channelProgram[c] = static_cast<int8_t>(index);
+    a.channelOffset[c] = work[c].offset;
+  }
+  if (totalSteps == 0) return Status();
+  for (int p = 0; p < nprograms; ++p) {
+    const std::vector<Step>& steps = programs[p]->steps;
+    a.nsteps[p] = static_cast<int>(steps.size());
+    if (inlineUsed + steps.size() <= static_cast<size_t>(kInlineSteps)) {
+      memcpy(a.inlineSteps + inlineUsed, steps.data(), steps.size() * sizeof(Step));
+      a.inlineAt[p] = inlineUsed;
+      inlineUsed += static_cast<int>(steps.size());
+    } else {
+      COLLIE_RETURN_IF_ERROR(programOnDevice(*programs[p], &a.steps[p]));
+    }
+  }
+  if (args.splitSteps) {
+    // One program on every channel, each moving its part of each step.
+    for (size_t c = 0; c < layout_.nchannels; ++c) a.channelProgram[c] = 0;
+    a.splitSteps = 1;
+  }
+  // Channels run at once, so each has scratch of its own.
+  a.scratchPerChannel = (scratchCount * es + 255) & ~size_t{255};
+  if (a.scratchPerChannel > 0) COLLIE_RETURN_IF_ERROR(scratchFor(a.scratchPerChannel * layout_.nchannels, &a.bufs[2]));
+  a.rank = rank_;
+  a.divisor = args.divisor;
+  a.seq = args.seq;
+  a.bufs[0] = const_cast<void*>(args.input);
+  a.bufs[1] = args.output;
+  a.windows = deviceWindows_;
+  a.counters = counters_;
+  a.failed = failed_;
+  a.status = statusDevice_;
+  a.layout = layout_;
+  a.timeoutNs = static_cast<uint64_t>(timeoutSec_ * 1e9);
+
+  cudaStream_t stream = static_cast<cudaStream_t>(args.stream);
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing"));
+  // Another stream than last time: order after the previous launch. (Inside a
+  // capture the caller orders its streams; an event from outside the graph
+  // cannot be waited on there.)
+  if (launched_ && args.stream != lastStream_ && capture == cudaStreamCaptureStatusNone)
+    COLLIE_RETURN_IF_ERROR(
+        cudaStatus(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(lastDone_), 0), "cudaStreamWaitEvent"));
+  const int rc = launchProgram(a, args.type, args.op, args.stream);
+  if (rc != 0) return cudaStatus(static_cast<cudaError_t>(rc), "launching the program kernel");
+  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(static_cast<cudaEvent_t>(lastDone_), stream), "cudaEventRecord"));
+  lastStream_ = args.stream;
+  launched_ = true;
+  return Status();
+}
+
+Status CudaExecutor::localCopy(void* dst, const void* src, size_t bytes, collieStream_t stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (dst == src || bytes == 0) return Status();
+  DeviceGuard guard(device_);
+  return cudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)),
+                    "cudaMemcpyAsync of a send to self");
+}
+
+void CudaExecutor::abort() {
+  if (status_ != nullptr) status_->abort = 1;
+}
+
+Status CudaExecutor::asyncStatus() const {
+  if (status_ == nullptr || status_->code == 0) return Status();
+  const collieResult_t code = static_cast<collieResult_t>(status_->code);
+  return Status::error(code, "rank %d waiting on rank %d at step %d (channel %d) of collective #%llu %s", rank_,
+                       static_cast<int>(status_->peer), static_cast<int>(status_->step),
+                       static_cast<int>(status_->channel), static_cast<unsigned long long>(status_->seq),
+                       code == collieTimeout ? "timed out on the GPU" : "was aborted");
+}
+
+Status CudaExecutor::synchronize() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!launched_) return Status();
+  DeviceGuard guard(device_);
+  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventSynchronize(static_cast<cudaEvent_t>(lastDone_)), "cudaEventSynchronize"));
+  return asyncStatus();
+}
+
+}  // namespace collie

@@ -1,0 +1,83 @@
+// The CUDA executor: enqueues a rank's Program on the caller's stream as one
+// kernel launch (one block per channel) over the device windows of
+// transport/cuda_ipc. The step sequencing is the host executor's
+// (executor/step_runner.h); only the primitives differ (kernels/).
+//
+// Ordering: a communicator's launches must run one after another, because
+// each continues the flag counters the previous one left in device memory.
+// Launches on one stream are ordered by the stream; when a call comes on
+// another stream, that stream first waits for the previous launch.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "executor/executor.h"
+#include "executor/protocol.h"
+#include "kernels/launch.h"
+
+namespace collie {
+
+class DeviceWindows;
+
+class CudaExecutor : public Executor {
+ public:
+  /// `windows` must outlive the executor; `device` is the communicator's GPU.
+  static Status create(int rank, int device, const WindowLayout& layout, const DeviceWindows& windows,
+                       double timeoutSec, std::unique_ptr<CudaExecutor>* out);
+  ~CudaExecutor() override;
+
+  /// Writes our window header (device memory); peers check it with checkPeers().
+  Status initWindow();
+  Status checkPeers() const;
+
+  Status run(const std::vector<ChannelWork>& work, const ExecArgs& args) override;
+  int channels() const override { return static_cast<int>(layout_.nchannels); }
+  uint64_t roundElems(size_t typeSize) const override { return layout_.nchannels * (layout_.slotBytes / typeSize); }
+  void setTimeout(double seconds) override { timeoutSec_ = seconds; }
+
+  Status localCopy(void* dst, const void* src, size_t bytes, collieStream_t stream) override;
+  /// Makes every wait of running and future launches give up.
+  void abort() override;
+  /// The first failure a kernel recorded (rank, peer, step), or OK.
+  Status asyncStatus() const override;
+  /// Waits for the communicator's last launch.
+  Status synchronize() override;
+  /// Device bytes this rank holds beyond its window (counters, programs, scratch).
+  size_t deviceExtraBytes() const { return extraBytes_; }
+
+ private:
+  CudaExecutor() = default;
+  Status programOnDevice(const Program& program, const Step** out);
+  Status scratchFor(size_t bytes, void** out);
+
+  int rank_ = 0;
+  int device_ = -1;
+  WindowLayout layout_;
+  double timeoutSec_ = 300;
+  std::vector<uint8_t*> windows_;         // as this rank addresses them
+  uint8_t** deviceWindows_ = nullptr;     // the same array in device memory
+  uint64_t* counters_ = nullptr;          // device: posted/consumed per channel per peer
+  uint32_t* failed_ = nullptr;            // device
+  DeviceStatus* status_ = nullptr;        // mapped pinned host memory (host address)
+  DeviceStatus* statusDevice_ = nullptr;  // its device address
+  void* lastStream_ = nullptr;
+  void* lastDone_ = nullptr;  // cudaEvent_t recorded after the last launch
+  bool launched_ = false;
+  void* uploadStream_ = nullptr;  // cudaStream_t for uploads outside the caller's stream
+  // Long programs, uploaded once and kept by content (see programOnDevice).
+  struct UploadedProgram {
+    Step* device = nullptr;
+    std::vector<Step> host;
+  };
+  std::map<uint64_t, UploadedProgram> programs_;
+  std::vector<void*> scratch_;  // every scratch buffer made; the last is the largest
+  size_t scratchBytes_ = 0;
+  size_t extraBytes_ = 0;
+  mutable std::mutex mu_;
+};
+
+}  // namespace collie

@@ -1,0 +1,70 @@
+// What core asks of an executor: run one rank's Program on the caller's
+// buffers. The host executor runs it to completion on the calling thread; the
+// CUDA executor enqueues kernels on the caller's stream and returns.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "algorithms/program.h"
+#include "collie.h"
+#include "core/status.h"
+#include "executor/reduce_ops.h"
+
+namespace collie {
+
+/// What one execution reduces and with which element type.
+struct ExecArgs {
+  const void* input = nullptr;
+  void* output = nullptr;
+  collieDataType_t type = collieFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int divisor = 0;                  // > 0: finalized writes divide by it (avg)
+  uint64_t seq = 0;                 // collective sequence number, for the hang report
+  collieStream_t stream = nullptr;  // CUDA executor: the caller's stream
+  // One program for all channels, each moving its part of every step. Valid
+  // only for programs whose steps never read what an earlier step of the rank
+  // wrote (all-to-all(v), send/recv); see ChannelWork for the others.
+  bool splitSteps = false;
+};
+
+/// What one channel runs: a program on the buffers advanced by `offset`
+/// elements. core cuts a round into one part per channel, each a complete
+/// collective on its part of every block (like a round), so channels never
+/// depend on each other's data: a step-level split would not be safe for
+/// algorithms whose later steps read what earlier ones wrote (rhd, trees).
+struct ChannelWork {
+  const Program* program = nullptr;
+  uint64_t offset = 0;
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  /// Runs (host) or enqueues (CUDA) work[c] on channel c (at most channels()
+  /// entries). After a failure the communicator's counters are out of step
+  /// with its peers': it is broken.
+  virtual Status run(const std::vector<ChannelWork>& work, const ExecArgs& args) = 0;
+  /// Channels (independent pipelines) this executor runs per launch.
+  virtual int channels() const = 0;
+  /// Runs a program whose steps can be split across channels (ExecArgs::splitSteps).
+  Status runSplit(const Program& program, ExecArgs args) {
+    args.splitSteps = true;
+    return run({ChannelWork{&program, 0}}, args);
+  }
+  /// How many elements of `typeSize` bytes a round may give one chunk of an
+  /// algorithm (see RoundRule): what one slot holds on every channel.
+  virtual uint64_t roundElems(size_t typeSize) const = 0;
+  virtual void setTimeout(double seconds) = 0;
+  /// dst = src, `bytes` of this rank's own memory, in the order of its other work.
+  virtual Status localCopy(void* dst, const void* src, size_t bytes, collieStream_t stream) = 0;
+  /// Makes every running and future wait give up (collieCommAbort).
+  virtual void abort() {}
+  /// An error found after the call that caused it returned (the CUDA
+  /// executor's kernels report theirs here); OK otherwise.
+  virtual Status asyncStatus() const { return Status(); }
+  /// Waits until everything enqueued so far has finished.
+  virtual Status synchronize() { return Status(); }
+};
+
+}  // namespace collie

@@ -1,0 +1,147 @@
+// The step sequencing of one rank's Program on one channel, shared by the host
+// executor (g++, one thread) and the CUDA kernels (nvcc, all threads of a
+// block in lockstep). What a step means, when a slice may be sent or taken,
+// how an exchange interleaves its two directions and where a failed wait is
+// reported live here once; a backend supplies only the primitives `P`:
+//
+//   int  waitArrived(p) / waitRoom(q)   block until the next slice from p has
+//                                       arrived / our next slot at q is free;
+//                                       0, or collieTimeout / collieRemoteError
+//   int  waitEither(sending, q, receiving, p)   until either is possible
+//   bool arrived(p) / room(q)           one poll, no wait
+//   const T* inSlot(p) / T* outSlot(q)  the slot of the next slice
+//   void release(p) / post(q)           hand the slot back / publish the slice
+//   void copy(dst, src, n, divisor)     dst = src (/ divisor); dst may equal src
+//   void reduce(dst, a, b, n, divisor)  dst = a (op) b (/ divisor); dst may equal b
+//   void copy2(dst1, dst2, src, n, divisor)   dst1 = src, dst2 = src (/ divisor)
+//
+// Every thread of a device block calls each primitive with the same arguments
+// (control flow here is uniform), so the device primitives can put barriers
+// and the single flag-polling thread inside them. Because this file is the
+// one the host executor runs, ThreadSanitizer and the CPU suite test the
+// GPU's sequencing every run.
+#pragma once
+
+#include <cstdint>
+
+#include "algorithms/program.h"
+#include "executor/protocol.h"
+
+namespace collie {
+
+/// Where a program stopped when a wait failed.
+struct StepFailure {
+  int code = 0;  // collieSuccess, collieTimeout or collieRemoteError
+  int step = -1;
+  int peer = -1;
+};
+
+/// Runs steps[0..nsteps) on channel `channel` of `nchannels`. `bufs` are the
+/// input, output and scratch buffers (Buffer order); perSlice is the number of
+/// elements one slot holds; align the channel split's granularity in elements.
+template <typename T, typename P>
+COLLIE_HD StepFailure runSteps(P& p, const Step* steps, int nsteps, T* const* bufs, uint64_t perSlice, int divisor,
+                               int channel, int nchannels, uint64_t align) {
+  StepFailure fail;
+  for (int si = 0; si < nsteps; ++si) {
+    const Step& s = steps[si];
+    const int div = s.finalize ? divisor : 0;
+    const ChannelPart part = channelPart(s.count, channel, nchannels, align);
+    T* const src = bufs[static_cast<int>(s.src.buffer)] + s.src.offset + part.offset;
+    T* const dst = bufs[static_cast<int>(s.dst.buffer)] + s.dst.offset;
+    const int from = s.recvPeer, to = s.sendPeer;
+    if (s.op == StepOp::kCopy) {
+      p.copy(dst + part.offset, src, part.count, div);
+      continue;
+    }
+    if (s.op == StepOp::kReduce) {
+      p.reduce(dst + part.offset, src, dst + part.offset, part.count, div);
+      continue;
+    }
+    fail.step = si;
+    if (s.op == StepOp::kSendRecv || s.op == StepOp::kSendRecvReduce) {
+      // Both directions at once: send a slice whenever the peer has room,
+      // take one whenever it has arrived, so neither side waits on the other.
+      const ChannelPart in = channelPart(s.recvCount, channel, nchannels, align);
+      uint64_t sent = 0, got = 0;
+      while (sent < part.count || got < in.count) {
+        bool progressed = false;
+        if (sent < part.count && p.room(to)) {
+          const uint64_t n = perSlice < part.count - sent ? perSlice : part.count - sent;
+          p.copy(p.outSlot(to), src + sent, n, 0);
+          p.post(to);
+          sent += n;
+          progressed = true;
+        }
+        if (got < in.count && p.arrived(from)) {
+          const uint64_t n = perSlice < in.count - got ? perSlice : in.count - got;
+          T* d = dst + in.offset + got;
+          if (s.op == StepOp::kSendRecvReduce) {
+            p.reduce(d, p.inSlot(from), d, n, div);
+          } else {
+            p.copy(d, p.inSlot(from), n, div);
+          }
+          p.release(from);
+          got += n;
+          progressed = true;
+        }
+        if (progressed) continue;
+        const bool sending = sent < part.count, receiving = got < in.count;
+        const int rc = p.waitEither(sending, to, receiving, from);
+        if (rc != 0) {
+          fail.code = rc;
+          fail.peer = receiving ? from : to;
+          return fail;
+        }
+      }
+      continue;
+    }
+
+    const bool in = stepReceives(s.op), out = stepSends(s.op);
+    for (uint64_t off = 0; off < part.count; off += perSlice) {
+      const uint64_t n = perSlice < part.count - off ? perSlice : part.count - off;
+      if (in) {
+        const int rc = p.waitArrived(from);
+        if (rc != 0) {
+          fail.code = rc;
+          fail.peer = from;
+          return fail;
+        }
+      }
+      if (out) {
+        const int rc = p.waitRoom(to);
+        if (rc != 0) {
+          fail.code = rc;
+          fail.peer = to;
+          return fail;
+        }
+      }
+      T* const d = dst + part.offset + off;
+      switch (s.op) {
+        case StepOp::kSend:
+          p.copy(p.outSlot(to), src + off, n, 0);
+          break;
+        case StepOp::kRecv:
+          p.copy(d, p.inSlot(from), n, div);
+          break;
+        case StepOp::kRecvReduceSend:
+          p.reduce(p.outSlot(to), p.inSlot(from), src + off, n, 0);
+          break;
+        case StepOp::kRecvReduceCopy:
+          p.reduce(d, p.inSlot(from), src + off, n, div);
+          break;
+        case StepOp::kRecvCopySend:
+          p.copy2(p.outSlot(to), d, p.inSlot(from), n, div);
+          break;
+        default:
+          break;  // local and exchange steps are handled above
+      }
+      if (in) p.release(from);
+      if (out) p.post(to);
+    }
+  }
+  fail.step = -1;
+  return fail;
+}
+
+}  // namespace collie

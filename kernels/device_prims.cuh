@@ -1,0 +1,214 @@
+// The GPU's primitives for the shared step runner (executor/step_runner.h):
+// all threads of a block call each one together. Thread 0 alone polls and
+// posts flags; barriers hand its result to the block and order the block's
+// data moves before and after it. Flags use system-scope acquire/release so
+// the same code is right for ranks on one GPU, on P2P peers and across
+// processes.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "executor/protocol.h"
+#include "executor/reduce_ops.h"
+#include "kernels/launch.h"
+
+namespace collie {
+
+__device__ __forceinline__ uint64_t loadAcquireSys(const uint8_t* p) {
+  uint64_t v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void storeReleaseSys(uint8_t* p, uint64_t v) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ uint64_t globalTimerNs() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+/// Element-wise moves by all threads of a block, with 16-byte vectors where
+/// every pointer allows it (the common case: slots and cudaMalloc buffers are
+/// aligned) and one element per thread otherwise.
+template <typename T, ReduceOp Op>
+struct BlockMoves {
+  static constexpr int kPack = 16 / sizeof(T);
+  struct alignas(16) Pack {
+    T v[kPack];
+  };
+
+  __device__ static bool aligned(const void* a, const void* b, const void* c) {
+    return ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) | reinterpret_cast<uintptr_t>(c)) & 15) ==
+           0;
+  }
+
+  // dst = src (/ divisor)
+  __device__ static void copy(T* dst, const T* src, uint64_t n, int divisor) {
+    if (divisor <= 0 && dst == src) return;
+    uint64_t i0 = 0;
+    if (aligned(dst, src, src)) {
+      const uint64_t packs = n / kPack;
+      for (uint64_t i = threadIdx.x; i < packs; i += blockDim.x) {
+        Pack p = reinterpret_cast<const Pack*>(src)[i];
+        if (divisor > 0) {
+#pragma unroll
+          for (int k = 0; k < kPack; ++k) p.v[k] = divideBy(p.v[k], divisor);
+        }
+        reinterpret_cast<Pack*>(dst)[i] = p;
+      }
+      i0 = packs * kPack;
+    }
+    for (uint64_t i = i0 + threadIdx.x; i < n; i += blockDim.x)
+      dst[i] = divisor > 0 ? divideBy(src[i], divisor) : src[i];
+  }
+
+  // dst = a (op) b (/ divisor); dst may be b
+  __device__ static void reduce(T* dst, const T* a, const T* b, uint64_t n, int divisor) {
+    uint64_t i0 = 0;
+    if (aligned(dst, a, b)) {
+      const uint64_t packs = n / kPack;
+      for (uint64_t i = threadIdx.x; i < packs; i += blockDim.x) {
+        const Pack x = reinterpret_cast<const Pack*>(a)[i];
+        Pack y = reinterpret_cast<const Pack*>(b)[i];
+#pragma unroll
+        for (int k = 0; k < kPack; ++k) {
+          const T r = applyOp<Op>(x.v[k], y.v[k]);
+          y.v[k] = divisor > 0 ? divideBy(r, divisor) : r;
+        }
+        reinterpret_cast<Pack*>(dst)[i] = y;
+      }
+      i0 = packs * kPack;
+    }
+    for (uint64_t i = i0 + threadIdx.x; i < n; i += blockDim.x) {
+      const T r = applyOp<Op>(a[i], b[i]);
+      dst[i] = divisor > 0 ? divideBy(r, divisor) : r;
+    }
+  }
+};
+
+template <typename T, ReduceOp Op>
+class DevicePrims {
+ public:
+  /// `counters` points at this block's shared copy: posted[n] then consumed[n].
+  /// `shared` is one int of shared memory for handing thread 0's answers out.
+  __device__ DevicePrims(const KernelArgs& a, int channel, uint64_t* counters, int* shared)
+      : a_(a),
+        channel_(channel),
+        mine_(a.windows[a.rank]),
+        posted_(counters),
+        consumed_(counters + a.layout.nranks),
+        shared_(shared) {}
+
+  __device__ bool arrived(int p) { return share(threadIdx.x == 0 && pollArrived(p)); }
+  __device__ bool room(int q) { return share(threadIdx.x == 0 && pollRoom(q)); }
+  __device__ int waitArrived(int p) { return wait(false, 0, true, p); }
+  __device__ int waitRoom(int q) { return wait(true, q, false, 0); }
+  __device__ int waitEither(bool sending, int q, bool receiving, int p) { return wait(sending, q, receiving, p); }
+
+  __device__ const T* inSlot(int p) const {
+    return reinterpret_cast<const T*>(mine_ + a_.layout.slotOffset(channel_, p, consumed_[p]));
+  }
+  __device__ T* outSlot(int q) const {
+    return reinterpret_cast<T*>(a_.windows[q] + a_.layout.slotOffset(channel_, a_.rank, posted_[q]));
+  }
+  // The block's reads of the slot are done before thread 0 hands it back.
+  __device__ void release(int p) {
+    __syncthreads();
+    if (threadIdx.x == 0) storeReleaseSys(a_.windows[p] + a_.layout.creditOffset(channel_, a_.rank), ++consumed_[p]);
+    __syncthreads();
+  }
+  // The block's writes into the slot are done, and visible system-wide,
+  // before thread 0 publishes the slice.
+  __device__ void post(int q) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence_system();
+      storeReleaseSys(a_.windows[q] + a_.layout.readyOffset(channel_, a_.rank), ++posted_[q]);
+    }
+    __syncthreads();
+  }
+
+  /// Waits until every slice this block posted has been consumed (credited).
+  /// A launch ends with it, so once a rank's last launch has finished no peer
+  /// will write into its window again and destroy can free it without asking
+  /// the peers. 0, or collieTimeout / collieRemoteError; `*peer` names the late one.
+  __device__ int drain(int* peer) {
+    int rc = 0;
+    if (threadIdx.x == 0) {
+      for (int q = 0; q < static_cast<int>(a_.layout.nranks) && rc == 0; ++q) {
+        const uint8_t* credit = mine_ + a_.layout.creditOffset(channel_, q);
+        if (loadAcquireSys(credit) >= posted_[q]) continue;
+        const uint64_t deadline = globalTimerNs() + a_.timeoutNs;
+        for (uint32_t i = 0; loadAcquireSys(credit) < posted_[q]; ++i) {
+          if ((i & 1023) != 1023) continue;
+          if (a_.status->abort != 0 || *reinterpret_cast<volatile uint32_t*>(a_.failed) != 0) rc = collieRemoteError;
+          if (globalTimerNs() > deadline) rc = collieTimeout;
+          if (rc != 0) {
+            *peer = q;
+            break;
+          }
+        }
+      }
+    }
+    return share(rc);
+  }
+
+  __device__ void copy(T* dst, const T* src, uint64_t n, int divisor) { BlockMoves<T, Op>::copy(dst, src, n, divisor); }
+  __device__ void reduce(T* dst, const T* a, const T* b, uint64_t n, int divisor) {
+    BlockMoves<T, Op>::reduce(dst, a, b, n, divisor);
+  }
+  __device__ void copy2(T* dst1, T* dst2, const T* src, uint64_t n, int divisor) {
+    BlockMoves<T, Op>::copy(dst1, src, n, 0);
+    BlockMoves<T, Op>::copy(dst2, src, n, divisor);
+  }
+
+ private:
+  __device__ bool pollArrived(int p) const {
+    return sliceReady(consumed_[p], loadAcquireSys(mine_ + a_.layout.readyOffset(channel_, p)));
+  }
+  __device__ bool pollRoom(int q) const {
+    return slotFree(posted_[q], loadAcquireSys(mine_ + a_.layout.creditOffset(channel_, q)), a_.layout.nslots);
+  }
+  // Thread 0's value, seen by every thread of the block.
+  __device__ int share(int v) {
+    if (threadIdx.x == 0) *shared_ = v;
+    __syncthreads();
+    const int out = *shared_;
+    __syncthreads();
+    return out;
+  }
+  // Thread 0 spins until a direction can progress, the deadline passes, the
+  // host aborts, or another block of this rank has failed.
+  __device__ int wait(bool sending, int q, bool receiving, int p) {
+    int rc = 0;
+    if (threadIdx.x == 0) {
+      const uint64_t deadline = globalTimerNs() + a_.timeoutNs;
+      for (uint32_t i = 0;; ++i) {
+        if ((sending && pollRoom(q)) || (receiving && pollArrived(p))) break;
+        if ((i & 1023) == 1023) {
+          if (a_.status->abort != 0 || *reinterpret_cast<volatile uint32_t*>(a_.failed) != 0) {
+            rc = collieRemoteError;
+            break;
+          }
+          if (globalTimerNs() > deadline) {
+            rc = collieTimeout;
+            break;
+          }
+        }
+      }
+    }
+    return share(rc);
+  }
+
+  const KernelArgs& a_;
+  int channel_;
+  uint8_t* mine_;
+  uint64_t* posted_;
+  uint64_t* consumed_;
+  int* shared_;
+};
+
+}  // namespace collie

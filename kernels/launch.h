@@ -1,0 +1,66 @@
+// Host-only interface to the program kernel (kernels/program_kernel.cu): what
+// the CUDA executor passes to one launch. Plain structs, so g++ code (the
+// executor) and nvcc code (the kernel) agree on one layout.
+#pragma once
+
+#include <cstdint>
+
+#include "algorithms/program.h"
+#include "collie.h"
+#include "executor/protocol.h"
+#include "executor/reduce_ops.h"
+
+namespace collie {
+
+/// Programs up to this many steps travel inside the launch's parameters, so a
+/// launch needs no copy and can be captured into a CUDA graph as is.
+constexpr int kInlineSteps = 40;
+/// Threads per block; each block runs one channel.
+constexpr int kKernelThreads = 512;
+constexpr int kMaxChannels = 32;
+
+/// Shared by a communicator's host side and its kernels, in mapped pinned host
+/// memory: the host raises `abort`; the first failing block records where.
+struct DeviceStatus {
+  volatile uint32_t abort;  // host -> device: every wait gives up with collieRemoteError
+  volatile uint32_t code;   // device -> host: collieTimeout or collieRemoteError; 0 while healthy
+  volatile int32_t step, peer, channel;
+  volatile uint32_t pad;
+  volatile uint64_t seq;
+};
+
+/// Distinct programs one launch may carry: a round's channel parts have at
+/// most two sizes (full parts and the last one).
+constexpr int kMaxPrograms = 2;
+
+struct KernelArgs {
+  // Program p: a device copy (steps[p]), or inlineSteps[inlineAt[p] ...] when steps[p] is nullptr.
+  const Step* steps[kMaxPrograms] = {nullptr, nullptr};
+  int nsteps[kMaxPrograms] = {0, 0};
+  int inlineAt[kMaxPrograms] = {0, 0};
+  int8_t channelProgram[kMaxChannels];   // the program block c runs; -1: the channel has no work
+  uint64_t channelOffset[kMaxChannels];  // elements block c adds to the input and output
+  int splitSteps = 0;                    // 1: every block moves its part of each step (ExecArgs::splitSteps)
+  uint64_t scratchPerChannel = 0;        // bytes of scratch each block owns, from bufs[2]
+  int rank = 0;
+  int divisor = 0;
+  uint64_t seq = 0;
+  void* bufs[3] = {nullptr, nullptr, nullptr};  // input, output, scratch (Buffer order)
+  uint8_t* const* windows = nullptr;            // device array: every rank's window as we address it
+  uint64_t* counters = nullptr;                 // device: posted[C][n], then consumed[C][n]
+  uint32_t* failed = nullptr;                   // device: set by the first failing block; others stop
+  DeviceStatus* status = nullptr;               // device address of the mapped DeviceStatus
+  WindowLayout layout;
+  uint64_t timeoutNs = 0;
+  Step inlineSteps[kInlineSteps];
+};
+
+/// Loads every instantiation of the program kernel on the current device
+/// (see program_kernel.cu for why). Returns a cudaError_t as an int.
+int preloadProgramKernels();
+
+/// Launches the program on `stream` (a cudaStream_t) with one block per
+/// channel (layout.nchannels). Returns the launch's cudaError_t as an int.
+int launchProgram(const KernelArgs& args, collieDataType_t type, ReduceOp op, void* stream);
+
+}  // namespace collie

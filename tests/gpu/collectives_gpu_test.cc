@@ -1,0 +1,260 @@
+// The CUDA backend with ranks as threads sharing the GPUs there are (on a
+// one-GPU machine all ranks share device 0): every collective x every
+// registered algorithm for N = 1, 2, 3, 4, 8, several types and operators,
+// counts 0, odd and multi-round, in place and out of place; the buffers are
+// device memory, checked by the same code as the host tests (Memory::kDevice).
+// Also: uneven channel splits with tiny slots, all-to-all-v and grouped
+// send/recv, CUDA graph capture, and a rank that never joins (the kernel's
+// bounded wait becomes collieCommGetAsyncError's collieTimeout).
+// Every test skips, saying why, when no GPU is usable.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "algorithms/registry.h"
+#include "collie.h"
+#include "common/coll_map.h"
+#include "common/collective_case.h"
+#include "common/rank_threads.h"
+#include "common/test_util.h"
+#include "executor/reduce_ops.h"
+
+namespace {
+
+using collie::test::Coll;
+using collie::test::Memory;
+using collie::test::ScopedEnv;
+
+bool gpuUsable(std::string* why) {
+  int count = 0;  // left unwritten when there is no driver
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    *why = std::string("no usable GPU: ") + (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    (void)cudaGetLastError();
+    return false;
+  }
+  return true;
+}
+
+#define SKIP_WITHOUT_GPU()                     \
+  do {                                         \
+    std::string why;                           \
+    if (!gpuUsable(&why)) GTEST_SKIP() << why; \
+  } while (0)
+
+struct Param {
+  const collie::AlgorithmInfo* algo;
+  int nranks;
+};
+
+class CudaAlgorithmsTest : public ::testing::TestWithParam<Param> {};
+
+TEST_P(CudaAlgorithmsTest, ExactOnDeviceBuffers) {
+  SKIP_WITHOUT_GPU();
+  const Param p = GetParam();
+  Coll coll;
+  ASSERT_TRUE(collie::test::toColl(p.algo->collective, &coll));
+  const uint64_t seed = collie::test::testSeed();
+  const std::string spec = std::string(collie::collectiveName(p.algo->collective)) + ":" + p.algo->name;
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv algo("COLLIE_ALGO", spec.c_str());
+  ScopedEnv timeout("COLLIE_TIMEOUT", "60");
+  collie::test::Comms comms(p.nranks);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  int cases = 0, index = 0;
+  for (collieDataType_t type : collie::test::allTypes()) {
+    for (collieRedOp_t op : collie::test::allOps()) {
+      if (!collie::test::collHasOp(coll) && op != collieSum) continue;
+      // All operators for float32 and int32; one per other type.
+      if (type != collieFloat32 && type != collieInt32 && static_cast<int>(op) != static_cast<int>(type) % 5) continue;
+      for (size_t count : {size_t{0}, size_t{1}, size_t{4099}, size_t{1} << 20}) {
+        for (bool inPlace : {false, true}) {
+          ++index;
+          if (inPlace && !collie::test::collHasInPlace(coll)) continue;
+          const int root = (index * 7 + p.nranks) % p.nranks;
+          const std::string err =
+              collie::test::runCollectiveCase(comms, coll, type, op, count, inPlace, root, seed, Memory::kDevice);
+          ASSERT_EQ(err, "") << spec << " nranks " << p.nranks << " " << collie::typeName(type) << " "
+                             << collie::opName(op) << " count " << count << " root " << root
+                             << (inPlace ? " in-place" : " out-of-place") << " (seed " << seed << ")";
+          ++cases;
+        }
+      }
+    }
+  }
+  printf("%s nranks %d on the GPU: %d cases exact\n", spec.c_str(), p.nranks, cases);
+}
+
+std::vector<Param> params() {
+  std::vector<Param> v;
+  for (const collie::AlgorithmInfo& a : collie::algorithms()) {
+    Coll unused;
+    if (!collie::test::toColl(a.collective, &unused)) continue;
+    for (int n : {1, 2, 3, 4, 8}) v.push_back({&a, n});
+  }
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, CudaAlgorithmsTest, ::testing::ValuesIn(params()), [](const auto& info) {
+  return std::string(collie::collectiveName(info.param.algo->collective)) + "_" + info.param.algo->name + "_n" +
+         std::to_string(info.param.nranks);
+});
+
+// 4 KiB slots, 2 per connection and 3 channels: many rounds, full FIFOs, and
+// channel parts that do not divide the counts evenly.
+TEST(CudaBackend, TinySlotsAndUnevenChannels) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv slotBytes("COLLIE_SLOT_BYTES", "4096");
+  ScopedEnv slots("COLLIE_SLOTS", "2");
+  ScopedEnv channels("COLLIE_CHANNELS", "3");
+  const uint64_t seed = collie::test::testSeed();
+  for (int n : {3, 5}) {
+    collie::test::Comms comms(n);
+    ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+    for (Coll coll : {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kAllToAll})
+      for (size_t count : {size_t{7}, size_t{100003}})
+        for (collieDataType_t type : {collieFloat16, collieFloat32, collieInt8}) {
+          const std::string err =
+              collie::test::runCollectiveCase(comms, coll, type, collieSum, count, false, 1 % n, seed, Memory::kDevice);
+          ASSERT_EQ(err, "") << collie::test::collName(coll) << " n " << n << " count " << count << " "
+                             << collie::typeName(type) << " (seed " << seed << ")";
+        }
+  }
+}
+
+// All-to-all-v with uneven splits (zeros and self included) and the same
+// exchange as grouped send/recv, on device buffers.
+TEST(CudaBackend, AllToAllvAndGroupedSendRecv) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  const int n = 4;
+  collie::test::Comms comms(n);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  auto count = [](int i, int j) { return static_cast<size_t>(((i * 7 + j * 3) % 5) * 1000 + (i == j ? 1 : 0)); };
+  std::vector<std::string> errors(n);
+  collie::test::onRanks(n, [&](int r) {
+    cudaSetDevice(0);
+    std::vector<size_t> sc(n), sd(n), rc(n), rd(n);
+    size_t in = 0, out = 0;
+    for (int j = 0; j < n; ++j) {
+      sc[j] = count(r, j), sd[j] = in, in += sc[j];
+      rc[j] = count(j, r), rd[j] = out, out += rc[j];
+    }
+    std::vector<int32_t> host(in), got(out);
+    for (int j = 0; j < n; ++j)
+      for (size_t e = 0; e < sc[j]; ++e) host[sd[j] + e] = r * 1000000 + j * 10000 + static_cast<int32_t>(e);
+    int32_t *dIn = nullptr, *dOut = nullptr;
+    cudaMalloc(&dIn, (in + 1) * 4);
+    cudaMalloc(&dOut, (out + 1) * 4);
+    cudaMemcpy(dIn, host.data(), in * 4, cudaMemcpyHostToDevice);
+    cudaStream_t s;
+    cudaStreamCreate(&s);
+    for (int round = 0; round < 2; ++round) {
+      cudaMemset(dOut, 0xff, (out + 1) * 4);
+      collieResult_t res;
+      if (round == 0) {
+        res = collieAllToAllv(dIn, sc.data(), sd.data(), dOut, rc.data(), rd.data(), collieInt32, comms[r], s);
+      } else {
+        collieGroupStart();
+        for (int j = 0; j < n; ++j) {
+          collieSend(dIn + sd[j], sc[j], collieInt32, j, comms[r], s);
+          collieRecv(dOut + rd[j], rc[j], collieInt32, j, comms[r], s);
+        }
+        res = collieGroupEnd();
+      }
+      cudaStreamSynchronize(s);
+      if (res != collieSuccess) {
+        errors[r] = collieGetLastError(comms[r]);
+        break;
+      }
+      cudaMemcpy(got.data(), dOut, out * 4, cudaMemcpyDeviceToHost);
+      for (int j = 0; j < n && errors[r].empty(); ++j)
+        for (size_t e = 0; e < rc[j]; ++e)
+          if (got[rd[j] + e] != j * 1000000 + r * 10000 + static_cast<int32_t>(e)) {
+            errors[r] =
+                (round ? "send/recv" : "alltoallv") + std::string(": wrong element from rank ") + std::to_string(j);
+            break;
+          }
+    }
+    cudaStreamDestroy(s);
+    cudaFree(dIn);
+    cudaFree(dOut);
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+// Captured into a graph and replayed: each replay is a fresh allreduce.
+TEST(CudaBackend, AllReduceInCudaGraph) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  const int n = 2;
+  const size_t count = 1 << 16;
+  collie::test::Comms comms(n);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  std::vector<std::string> errors(n);
+  collie::test::onRanks(n, [&](int r) {
+    cudaSetDevice(0);
+    float* buf = nullptr;
+    cudaMalloc(&buf, count * sizeof(float));
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+    collieResult_t res = collieAllReduce(buf, buf, count, collieFloat32, collieSum, comms[r], s);
+    cudaError_t e = cudaStreamEndCapture(s, &graph);
+    if (res != collieSuccess || e != cudaSuccess) {
+      errors[r] = std::string("capture: ") + collieGetLastError(comms[r]) + " / " + cudaGetErrorString(e);
+      return;
+    }
+    cudaGraphInstantiate(&exec, graph, 0);
+    std::vector<float> host(count, static_cast<float>(r + 1)), got(count);
+    for (int replay = 0; replay < 3 && errors[r].empty(); ++replay) {
+      cudaMemcpyAsync(buf, host.data(), count * sizeof(float), cudaMemcpyHostToDevice, s);
+      cudaGraphLaunch(exec, s);
+      cudaMemcpyAsync(got.data(), buf, count * sizeof(float), cudaMemcpyDeviceToHost, s);
+      cudaStreamSynchronize(s);
+      for (size_t i = 0; i < count; ++i)
+        if (got[i] != 3.0f) {  // 1 + 2
+          errors[r] =
+              "replay " + std::to_string(replay) + ": element " + std::to_string(i) + " is " + std::to_string(got[i]);
+          break;
+        }
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(s);
+    cudaFree(buf);
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+// Rank 1 never calls: rank 0's kernel gives up after COLLIE_TIMEOUT and the
+// error, naming the peer, comes back through collieCommGetAsyncError.
+TEST(CudaBackend, MissingPeerTimesOutWithAsyncError) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv timeout("COLLIE_TIMEOUT", "2");
+  collie::test::Comms comms(2);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  float* buf = nullptr;
+  ASSERT_EQ(cudaMalloc(&buf, 1024 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(collieAllReduce(buf, buf, 1024, collieFloat32, collieSum, comms[0], nullptr), collieSuccess);
+  collieResult_t async = collieSuccess;
+  for (int i = 0; i < 200 && async == collieSuccess; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_EQ(collieCommGetAsyncError(comms[0], &async), collieSuccess);
+  }
+  EXPECT_EQ(async, collieTimeout);
+  EXPECT_NE(std::string(collieGetLastError(comms[0])).find("waiting on rank 1"), std::string::npos)
+      << collieGetLastError(comms[0]);
+  cudaDeviceSynchronize();
+  cudaFree(buf);
+}
+
+}  // namespace

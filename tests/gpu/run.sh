@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The GPU suite, for a lent GPU machine (no apt, no network there):
+#   1. builds Collie for this GPU in build-gpu/ (GoogleTest from .deps/, made on
+#      the development machine by scripts/gpu_deps.sh and carried along);
+#   2. runs the GPU tests: ranks as threads sharing the GPU (N = 1, 2, 3, 4, 8,
+#      every collective and algorithm) and as processes (cudaIpc);
+#   3. compute-sanitizer memcheck and racecheck on a subset;
+#   4. a short benchmark of the CUDA backend against a device-to-device copy;
+# and ends with a table of what passed and how long it took.
+#   tests/gpu/run.sh [--quick]   --quick: 2 and 3 ranks only, no sanitizers
+# Exit status 0 only when every step passed. Logs go to $OUT (or gpu-logs/).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+logs=${OUT:-gpu-logs}
+mkdir -p "$logs"
+build=build-gpu
+prefix=$PWD/.deps/root/usr
+arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
+arch=${arch:-90}
+
+declare -a names times results
+step() {  # step NAME COMMAND...: runs it, logs to $logs/NAME.log, records the outcome
+  local name=$1
+  shift
+  local t0=$(date +%s)
+  echo "== $name: $*"
+  if "$@" >"$logs/$name.log" 2>&1; then results+=(pass); else results+=("FAIL($?)"); fi
+  names+=("$name")
+  times+=($(( $(date +%s) - t0 )))
+  tail -n 5 "$logs/$name.log"
+}
+
+nvidia-smi -L >"$logs/gpu.txt" 2>&1 || true
+step configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_ARCHITECTURES="$arch" \
+  -DCOLLIE_WITH_MPI=OFF -DCMAKE_PREFIX_PATH="$prefix" -DGTest_DIR="$prefix/lib/x86_64-linux-gnu/cmake/GTest"
+step build cmake --build "$build" -j 16
+if [ "$quick" = 1 ]; then
+  step gpu_threads "$build/tests/collectives_gpu_test" --gtest_brief=1 --gtest_filter='*_n2:*_n3:CudaBackend.*'
+else
+  step gpu_threads "$build/tests/collectives_gpu_test" --gtest_brief=1
+fi
+step gpu_reduce_ops "$build/tests/reduce_ops_gpu_test" --gtest_brief=1
+for np in 2 3 4; do
+  step "gpu_processes_np$np" "$build/tools/collie-run" -np "$np" "$build/tests/collectives_gpu_mp"
+done
+if [ "$quick" = 0 ] && command -v compute-sanitizer >/dev/null; then
+  step memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/collectives_gpu_test" \
+    --gtest_brief=1 --gtest_filter='*allreduce_ring_n3:*allgather_ring_n2:*alltoall_pairwise_n3:CudaBackend.AllToAllv*'
+  step racecheck compute-sanitizer --tool racecheck --error-exitcode 9 "$build/tests/collectives_gpu_test" \
+    --gtest_brief=1 --gtest_filter='*allreduce_ring_n2:*reducescatter_ring_n3'
+fi
+bench=$build/bench/collie-bench
+if [ -x "$bench" ]; then
+  for np in 2 4 8; do
+    step "bench_allreduce_np$np" "$bench" allreduce -np "$np" --backend cuda -b 8 -e 256M -f 4 -n 20 -w 5 --limit
+  done
+  step bench_allgather_np4 "$bench" allgather -np 4 --backend cuda -b 1K -e 256M -f 16 --limit
+  step bench_reducescatter_np4 "$bench" reducescatter -np 4 --backend cuda -b 1K -e 256M -f 16 --limit
+  step bench_alltoall_np4 "$bench" alltoall -np 4 --backend cuda -b 1K -e 256M -f 16 --limit
+fi
+
+echo
+printf '%-26s %-10s %s\n' step result seconds | tee "$logs/summary.txt"
+failed=0
+for i in "${!names[@]}"; do
+  printf '%-26s %-10s %s\n' "${names[$i]}" "${results[$i]}" "${times[$i]}" | tee -a "$logs/summary.txt"
+  [ "${results[$i]}" = pass ] || failed=1
+done
+exit $failed

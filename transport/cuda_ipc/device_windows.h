@@ -1,0 +1,51 @@
+// Device windows: each rank's receive slots and flags (executor/protocol.h) in
+// cudaMalloc memory, mapped by every peer of the communicator. How a peer's
+// window is reached depends on where the peer runs:
+//
+//   same process, same device        the peer's pointer, as is
+//   same process, another device     the peer's pointer after cudaDeviceEnablePeerAccess
+//   another process (same host)      cudaIpcGetMemHandle -> bootstrap -> cudaIpcOpenMemHandle
+//
+// Two devices without P2P would need a staged copy through host memory; that
+// path is not written yet and init says so. Peers on other hosts are the UCX
+// transport's (not here).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/peer_info.h"
+#include "core/status.h"
+
+namespace collie {
+
+class Bootstrap;
+
+class DeviceWindows {
+ public:
+  /// Collective over the bootstrap: every rank allocates and zeroes `bytes` on
+  /// `device` and maps every peer's window. `peers` come from the bootstrap.
+  static Status create(Bootstrap* bootstrap, const std::vector<PeerInfo>& peers, int device, size_t bytes,
+                       std::unique_ptr<DeviceWindows>* out);
+  ~DeviceWindows();
+  DeviceWindows(const DeviceWindows&) = delete;
+  DeviceWindows& operator=(const DeviceWindows&) = delete;
+
+  /// Rank r's window as this rank's device addresses it.
+  uint8_t* window(int r) const { return windows_[static_cast<size_t>(r)]; }
+  size_t bytes() const { return bytes_; }
+  /// How many peer windows came through cudaIpc handles (for the init log).
+  int ipcPeers() const { return static_cast<int>(opened_.size()); }
+
+ private:
+  DeviceWindows() = default;
+  int device_ = -1;
+  size_t bytes_ = 0;
+  uint8_t* own_ = nullptr;
+  std::vector<uint8_t*> windows_;
+  std::vector<void*> opened_;  // cudaIpcOpenMemHandle mappings, closed on destroy
+};
+
+}  // namespace collie
