@@ -10,6 +10,7 @@
 #include "collie.h"
 #include "core/comm.h"
 #include "core/errors.h"
+#include "executor/executor.h"
 #include "executor/reduce_ops.h"
 
 namespace collie {
@@ -34,6 +35,11 @@ inline Status checkComm(collieComm_t comm, const char* call) {
   if (comm->aborted.load()) return Status::error(collieInvalidUsage, "%s: comm was aborted", call);
   if (comm->finalized)
     return Status::error(collieInvalidUsage, "%s: comm was finalized; only collieCommDestroy may follow", call);
+  // A kernel's failure (CUDA backend) breaks the communicator for the next call too.
+  if (comm->asyncError.load() == collieSuccess && comm->executor) {
+    const Status st = comm->executor->asyncStatus();
+    if (!st.ok()) comm->asyncError.store(st.code());
+  }
   const int async = comm->asyncError.load();
   if (async != collieSuccess)
     return Status::error(static_cast<collieResult_t>(async),
@@ -41,6 +47,11 @@ inline Status checkComm(collieComm_t comm, const char* call) {
                          resultName(static_cast<collieResult_t>(async)));
   return Status();
 }
+
+/// The buffer is memory the communicator's executor can reach: device (or
+/// managed, or mapped pinned) memory of its GPU on the CUDA backend, host
+/// memory on the host backend (core/placement.cc).
+Status checkPlacement(collieComm_t comm, const void* p, const char* call, const char* what);
 
 inline Status checkType(collieDataType_t type, const char* call) {
   if (collie::typeSize(type) == 0)

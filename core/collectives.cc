@@ -141,6 +141,8 @@ Status executeCall(collieComm_t comm, const Call& call) {
 // Runs the call now, or at collieGroupEnd when a group is open on this thread.
 Status runCall(collieComm_t comm, Call call, collieStream_t stream) {
   call.stream = stream;
+  COLLIE_RETURN_IF_ERROR(collie::api::checkPlacement(comm, call.input, call.name, "sendbuff"));
+  COLLIE_RETURN_IF_ERROR(collie::api::checkPlacement(comm, call.output, call.name, "recvbuff"));
   if (collie::group::active()) {
     collie::group::enqueue(comm, [comm, call] { return executeCall(comm, call); });
     return Status();

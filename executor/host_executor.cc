@@ -148,7 +148,7 @@ class HostPrims {
   void release(int p) {
     storeRelease(windows_[static_cast<size_t>(p)] + layout_.creditOffset(channel_, rank_), ++consumed_[p]);
   }
-  void post(int q) {
+  void post(int q, uint64_t /*n*/) {
     storeRelease(windows_[static_cast<size_t>(q)] + layout_.readyOffset(channel_, rank_), ++posted_[q]);
   }
 

@@ -10,7 +10,8 @@
 //   int  waitEither(sending, q, receiving, p)   until either is possible
 //   bool arrived(p) / room(q)           one poll, no wait
 //   const T* inSlot(p) / T* outSlot(q)  the slot of the next slice
-//   void release(p) / post(q)           hand the slot back / publish the slice
+//   void release(p) / post(q, n)        hand the slot back / publish the slice of n
+//                                       elements (a remote peer's transport sends just those)
 //   void copy(dst, src, n, divisor)     dst = src (/ divisor); dst may equal src
 //   void reduce(dst, a, b, n, divisor)  dst = a (op) b (/ divisor); dst may equal b
 //   void copy2(dst1, dst2, src, n, divisor)   dst1 = src, dst2 = src (/ divisor)
@@ -69,7 +70,7 @@ COLLIE_HD StepFailure runSteps(P& p, const Step* steps, int nsteps, T* const* bu
         if (sent < part.count && p.room(to)) {
           const uint64_t n = perSlice < part.count - sent ? perSlice : part.count - sent;
           p.copy(p.outSlot(to), src + sent, n, 0);
-          p.post(to);
+          p.post(to, n);
           sent += n;
           progressed = true;
         }
@@ -137,7 +138,7 @@ COLLIE_HD StepFailure runSteps(P& p, const Step* steps, int nsteps, T* const* bu
           break;  // local and exchange steps are handled above
       }
       if (in) p.release(from);
-      if (out) p.post(to);
+      if (out) p.post(to, n);
     }
   }
   fail.step = -1;

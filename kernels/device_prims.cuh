@@ -122,7 +122,7 @@ class DevicePrims {
   }
   // The block's writes into the slot are done, and visible system-wide,
   // before thread 0 publishes the slice.
-  __device__ void post(int q) {
+  __device__ void post(int q, uint64_t /*n*/) {
     __syncthreads();
     if (threadIdx.x == 0) {
       __threadfence_system();

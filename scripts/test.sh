@@ -8,5 +8,8 @@ build=${COLLIE_BUILD_DIR:-build}
 start=$(date +%s)
 ctest --test-dir "$build" --output-on-failure -j 2 --timeout 600 "$@"
 # ctest does not show the output of skipped tests: print why each one skipped.
-grep -h -A1 ": Skipped$" "$build/Testing/Temporary/LastTest.log" | grep -v -e "^--$" | sed 's/^/skipped: /' || true
+# One line per distinct reason, with how many tests gave it.
+grep -h -A1 ": Skipped$" "$build/Testing/Temporary/LastTest.log" | grep -v -e "^--$" -e ": Skipped$" | sort | uniq -c |
+  sed 's/^ *\([0-9]*\) /skipped (\1 tests): /' || true
+grep -h "^skipped: " "$build/Testing/Temporary/LastTest.log" | sort | uniq -c | sed 's/^ *\([0-9]*\) skipped: /skipped (\1 tests): /' || true
 echo "test suite: passed in $(( $(date +%s) - start )) s"

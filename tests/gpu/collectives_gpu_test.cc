@@ -234,6 +234,27 @@ TEST(CudaBackend, AllReduceInCudaGraph) {
   for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
 }
 
+// Buffers the executor cannot reach are errors naming the argument, not faults.
+TEST(CudaBackend, BuffersInTheWrongPlaceAreErrors) {
+  SKIP_WITHOUT_GPU();
+  collie::test::Comms host(1);  // the tests' default: COLLIE_DEVICE=host
+  ASSERT_EQ(host.result, collieSuccess) << collieGetLastError(nullptr);
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  collie::test::Comms gpu(1);
+  ASSERT_EQ(gpu.result, collieSuccess) << collieGetLastError(nullptr);
+  std::vector<float> hostBuf(16);
+  float* devBuf = nullptr;
+  ASSERT_EQ(cudaMalloc(&devBuf, 16 * sizeof(float)), cudaSuccess);
+  EXPECT_EQ(collieAllReduce(hostBuf.data(), devBuf, 16, collieFloat32, collieSum, gpu[0], nullptr),
+            collieInvalidArgument);
+  EXPECT_NE(std::string(collieGetLastError(gpu[0])).find("sendbuff is host memory"), std::string::npos)
+      << collieGetLastError(gpu[0]);
+  EXPECT_EQ(collieAllReduce(devBuf, devBuf, 16, collieFloat32, collieSum, host[0], nullptr), collieInvalidArgument);
+  EXPECT_NE(std::string(collieGetLastError(host[0])).find("host backend"), std::string::npos)
+      << collieGetLastError(host[0]);
+  cudaFree(devBuf);
+}
+
 // Rank 1 never calls: rank 0's kernel gives up after COLLIE_TIMEOUT and the
 // error, naming the peer, comes back through collieCommGetAsyncError.
 TEST(CudaBackend, MissingPeerTimesOutWithAsyncError) {
