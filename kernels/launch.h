@@ -55,6 +55,9 @@ struct KernelArgs {
   Step inlineSteps[kInlineSteps];
 };
 
+// Kernel parameters are limited to 4 KiB on every architecture we build for.
+static_assert(sizeof(KernelArgs) <= 4096, "KernelArgs must fit the kernel parameter space");
+
 /// Loads every instantiation of the program kernel on the current device
 /// (see program_kernel.cu for why). Returns a cudaError_t as an int.
 int preloadProgramKernels();
