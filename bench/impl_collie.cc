@@ -1,0 +1,353 @@
+// Collie as an implementation under test: the communicators of one worker's
+// ranks, created with one algorithm (COLLIE_ALGO is read at comm init, so
+// `--algo all` creates one communicator per algorithm in the same processes),
+// on the host backend or, once it lands, the CUDA one.
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "algorithms/registry.h"
+#include "algorithms/tuner.h"
+#include "bench/impl.h"
+#include "bench/launch.h"
+#include "bench/options.h"
+#include "collie.h"
+
+namespace collie {
+namespace bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Collective toCollective(Coll c) {
+  switch (c) {
+    case Coll::kAllReduce:
+      return Collective::kAllReduce;
+    case Coll::kAllGather:
+      return Collective::kAllGather;
+    case Coll::kReduceScatter:
+      return Collective::kReduceScatter;
+    case Coll::kBroadcast:
+      return Collective::kBroadcast;
+    case Coll::kReduce:
+      return Collective::kReduce;
+    case Coll::kAllToAll:
+      return Collective::kAllToAll;
+    case Coll::kAllToAllv:
+      return Collective::kAllToAllv;
+    case Coll::kGather:
+      return Collective::kGather;
+    case Coll::kScatter:
+      return Collective::kScatter;
+    case Coll::kSendRecv:
+      return Collective::kSendRecv;
+  }
+  return Collective::kAllReduce;
+}
+
+std::vector<std::string> split(const std::string& s, const char* seps) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find_first_of(seps, start);
+    if (end == std::string::npos) end = s.size();
+    out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+// The user's COLLIE_ALGO with this collective's entries replaced by `algo`
+// ("auto": removed, so the tuner chooses). Other collectives keep their choice.
+std::string algoSpec(const char* original, Collective c, const std::string& algo) {
+  std::string out;
+  for (const std::string& entry : split(original ? original : "", ";,")) {
+    const size_t colon = entry.find(':');
+    Collective ec;
+    if (colon != std::string::npos && collectiveFromName(entry.substr(0, colon), &ec) && ec == c) continue;
+    if (entry.find_first_not_of(" \t") == std::string::npos) continue;
+    out += (out.empty() ? "" : ";") + entry;
+  }
+  if (algo != "auto") out += (out.empty() ? "" : ";") + std::string(collectiveName(c)) + ":" + algo;
+  return out;
+}
+
+// The user's COLLIE_ALGO, saved before the first change, restored after each init.
+struct AlgoEnv {
+  bool saved = false, had = false;
+  std::string value;
+  void set(const std::string& spec) {
+    if (!saved) {
+      const char* v = getenv("COLLIE_ALGO");
+      had = v != nullptr;
+      value = v ? v : "";
+      saved = true;
+    }
+    if (spec.empty())
+      unsetenv("COLLIE_ALGO");
+    else
+      setenv("COLLIE_ALGO", spec.c_str(), 1);
+  }
+  void restore() {
+    if (!saved) return;
+    if (had)
+      setenv("COLLIE_ALGO", value.c_str(), 1);
+    else
+      unsetenv("COLLIE_ALGO");
+  }
+};
+AlgoEnv gAlgoEnv;
+
+class CollieImpl : public Impl {
+ public:
+  CollieImpl(const std::string& label, int nranks) : nranks_(nranks) { label_ = label; }
+  ~CollieImpl() override {
+    for (void* s : streams_) cudaStreamDestroy(static_cast<cudaStream_t>(s));
+    for (collieComm_t c : comms_) collieCommDestroy(c);
+  }
+
+  std::string unsupported(const Case& c, bool inPlace) const override {
+    if (inPlace && !collInfo(c.coll).inPlace) return "no in-place form";
+    return "";
+  }
+
+  std::string issue(const Call& call) override {
+    const bool group = comms_.size() > 1;
+    if (group) collieGroupStart();
+    collieResult_t rc = collieSuccess;
+    for (size_t j = 0; j < comms_.size() && rc == collieSuccess; ++j)
+      rc = one(j, *call.cases[j], call.send[j], call.recv[j]);
+    if (group) {
+      const collieResult_t end = collieGroupEnd();
+      if (rc == collieSuccess) rc = end;
+    }
+    return rc == collieSuccess ? "" : failure(rc);
+  }
+
+  std::string sync() override {
+    for (void* s : streams_) {
+      const cudaError_t rc = cudaStreamSynchronize(static_cast<cudaStream_t>(s));
+      if (rc != cudaSuccess) return std::string("cudaStreamSynchronize: ") + cudaGetErrorString(rc);
+    }
+    return "";
+  }
+
+  bool graphSeconds(const Call& call, int iters, int perGraph, double* sec, std::string* err) override {
+    if (streams_.empty()) return false;
+    *err = timeGraphs(
+        streams_, [&] { return issue(call); }, iters, perGraph, sec);
+    return true;
+  }
+
+  double bareSeconds(const Call& call, int iters, std::string* err) override {
+    if (comms_.size() != 1) return -1;  // several ranks per thread need a group: not a bare loop
+    const Case& c = *call.cases[0];
+    const void* s = call.send[0];
+    void* r = call.recv[0];
+    collieComm_t comm = comms_[0];
+    collieStream_t st = stream(0);
+    int bad = 0;  // results OR'ed together: nothing but the call itself in the loop
+    const Clock::time_point t0 = Clock::now();
+    switch (c.coll) {
+      case Coll::kAllReduce:
+        for (int i = 0; i < iters; ++i) bad |= collieAllReduce(s, r, c.count, c.type, c.op, comm, st);
+        break;
+      case Coll::kAllGather:
+        for (int i = 0; i < iters; ++i) bad |= collieAllGather(s, r, c.count, c.type, comm, st);
+        break;
+      case Coll::kReduceScatter:
+        for (int i = 0; i < iters; ++i) bad |= collieReduceScatter(s, r, c.count, c.type, c.op, comm, st);
+        break;
+      case Coll::kBroadcast:
+        for (int i = 0; i < iters; ++i) bad |= collieBroadcast(s, r, c.count, c.type, c.root, comm, st);
+        break;
+      case Coll::kReduce:
+        for (int i = 0; i < iters; ++i) bad |= collieReduce(s, r, c.count, c.type, c.op, c.root, comm, st);
+        break;
+      case Coll::kAllToAll:
+        for (int i = 0; i < iters; ++i) bad |= collieAllToAll(s, r, c.count, c.type, comm, st);
+        break;
+      case Coll::kAllToAllv:
+        for (int i = 0; i < iters; ++i)
+          bad |= collieAllToAllv(s, c.sendCounts.data(), c.sendDispls.data(), r, c.recvCounts.data(),
+                                 c.recvDispls.data(), c.type, comm, st);
+        break;
+      case Coll::kGather:
+        for (int i = 0; i < iters; ++i) bad |= collieGather(s, r, c.count, c.type, c.root, comm, st);
+        break;
+      case Coll::kScatter:
+        for (int i = 0; i < iters; ++i) bad |= collieScatter(s, r, c.count, c.type, c.root, comm, st);
+        break;
+      case Coll::kSendRecv:
+        for (int i = 0; i < iters; ++i) bad |= sendRecv(c, s, r, comm, st);
+        break;
+    }
+    const std::string synced = sync();
+    const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (bad != 0) *err = failure(static_cast<collieResult_t>(bad));
+    if (!synced.empty()) *err = synced;
+    return sec;
+  }
+
+  std::vector<collieComm_t> comms_;
+  std::vector<void*> streams_;  // cudaStream_t per rank, device backend only
+
+ private:
+  collieStream_t stream(size_t j) const { return streams_.empty() ? nullptr : streams_[j]; }
+
+  collieResult_t sendRecv(const Case& c, const void* s, void* r, collieComm_t comm, collieStream_t st) {
+    const int next = (c.rank + 1) % nranks_, prev = (c.rank + nranks_ - 1) % nranks_;
+    collieGroupStart();
+    collieResult_t rc = collieSend(s, c.count, c.type, next, comm, st);
+    const collieResult_t rc2 = collieRecv(r, c.count, c.type, prev, comm, st);
+    const collieResult_t end = collieGroupEnd();
+    if (rc == collieSuccess) rc = rc2;
+    return rc == collieSuccess ? end : rc;
+  }
+
+  collieResult_t one(size_t j, const Case& c, const void* s, void* r) {
+    collieComm_t comm = comms_[j];
+    collieStream_t st = stream(j);
+    switch (c.coll) {
+      case Coll::kAllReduce:
+        return collieAllReduce(s, r, c.count, c.type, c.op, comm, st);
+      case Coll::kAllGather:
+        return collieAllGather(s, r, c.count, c.type, comm, st);
+      case Coll::kReduceScatter:
+        return collieReduceScatter(s, r, c.count, c.type, c.op, comm, st);
+      case Coll::kBroadcast:
+        return collieBroadcast(s, r, c.count, c.type, c.root, comm, st);
+      case Coll::kReduce:
+        return collieReduce(s, r, c.count, c.type, c.op, c.root, comm, st);
+      case Coll::kAllToAll:
+        return collieAllToAll(s, r, c.count, c.type, comm, st);
+      case Coll::kAllToAllv:
+        return collieAllToAllv(s, c.sendCounts.data(), c.sendDispls.data(), r, c.recvCounts.data(), c.recvDispls.data(),
+                               c.type, comm, st);
+      case Coll::kGather:
+        return collieGather(s, r, c.count, c.type, c.root, comm, st);
+      case Coll::kScatter:
+        return collieScatter(s, r, c.count, c.type, c.root, comm, st);
+      case Coll::kSendRecv:
+        return sendRecv(c, s, r, comm, st);
+    }
+    return collieInvalidArgument;
+  }
+
+  // The failing communicator's sentence (a group reports on each communicator).
+  std::string failure(collieResult_t rc) const {
+    std::string msg = std::string(label_) + ": " + collieGetErrorString(rc);
+    for (collieComm_t c : comms_) {
+      const char* why = collieGetLastError(c);
+      if (why != nullptr && *why != '\0') return msg + ": " + why;
+    }
+    const char* why = collieGetLastError(nullptr);
+    return why != nullptr && *why != '\0' ? msg + ": " + why : msg;
+  }
+
+  int nranks_;
+};
+
+}  // namespace
+
+std::vector<std::string> collieAlgorithms(const Options& o, std::string* err) {
+  if (o.algo.empty()) return {""};
+  const Collective c = toCollective(o.coll);
+  std::vector<std::string> out;
+  if (o.algo == "all") {
+    out.push_back("auto");
+    for (const AlgorithmInfo& a : algorithms())
+      if (a.collective == c) out.push_back(a.name);
+    return out;
+  }
+  for (const std::string& name : split(o.algo, ",")) {
+    if (name == "auto" || findAlgorithm(c, name.c_str()) != nullptr) {
+      out.push_back(name);
+      continue;
+    }
+    const std::string valid = algorithmNames(c);
+    *err = "--algo: " + std::string(collInfo(o.coll).name) + " has no algorithm '" + name + "' (" +
+           (valid.empty() ? std::string("it has none to choose from; use auto") : "valid: auto, all, " + valid) + ")";
+    return {};
+  }
+  return out;
+}
+
+std::unique_ptr<Impl> makeCollieImpl(Team& team, int worker, const Options& o, const std::string& algo,
+                                     std::string* err) {
+  const int g = team.perThread();
+  auto impl = std::make_unique<CollieImpl>(
+      algo.empty() ? "collie" : (algo == "auto" ? "collie:tuner" : "collie:" + algo), team.nranks());
+  struct IdMessage {
+    int ok;
+    collieUniqueId id;
+  } msg;
+  memset(&msg, 0, sizeof(msg));
+  team.barrier(worker);  // nobody is inside an init that reads COLLIE_ALGO
+  if (worker == 0 && !algo.empty()) gAlgoEnv.set(algoSpec(getenv("COLLIE_ALGO"), toCollective(o.coll), algo));
+  std::string rootError;
+  if (team.isRoot(worker)) {
+    msg.ok = collieGetUniqueId(&msg.id) == collieSuccess;
+    if (!msg.ok) rootError = collieGetLastError(nullptr);
+  }
+  team.broadcast(worker, &msg, sizeof(msg));
+
+  impl->comms_.assign(static_cast<size_t>(g), nullptr);
+  std::vector<std::string> errors(static_cast<size_t>(g));
+  int ndev = 0;
+  const bool gpu = gpuUsable(&ndev, nullptr);
+  auto initRank = [&](int j) {
+    collieConfig_t cfg = COLLIE_CONFIG_INITIALIZER;
+    if (o.backendSet) cfg.backend = o.backend;
+    // The CUDA backend binds a communicator to the current device, as NCCL does.
+    if (gpu) cudaSetDevice(team.deviceOf(worker, j, ndev));
+    if (collieCommInitRankConfig(&impl->comms_[static_cast<size_t>(j)], team.nranks(), msg.id, team.rankOf(worker, j),
+                                 &cfg) != collieSuccess)
+      errors[static_cast<size_t>(j)] = std::string("collieCommInitRankConfig: ") + collieGetLastError(nullptr);
+  };
+  if (msg.ok) {
+    // Every rank's init blocks until all ranks have joined: one thread per rank of this worker.
+    std::vector<std::thread> threads;
+    for (int j = 1; j < g; ++j) threads.emplace_back(initRank, j);
+    initRank(0);
+    for (std::thread& t : threads) t.join();
+  }
+  team.barrier(worker);
+  if (worker == 0 && !algo.empty()) gAlgoEnv.restore();
+
+  std::string mine;
+  if (!msg.ok) mine = "collieGetUniqueId failed on rank 0" + (rootError.empty() ? "" : ": " + rootError);
+  for (const std::string& e : errors)
+    if (mine.empty() && !e.empty()) mine = e;
+  double failed = mine.empty() ? 0 : 1;
+  team.allreduce(worker, &failed, 1, RedKind::kMax);
+  if (failed > 0) {
+    *err = mine.empty() ? "another rank could not create its communicator" : mine;
+    return nullptr;
+  }
+
+  collieBackend_t backend = collieBackendHost;
+  collieCommGetBackend(impl->comms_[0], &backend);
+  if (backend == collieBackendCuda) {
+    impl->setMemory(MemKind::kDevice);
+    for (int j = 0; j < g; ++j) {
+      int dev = 0;
+      collieCommCuDevice(impl->comms_[static_cast<size_t>(j)], &dev);
+      cudaSetDevice(dev);
+      cudaStream_t s = nullptr;
+      if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
+        *err = "cudaStreamCreate failed for a CUDA-backend communicator";
+        return nullptr;
+      }
+      impl->streams_.push_back(s);
+    }
+  }
+  return impl;
+}
+
+}  // namespace bench
+}  // namespace collie

@@ -1,0 +1,92 @@
+// What one collie-bench run measured, kept by rank 0 for the writers: the
+// stdout table (output_table.cc), JSON and CSV (output_files.cc) and the SVG
+// plot (output_svg.cc). Settings, machine and versions are key/value lists so
+// every writer carries all of them without knowing each one.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace collie {
+namespace bench {
+
+struct Options;
+
+struct Setting {
+  std::string key, value;
+  bool number = false;  // written without quotes in JSON
+};
+
+/// One measurement: a placement (out-of-place or in-place) of one implementation at one size.
+struct Figure {
+  bool ran = false;
+  std::string why;  // why it did not run
+  double sec = 0, algbw = 0, busbw = 0;
+  long long wrong = -1;  // -1: not checked (-c 0)
+};
+
+struct ImplFigures {
+  Figure oop, ip;
+};
+
+struct Row {
+  size_t bytes = 0, count = 0;
+  std::string type, op;
+  int root = -1;
+  std::vector<ImplFigures> impls;    // in the order of Report::impls
+  double bareOop = -1, bareIp = -1;  // seconds of the bare loop; negative: not measured
+  std::vector<double> limit;         // GB/s (bytes read + written) per Report::limitKinds
+};
+
+struct ImplDesc {
+  std::string label;
+  bool baseline = false;
+  std::string memory;  // "host" or "device": which limit its percentage uses
+};
+
+struct InitRow {
+  std::string path;
+  double initMinMs = 0, initAvgMs = 0, initMaxMs = 0, destroyAvgMs = 0;
+  double hostBytes = -1, deviceBytes = -1;  // per rank; negative: unknown
+  std::string note;
+};
+
+struct Report {
+  std::string command, date, title;
+  std::vector<Setting> settings, machine, versions;
+  std::vector<std::string> notes;  // lines printed as "# note: ..." (baselines that could not run, ...)
+
+  std::vector<ImplDesc> impls;
+  std::vector<std::string> limitKinds;
+  bool bare = false;
+  std::vector<Row> rows;
+  std::vector<InitRow> initRows;
+
+  long long totalWrong = 0;
+  double busbwSum = 0;
+  int busbwCount = 0;
+
+  /// Index in `limitKinds` of implementation i's memory, or -1.
+  int limitOf(size_t impl) const;
+  /// The implementation the ratio columns divide by: the first one.
+  static constexpr size_t kReference = 0;
+};
+
+/// A command line a shell would run again: words with odd characters in single quotes.
+std::string commandLine(const std::vector<std::string>& words);
+
+/// Fills command, date, machine and versions; the caller adds settings.
+void describeRun(const Options& o, Report* r);
+
+// Writers. Table lines go to `out` as the run goes (rank 0 only).
+void printTableHeader(const Report& r, FILE* out);
+void printTableRow(const Report& r, const Row& row, FILE* out);
+void printTableFooter(const Report& r, FILE* out);
+void printInitTable(const Report& r, FILE* out);
+bool writeJson(const Report& r, const std::string& path, std::string* err);
+bool writeCsv(const Report& r, const std::string& path, std::string* err);
+bool writeSvg(const Report& r, const std::string& path, std::string* err);
+
+}  // namespace bench
+}  // namespace collie

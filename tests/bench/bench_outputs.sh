@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# --json, --csv and --plot are well formed and carry the run: JSON parses and
+# holds every row with figures for each implementation, CSV has one line per
+# (size, implementation, placement) and the same number of fields on each line,
+# SVG parses as XML with axes, a legend and one line per implementation and
+# limit. Parsed with /usr/bin/python3 when present, else checked with grep.
+# $1 = collie-bench.
+set -euo pipefail
+bench=$1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+"$bench" allreduce -np 3 -b 64 -e 64K -f 32 -n 2 -w 1 --limit --bare --algo auto,ring \
+  --json "$dir/r.json" --csv "$dir/r.csv" --plot "$dir/r.svg" >"$dir/out.txt"
+cat "$dir/out.txt"
+# 3 sizes (64 B, 2 KiB, 64 KiB); 2 implementations.
+if [ -x /usr/bin/python3 ]; then
+  /usr/bin/python3 - "$dir" <<'PY'
+import csv, json, sys, xml.etree.ElementTree as ET
+d = sys.argv[1]
+r = json.load(open(d + "/r.json"))
+for key in ("command", "date", "settings", "machine", "versions", "implementations", "rows", "summary"):
+    assert key in r, "json: no " + key
+assert r["settings"]["nranks"] == 3 and r["settings"]["collective"] == "allreduce", r["settings"]
+assert "-np 3" in r["command"], r["command"]
+assert [i["label"] for i in r["implementations"]] == ["collie:tuner", "collie:ring"], r["implementations"]
+assert r["reference"] == "collie:tuner", r["reference"]
+assert [row["size"] for row in r["rows"]] == [64, 2048, 65536], [row["size"] for row in r["rows"]]
+for row in r["rows"]:
+    for label in ("collie:tuner", "collie:ring"):
+        for place in ("out_of_place", "in_place"):
+            f = row["results"][label][place]
+            assert f["time_us"] > 0 and f["busbw_gbps"] > 0 and f["wrong"] == 0, f
+    assert len(row["limit_gbps"]) == 1 and min(row["limit_gbps"].values()) > 0, row  # host, or device with a GPU
+    assert row["time_ratio_to_reference"]["collie:tuner"]["out_of_place"] == 1, row
+    assert row["bare_us"]["out_of_place"] > 0, row
+assert r["summary"]["wrong"] == 0
+rows = list(csv.reader(open(d + "/r.csv")))
+head = rows[0]
+assert all(len(x) == len(head) for x in rows), "csv: ragged lines"
+assert len(rows) == 1 + 3 * 2 * 2, len(rows)
+col = {name: i for i, name in enumerate(head)}
+for name in ("size", "implementation", "placement", "time_us", "busbw_gbps", "wrong", "limit_gbps", "command",
+             "machine_host", "version_collie"):
+    assert name in col, "csv: no column " + name
+for x in rows[1:]:
+    assert float(x[col["time_us"]]) > 0 and x[col["wrong"]] == "0", x
+svg = ET.parse(d + "/r.svg").getroot()
+ns = "{http://www.w3.org/2000/svg}"
+lines = svg.findall(ns + "polyline")
+assert len(lines) == 3, "svg: %d lines, want 2 implementations + 1 limit" % len(lines)
+texts = " ".join(t.text or "" for t in svg.iter(ns + "text"))
+for want in ("busbw (GB/s", "message size", "collie:tuner", "collie:ring", "limit", "64 KiB", "allreduce"):
+    assert want in texts, "svg: no text " + want
+print("PASS: json, csv and svg parsed")
+PY
+else
+  grep -q '"rows": \[' "$dir/r.json" && grep -q '"summary": {"wrong": 0' "$dir/r.json"
+  [ "$(wc -l <"$dir/r.csv")" = 13 ]
+  [ "$(grep -c '<polyline' "$dir/r.svg")" = 3 ] && grep -q '</svg>' "$dir/r.svg"
+  echo "PASS: structure checked with grep (no /usr/bin/python3)"
+fi
