@@ -87,7 +87,14 @@ Status executeCall(collieComm_t comm, const Call& call) {
     return Status::error(collieInternalError, "%s: no algorithm is registered for %s", call.name,
                          collie::collectiveName(call.collective));
   const collie::AlgorithmInfo& algo = *chosen;
-  const uint64_t roundCount = collie::roundCount(algo, comm->nranks, comm->executor->roundElems(es));
+  uint64_t roundCount = collie::roundCount(algo, comm->nranks, comm->executor->roundElems(es));
+  // LL for small calls that fit one LL slice per chunk on every channel: one round.
+  const uint64_t llElems = comm->executor->roundElemsLL(es);
+  if (llElems > 0 && call.count * es <= comm->llMaxBytes && call.collective != Collective::kAllToAllv &&
+      call.count <= collie::roundCount(algo, comm->nranks, llElems)) {
+    exec.lowLatency = true;
+    roundCount = std::max<uint64_t>(call.count, 1);
+  }
   collie::ProgramArgs args;
   args.collective = call.collective;
   args.nranks = comm->nranks;

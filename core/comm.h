@@ -53,6 +53,7 @@ struct collieComm {
   size_t hostFootprint = 0;     // bytes of windows this rank owns
   size_t deviceFootprint = 0;   // CUDA backend: device bytes this rank holds at init
   void* deviceToken = nullptr;  // CUDA backend: collieBarrier's byte, in device memory
+  uint64_t llMaxBytes = 0;      // CUDA backend: calls up to this size use the LL protocol (COLLIE_PROTO)
 
   std::atomic<bool> aborted{false};
   std::atomic<int> asyncError{collieSuccess};  // set when a collective fails mid-way: the comm is broken

@@ -30,6 +30,8 @@ const std::vector<VarInfo>& knownVars() {
       {"COLLIE_SLOT_BYTES", "bytes per receive slot of a host window (default 262144)"},
       {"COLLIE_SLOTS", "receive slots per peer of a host window (default 4)"},
       {"COLLIE_WINDOW_BYTES", "bound on the slot bytes of one rank's host window (default 16 MiB)"},
+      {"COLLIE_PROTO", "CUDA backend: simple, ll (8-byte data+flag lines) or auto (default: ll up to 64 KiB)"},
+      {"COLLIE_LL_SLOT_BYTES", "CUDA backend: bytes of one LL slot (default 16384; half carries data)"},
       {"COLLIE_DEVICE_WINDOW_BYTES", "bound on the slot bytes of one rank's device window (default 32 MiB)"},
       {"COLLIE_CHANNELS",
        "channels per collective, 1..32: blocks on the GPU (default by SMs and ranks per GPU); on the host 1, more only "

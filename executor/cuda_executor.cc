@@ -106,7 +106,8 @@ CudaExecutor::~CudaExecutor() {
 
 Status CudaExecutor::initWindow() {
   DeviceGuard guard(device_);
-  WindowHeader h{kWindowMagic, layout_.nranks, layout_.nslots, layout_.slotBytes, layout_.nchannels, 0};
+  WindowHeader h{kWindowMagic,      layout_.nranks,    layout_.nslots,
+                 layout_.slotBytes, layout_.nchannels, layout_.llSlotBytes};
   return cudaStatus(cudaMemcpy(windows_[static_cast<size_t>(rank_)], &h, sizeof(h), cudaMemcpyHostToDevice),
                     "writing the window header");
 }
@@ -118,7 +119,7 @@ Status CudaExecutor::checkPeers() const {
     COLLIE_RETURN_IF_ERROR(
         cudaStatus(cudaMemcpy(&h, windows_[r], sizeof(h), cudaMemcpyDeviceToHost), "reading a peer's window header"));
     if (h.magic != kWindowMagic || h.nranks != layout_.nranks || h.nslots != layout_.nslots ||
-        h.slotBytes != layout_.slotBytes || h.nchannels != layout_.nchannels)
+        h.slotBytes != layout_.slotBytes || h.nchannels != layout_.nchannels || h.llSlotBytes != layout_.llSlotBytes)
       return Status::error(collieInvalidUsage,
                            "rank %zu's device window has %u channels x %u slots of %llu bytes, rank %d's %u x %u of "
                            "%llu: set COLLIE_CHANNELS / COLLIE_SLOTS / COLLIE_SLOT_BYTES alike on all ranks",
@@ -232,6 +233,7 @@ Status CudaExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& a
   a.rank = rank_;
   a.divisor = args.divisor;
   a.seq = args.seq;
+  a.lowLatency = args.lowLatency && layout_.llSlotBytes > 0 ? 1 : 0;
   a.bufs[0] = const_cast<void*>(args.input);
   a.bufs[1] = args.output;
   a.windows = deviceWindows_;

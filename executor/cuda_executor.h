@@ -36,6 +36,9 @@ class CudaExecutor : public Executor {
 
   Status run(const std::vector<ChannelWork>& work, const ExecArgs& args) override;
   int channels() const override { return static_cast<int>(layout_.nchannels); }
+  uint64_t roundElemsLL(size_t typeSize) const override {
+    return layout_.nchannels * (llPayloadBytes(layout_.llSlotBytes) / typeSize);
+  }
   uint64_t roundElems(size_t typeSize) const override { return layout_.nchannels * (layout_.slotBytes / typeSize); }
   void setTimeout(double seconds) override { timeoutSec_ = seconds; }
 

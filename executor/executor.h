@@ -26,6 +26,9 @@ struct ExecArgs {
   // only for programs whose steps never read what an earlier step of the rank
   // wrote (all-to-all(v), send/recv); see ChannelWork for the others.
   bool splitSteps = false;
+  // The LL protocol (CUDA executor): chosen by core for small calls that fit
+  // one LL slice per chunk; all ranks choose alike since they see the same count.
+  bool lowLatency = false;
 };
 
 /// What one channel runs: a program on the buffers advanced by `offset`
@@ -55,6 +58,8 @@ class Executor {
   /// How many elements of `typeSize` bytes a round may give one chunk of an
   /// algorithm (see RoundRule): what one slot holds on every channel.
   virtual uint64_t roundElems(size_t typeSize) const = 0;
+  /// The same for the LL protocol; 0 when the executor has none (the host).
+  virtual uint64_t roundElemsLL(size_t /*typeSize*/) const { return 0; }
   virtual void setTimeout(double seconds) = 0;
   /// dst = src, `bytes` of this rank's own memory, in the order of its other work.
   virtual Status localCopy(void* dst, const void* src, size_t bytes, collieStream_t stream) = 0;

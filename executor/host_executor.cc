@@ -90,7 +90,8 @@ HostExecutor::HostExecutor(int rank, const WindowLayout& layout, std::vector<uin
       consumed_(static_cast<size_t>(layout.nranks) * layout.nchannels, 0) {}
 
 void HostExecutor::initWindow() {
-  WindowHeader h{kWindowMagic, layout_.nranks, layout_.nslots, layout_.slotBytes, layout_.nchannels, 0};
+  WindowHeader h{kWindowMagic,      layout_.nranks,    layout_.nslots,
+                 layout_.slotBytes, layout_.nchannels, layout_.llSlotBytes};
   memcpy(windows_[static_cast<size_t>(rank_)], &h, sizeof(h));
 }
 

@@ -39,7 +39,7 @@ struct WindowHeader {
   uint32_t nslots;
   uint64_t slotBytes;
   uint32_t nchannels;
-  uint32_t reserved;
+  uint32_t llSlotBytes;
 };
 
 struct WindowLayout {
@@ -47,6 +47,7 @@ struct WindowLayout {
   uint32_t nslots = 4;
   uint64_t slotBytes = 1 << 18;
   uint32_t nchannels = 1;
+  uint32_t llSlotBytes = 0;  // > 0: LL slots follow the Simple ones (CUDA windows only)
 
   COLLIE_HD uint64_t connection(int channel, int peer) const {
     return static_cast<uint64_t>(channel) * nranks + static_cast<uint64_t>(peer);
@@ -63,10 +64,34 @@ struct WindowLayout {
   COLLIE_HD uint64_t slotOffset(int channel, int peer, uint64_t seq) const {
     return slotsBase() + (connection(channel, peer) * nslots + seq % nslots) * slotBytes;
   }
-  COLLIE_HD uint64_t totalBytes() const {
+  COLLIE_HD uint64_t llBase() const {
     return slotsBase() + static_cast<uint64_t>(nchannels) * nranks * nslots * slotBytes;
   }
+  /// The LL slot of connection peer -> owner on `channel` for slice number `seq`.
+  COLLIE_HD uint64_t llSlotOffset(int channel, int peer, uint64_t seq) const {
+    return llBase() + (connection(channel, peer) * nslots + seq % nslots) * llSlotBytes;
+  }
+  COLLIE_HD uint64_t totalBytes() const {
+    return llBase() + static_cast<uint64_t>(nchannels) * nranks * nslots * llSlotBytes;
+  }
 };
+
+// The LL (low-latency) protocol, for small slices: a slot is a run of 8-byte
+// lines, each {4 data bytes, 4 flag bytes} written by one 64-bit store, so a
+// line is valid exactly when its flag is that of the expected slice and no
+// fence is needed between data and flag. Line 0 carries the slice's byte
+// count. LL slots are memory of their own: a Simple slot's data could contain
+// a word equal to some future flag. Slices of both protocols share the
+// ready/credit counters, so consecutive launches may use either.
+constexpr uint64_t kLLLine = 8;
+/// The flag of slice number `seq` (never 0, the value of fresh memory).
+COLLIE_HD uint32_t llFlag(uint64_t seq) {
+  return static_cast<uint32_t>(seq + 1) == 0 ? 1u : static_cast<uint32_t>(seq + 1);
+}
+/// Data bytes one LL slot carries, a multiple of 16.
+COLLIE_HD uint64_t llPayloadBytes(uint64_t llSlotBytes) {
+  return llSlotBytes < 2 * kLLLine ? 0 : ((llSlotBytes / kLLLine - 1) * 4) & ~uint64_t{15};
+}
 
 /// The part of a step's `count` elements that channel `c` of `nchannels` moves:
 /// equal parts rounded up to `align` elements (16-byte vectors on the GPU), so

@@ -1,106 +1,24 @@
-// The program kernel: one block per channel runs this rank's Program through
-// the shared step runner (executor/step_runner.h) with the device primitives
-// (kernels/device_prims.cuh). One instantiation per (type, op) from the
-// single type list in executor/reduce_ops.h.
-#include <cuda_runtime.h>
-
-#include "executor/step_runner.h"
-#include "kernels/device_prims.cuh"
-#include "kernels/launch.h"
+// The Simple protocol's program kernels, and the launcher that picks a protocol.
+#include "kernels/program_kernel.cuh"
 
 namespace collie {
 
-namespace {
-
-template <typename T, ReduceOp Op>
-__global__ void __launch_bounds__(kKernelThreads) programKernel(const __grid_constant__ KernelArgs a) {
-  // This block's counters (posted[n], consumed[n]) live in shared memory for
-  // the launch and in a.counters between launches: kernels of one
-  // communicator run in stream order, so each starts where the last stopped.
-  extern __shared__ uint64_t counters[];
-  __shared__ int handoff;
-  const int n = static_cast<int>(a.layout.nranks);
-  const int c = static_cast<int>(blockIdx.x), C = static_cast<int>(gridDim.x);
-  const int prog = a.channelProgram[c];
-  if (prog < 0) return;  // no work on this channel: its counters stay as they are
-  uint64_t* const posted = a.counters + static_cast<size_t>(c) * n;
-  uint64_t* const consumed = a.counters + static_cast<size_t>(C + c) * n;
-  for (int p = threadIdx.x; p < n; p += blockDim.x) {
-    counters[p] = posted[p];
-    counters[n + p] = consumed[p];
-  }
-  // A communicator that failed once is broken: later launches do nothing.
-  if (threadIdx.x == 0) handoff = *reinterpret_cast<volatile uint32_t*>(a.failed);
-  __syncthreads();
-  if (handoff != 0) return;
-
-  DevicePrims<T, Op> prims(a, c, counters, &handoff);
-  const uint64_t off = a.channelOffset[c];
-  T* const bufs[3] = {a.bufs[0] ? static_cast<T*>(a.bufs[0]) + off : nullptr,
-                      a.bufs[1] ? static_cast<T*>(a.bufs[1]) + off : nullptr,
-                      reinterpret_cast<T*>(static_cast<char*>(a.bufs[2]) + a.scratchPerChannel * c)};
-  const Step* steps = a.steps[prog] != nullptr ? a.steps[prog] : a.inlineSteps + a.inlineAt[prog];
-  StepFailure f = runSteps<T>(prims, steps, a.nsteps[prog], bufs, a.layout.slotBytes / sizeof(T), a.divisor,
-                              a.splitSteps ? c : 0, a.splitSteps ? C : 1, 16 / sizeof(T));
-  if (f.code == 0) {
-    f.code = prims.drain(&f.peer);
-    f.step = a.nsteps[prog];  // "after the last step"
-  }
-  if (threadIdx.x != 0) return;
-  if (f.code != 0) {
-    // The first block to fail records where; the host reads it through
-    // collieCommGetAsyncError.
-    if (atomicCAS(a.failed, 0u, 1u) == 0u) {
-      a.status->step = f.step;
-      a.status->peer = f.peer;
-      a.status->channel = c;
-      a.status->seq = a.seq;
-      __threadfence_system();
-      a.status->code = static_cast<uint32_t>(f.code);
-      __threadfence_system();
-    }
-    return;
-  }
-  for (int p = 0; p < n; ++p) {
-    posted[p] = counters[p];
-    consumed[p] = counters[n + p];
-  }
+int preloadSimple() { return preloadProtocol<false>(); }
+int launchSimple(const KernelArgs& args, collieDataType_t type, ReduceOp op, void* stream) {
+  return launchProtocol<false>(args, type, op, stream);
 }
-
-}  // namespace
 
 int preloadProgramKernels() {
   // Lazy module loading (CUDA's default) loads a kernel at its first launch,
   // and loading can wait for the running kernels of the context: a rank whose
   // first launch of some (type, op) comes while a peer's kernel spins waiting
   // for it would deadlock. Querying every instantiation loads them all now.
-  int rc = 0;
-  for (int t = 0; t < collieNumTypes; ++t)
-    visitType(static_cast<collieDataType_t>(t), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMax, ReduceOp::kMin})
-        visitOp(op, [&](auto opc) {
-          cudaFuncAttributes attr;
-          const cudaError_t e = cudaFuncGetAttributes(&attr, programKernel<T, decltype(opc)::value>);
-          if (e != cudaSuccess && rc == 0) rc = static_cast<int>(e);
-        });
-    });
-  return rc;
+  const int rc = preloadSimple();
+  return rc != 0 ? rc : preloadLL();
 }
 
 int launchProgram(const KernelArgs& args, collieDataType_t type, ReduceOp op, void* stream) {
-  int rc = static_cast<int>(cudaErrorInvalidValue);
-  const size_t shared = 2 * sizeof(uint64_t) * args.layout.nranks;
-  const unsigned blocks = args.layout.nchannels;
-  visitType(type, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    visitOp(op, [&](auto opc) {
-      programKernel<T, decltype(opc)::value>
-          <<<blocks, kKernelThreads, shared, static_cast<cudaStream_t>(stream)>>>(args);
-      rc = static_cast<int>(cudaGetLastError());
-    });
-  });
-  return rc;
+  return args.lowLatency ? launchLL(args, type, op, stream) : launchSimple(args, type, op, stream);
 }
 
 }  // namespace collie

@@ -1,7 +1,8 @@
 // The CUDA backend with ranks as threads sharing the GPUs there are (on a
 // one-GPU machine all ranks share device 0): every collective x every
 // registered algorithm for N = 1, 2, 3, 4, 8, several types and operators,
-// counts 0, odd and multi-round, in place and out of place; the buffers are
+// counts 0, odd and multi-round, in place and out of place (small counts go
+// through the LL protocol, large ones through Simple); the buffers are
 // device memory, checked by the same code as the host tests (Memory::kDevice).
 // Also: uneven channel splits with tiny slots, all-to-all-v and grouped
 // send/recv, CUDA graph capture, and a rank that never joins (the kernel's
@@ -105,26 +106,30 @@ INSTANTIATE_TEST_SUITE_P(Registry, CudaAlgorithmsTest, ::testing::ValuesIn(param
 });
 
 // 4 KiB slots, 2 per connection and 3 channels: many rounds, full FIFOs, and
-// channel parts that do not divide the counts evenly.
+// channel parts that do not divide the counts evenly; with each protocol
+// forced (LL with 1 KiB slots: several LL slices per step).
 TEST(CudaBackend, TinySlotsAndUnevenChannels) {
   SKIP_WITHOUT_GPU();
   ScopedEnv device("COLLIE_DEVICE", "cuda");
   ScopedEnv slotBytes("COLLIE_SLOT_BYTES", "4096");
+  ScopedEnv llSlotBytes("COLLIE_LL_SLOT_BYTES", "1024");
   ScopedEnv slots("COLLIE_SLOTS", "2");
   ScopedEnv channels("COLLIE_CHANNELS", "3");
   const uint64_t seed = collie::test::testSeed();
-  for (int n : {3, 5}) {
-    collie::test::Comms comms(n);
-    ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
-    for (Coll coll : {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kAllToAll})
-      for (size_t count : {size_t{7}, size_t{100003}})
-        for (collieDataType_t type : {collieFloat16, collieFloat32, collieInt8}) {
-          const std::string err =
-              collie::test::runCollectiveCase(comms, coll, type, collieSum, count, false, 1 % n, seed, Memory::kDevice);
-          ASSERT_EQ(err, "") << collie::test::collName(coll) << " n " << n << " count " << count << " "
-                             << collie::typeName(type) << " (seed " << seed << ")";
-        }
-  }
+  for (const char* proto : {"simple", "ll"})
+    for (int n : {3, 5}) {
+      ScopedEnv protocol("COLLIE_PROTO", proto);
+      collie::test::Comms comms(n);
+      ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+      for (Coll coll : {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kAllToAll})
+        for (size_t count : {size_t{7}, size_t{1000}, size_t{100003}})
+          for (collieDataType_t type : {collieFloat16, collieFloat32, collieInt8}) {
+            const std::string err = collie::test::runCollectiveCase(comms, coll, type, collieSum, count, false, 1 % n,
+                                                                    seed, Memory::kDevice);
+            ASSERT_EQ(err, "") << proto << " " << collie::test::collName(coll) << " n " << n << " count " << count
+                               << " " << collie::typeName(type) << " (seed " << seed << ")";
+          }
+    }
 }
 
 // All-to-all-v with uneven splits (zeros and self included) and the same

@@ -1,0 +1,168 @@
+// The GPU's LL (low-latency) primitives for the shared step runner: the same
+// contract as DevicePrims (device_prims.cuh), but a slice travels as 8-byte
+// {data, flag} lines (executor/protocol.h), so the sender needs no fence and
+// the receiver no separate flag round trip. A slice is staged in shared
+// memory on both sides, which is what lets outSlot/inSlot stay plain arrays
+// for the step runner. Slot reuse still goes through the credit counters.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/device_prims.cuh"
+
+namespace collie {
+
+__device__ __forceinline__ uint64_t loadVolatile64(const uint8_t* p) {
+  uint64_t v;
+  asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void storeVolatile64(uint8_t* p, uint64_t v) {
+  asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+template <typename T, ReduceOp Op>
+class DevicePrimsLL {
+ public:
+  /// `stage` is 2 x llPayloadBytes of shared memory: outgoing, then incoming slice.
+  __device__ DevicePrimsLL(const KernelArgs& a, int channel, uint64_t* counters, int* shared, uint32_t* stage)
+      : a_(a),
+        channel_(channel),
+        mine_(a.windows[a.rank]),
+        posted_(counters),
+        consumed_(counters + a.layout.nranks),
+        shared_(shared),
+        out_(stage),
+        in_(stage + llPayloadBytes(a.layout.llSlotBytes) / 4) {}
+
+  /// Elements one LL slice carries.
+  __device__ uint64_t perSlice() const { return llPayloadBytes(a_.layout.llSlotBytes) / sizeof(T); }
+
+  __device__ bool arrived(int p) {
+    const bool ok = share(threadIdx.x == 0 && headerFlag(p) == llFlag(consumed_[p]));
+    if (ok) unpack(p);
+    return ok;
+  }
+  __device__ bool room(int q) { return share(threadIdx.x == 0 && pollRoom(q)); }
+  __device__ int waitArrived(int p) {
+    const int rc = wait(false, 0, true, p);
+    if (rc == 0) unpack(p);
+    return rc;
+  }
+  __device__ int waitRoom(int q) { return wait(true, q, false, 0); }
+  __device__ int waitEither(bool sending, int q, bool receiving, int p) {
+    // The caller polls arrived()/room() again after this returns, which unpacks.
+    return wait(sending, q, receiving, p);
+  }
+
+  __device__ const T* inSlot(int) const { return reinterpret_cast<const T*>(in_); }
+  __device__ T* outSlot(int) const { return reinterpret_cast<T*>(out_); }
+
+  __device__ void release(int p) {
+    __syncthreads();
+    if (threadIdx.x == 0) storeReleaseSys(a_.windows[p] + a_.layout.creditOffset(channel_, a_.rank), ++consumed_[p]);
+    __syncthreads();
+  }
+  // Writes the staged slice as lines into the peer's LL slot. Each line is
+  // self-validating, so no fence; the ready counter still advances so that a
+  // later Simple launch finds the counters where it expects them.
+  __device__ void post(int q, uint64_t n) {
+    __syncthreads();
+    const uint64_t bytes = n * sizeof(T), words = (bytes + 3) / 4;
+    const uint64_t flag = static_cast<uint64_t>(llFlag(posted_[q])) << 32;
+    uint8_t* slot = a_.windows[q] + a_.layout.llSlotOffset(channel_, a_.rank, posted_[q]);
+    for (uint64_t w = threadIdx.x; w < words; w += blockDim.x)
+      storeVolatile64(slot + kLLLine * (w + 1), flag | out_[w]);
+    if (threadIdx.x == 0) storeVolatile64(slot, flag | bytes);
+    __syncthreads();
+    if (threadIdx.x == 0) storeReleaseSys(a_.windows[q] + a_.layout.readyOffset(channel_, a_.rank), ++posted_[q]);
+    __syncthreads();
+  }
+  __device__ int drain(int* peer) {
+    int rc = 0;
+    if (threadIdx.x == 0) {
+      for (int q = 0; q < static_cast<int>(a_.layout.nranks) && rc == 0; ++q) {
+        const uint64_t deadline = globalTimerNs() + a_.timeoutNs;
+        for (uint32_t i = 0; loadAcquireSys(mine_ + a_.layout.creditOffset(channel_, q)) < posted_[q]; ++i) {
+          if ((i & 1023) != 1023) continue;
+          if (gaveUp(deadline, &rc)) {
+            *peer = q;
+            break;
+          }
+        }
+      }
+    }
+    return share(rc);
+  }
+
+  __device__ void copy(T* dst, const T* src, uint64_t n, int divisor) { BlockMoves<T, Op>::copy(dst, src, n, divisor); }
+  __device__ void reduce(T* dst, const T* a, const T* b, uint64_t n, int divisor) {
+    BlockMoves<T, Op>::reduce(dst, a, b, n, divisor);
+  }
+  __device__ void copy2(T* dst1, T* dst2, const T* src, uint64_t n, int divisor) {
+    BlockMoves<T, Op>::copy(dst1, src, n, 0);
+    BlockMoves<T, Op>::copy(dst2, src, n, divisor);
+  }
+
+ private:
+  __device__ const uint8_t* slotIn(int p) const { return mine_ + a_.layout.llSlotOffset(channel_, p, consumed_[p]); }
+  __device__ uint32_t headerFlag(int p) const { return static_cast<uint32_t>(loadVolatile64(slotIn(p)) >> 32); }
+  __device__ bool pollRoom(int q) const {
+    return slotFree(posted_[q], loadAcquireSys(mine_ + a_.layout.creditOffset(channel_, q)), a_.layout.nslots);
+  }
+  __device__ bool gaveUp(uint64_t deadline, int* rc) const {
+    if (a_.status->abort != 0 || *reinterpret_cast<volatile uint32_t*>(a_.failed) != 0) *rc = collieRemoteError;
+    if (*rc == 0 && globalTimerNs() > deadline) *rc = collieTimeout;
+    return *rc != 0;
+  }
+  // The header has arrived: every thread waits for its lines of the slice and
+  // stages their data. Lines are written by many sender threads in no set
+  // order, so each is checked by its own flag; a sender that dies half-way
+  // leaves the wait to the abort flag (checked now and then).
+  __device__ void unpack(int p) {
+    const uint8_t* slot = slotIn(p);
+    const uint32_t flag = llFlag(consumed_[p]);
+    const uint64_t bytes = loadVolatile64(slot) & 0xffffffffu, words = (bytes + 3) / 4;
+    for (uint64_t w = threadIdx.x; w < words; w += blockDim.x) {
+      uint64_t line = loadVolatile64(slot + kLLLine * (w + 1));
+      for (uint32_t i = 0; static_cast<uint32_t>(line >> 32) != flag; ++i) {
+        if ((i & 1023) == 1023 && (a_.status->abort != 0 || *reinterpret_cast<volatile uint32_t*>(a_.failed) != 0))
+          break;
+        line = loadVolatile64(slot + kLLLine * (w + 1));
+      }
+      in_[w] = static_cast<uint32_t>(line);
+    }
+    __syncthreads();
+  }
+  __device__ int share(int v) {
+    if (threadIdx.x == 0) *shared_ = v;
+    __syncthreads();
+    const int out = *shared_;
+    __syncthreads();
+    return out;
+  }
+  __device__ int wait(bool sending, int q, bool receiving, int p) {
+    int rc = 0;
+    if (threadIdx.x == 0) {
+      const uint64_t deadline = globalTimerNs() + a_.timeoutNs;
+      for (uint32_t i = 0;; ++i) {
+        if ((sending && pollRoom(q)) || (receiving && headerFlag(p) == llFlag(consumed_[p]))) break;
+        if ((i & 1023) == 1023 && gaveUp(deadline, &rc)) break;
+      }
+    }
+    return share(rc);
+  }
+
+  const KernelArgs& a_;
+  int channel_;
+  uint8_t* mine_;
+  uint64_t* posted_;
+  uint64_t* consumed_;
+  int* shared_;
+  uint32_t* out_;
+  uint32_t* in_;
+};
+
+}  // namespace collie
