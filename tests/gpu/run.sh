@@ -52,13 +52,24 @@ if [ "$quick" = 0 ] && command -v compute-sanitizer >/dev/null; then
     --gtest_brief=1 --gtest_filter='*allreduce_ring_n2:*reducescatter_ring_n3'
 fi
 bench=$build/bench/collie-bench
+# NCCL for --vs nccl: the system's, else the one PyTorch brings (nvidia-nccl wheel).
+nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(os.path.dirname(nvidia.nccl.__file__), "lib"))' \
+  2>/dev/null || true)
+[ -n "$nccl" ] && export LD_LIBRARY_PATH="$nccl:${LD_LIBRARY_PATH:-}"
 if [ -x "$bench" ]; then
-  for np in 2 4 8; do
-    step "bench_allreduce_np$np" "$bench" allreduce -np "$np" --backend cuda -b 8 -e 256M -f 4 -n 20 -w 5 --limit
+  # Ranks as threads of one process (-t): one CUDA context, kernels run concurrently.
+  # NCCL refuses two ranks on one GPU, so it is compared at one rank.
+  step bench_allreduce_1_vs_nccl "$bench" allreduce --backend cuda -b 8 -e 256M -f 4 --vs nccl --limit \
+    --json "$logs/allreduce_1.json"
+  for t in 2 4 8; do
+    step "bench_allreduce_t$t" "$bench" allreduce -t "$t" --backend cuda -b 8 -e 256M -f 4 --limit \
+      --json "$logs/allreduce_t$t.json" --plot "$logs/allreduce_t$t.svg"
+    step "bench_small_t${t}_graphs" "$bench" allreduce -t "$t" --backend cuda -b 8 -e 64K -f 2 -G 20 \
+      --json "$logs/small_t${t}_graphs.json"
   done
-  step bench_allgather_np4 "$bench" allgather -np 4 --backend cuda -b 1K -e 256M -f 16 --limit
-  step bench_reducescatter_np4 "$bench" reducescatter -np 4 --backend cuda -b 1K -e 256M -f 16 --limit
-  step bench_alltoall_np4 "$bench" alltoall -np 4 --backend cuda -b 1K -e 256M -f 16 --limit
+  for c in allgather reducescatter alltoall; do
+    step "bench_${c}_t4" "$bench" "$c" -t 4 --backend cuda -b 1K -e 256M -f 16 --limit --json "$logs/${c}_t4.json"
+  done
 fi
 
 echo
