@@ -18,6 +18,7 @@
 #include "core/api_checks.h"
 #include "core/comm.h"
 #include "core/errors.h"
+#include "core/group.h"
 #include "executor/executor.h"
 #include "transport/bootstrap/bootstrap.h"
 
@@ -25,7 +26,6 @@ using collie::Status;
 
 using collie::api::checkComm;
 using collie::api::guarded;
-using collie::api::notYet;
 using collie::api::query;
 
 extern "C" {
@@ -88,6 +88,18 @@ collieResult_t collieCommInitRankConfig(collieComm_t* comm, int nranks, collieUn
       return Status::error(collieInvalidArgument, "%s: rank %d is not in [0, %d)", call, rank, nranks);
     collie::InitOptions options;
     COLLIE_RETURN_IF_ERROR(collie::resolveConfig(config, &options).withContext(call));
+    if (collie::group::active()) {
+      // As NCCL allows: one thread may init several ranks inside a group; they
+      // join at GroupEnd, each on the device that was current when it was queued.
+      int device = -1;
+      if (cudaGetDevice(&device) != cudaSuccess) (void)cudaGetLastError();
+      if (options.cudaDevice < 0) options.cudaDevice = device;
+      collie::group::enqueueInit([=] {
+        if (options.cudaDevice >= 0) (void)cudaSetDevice(options.cudaDevice);
+        return collie::commInit(commId, nranks, rank, options, comm).withContext(call);
+      });
+      return Status();
+    }
     return collie::commInit(commId, nranks, rank, options, comm).withContext(call);
   });
 }
@@ -149,11 +161,6 @@ collieResult_t collieCommInitFromEnv(collieComm_t* comm, collieConfig_t* config)
     COLLIE_RETURN_IF_ERROR(collie::resolveConfig(config, &options).withContext(call));
     return collie::commInitFromEnv(options, comm).withContext(call);
   });
-}
-
-collieResult_t collieCommSplit(collieComm_t comm, int, int, collieComm_t* newcomm, collieConfig_t*) {
-  if (newcomm != nullptr) *newcomm = nullptr;
-  return collie::report(notYet("collieCommSplit"), comm);
 }
 
 collieResult_t collieCommFinalize(collieComm_t comm) {
@@ -222,28 +229,6 @@ collieResult_t collieCommUserRank(const collieComm_t comm, int* rank) {
 
 collieResult_t collieCommGetBackend(const collieComm_t comm, collieBackend_t* backend) {
   return query(comm, backend, "collieCommGetBackend", "backend", [](collieComm_t c) { return c->backend; });
-}
-
-collieResult_t collieMemAlloc(void** ptr, size_t) {
-  if (ptr != nullptr) *ptr = nullptr;
-  return collie::report(notYet("collieMemAlloc"));
-}
-collieResult_t collieMemFree(void*) { return collie::report(notYet("collieMemFree")); }
-collieResult_t collieCommRegister(const collieComm_t comm, void*, size_t, void** handle) {
-  if (handle != nullptr) *handle = nullptr;
-  return collie::report(notYet("collieCommRegister"), comm);
-}
-collieResult_t collieCommDeregister(const collieComm_t comm, void*) {
-  return collie::report(notYet("collieCommDeregister"), comm);
-}
-
-collieResult_t collieRedOpCreatePreMulSum(collieRedOp_t* op, void*, collieDataType_t, collieScalarResidence_t,
-                                          collieComm_t comm) {
-  if (op != nullptr) *op = collieMaxRedOp;
-  return collie::report(notYet("collieRedOpCreatePreMulSum"), comm);
-}
-collieResult_t collieRedOpDestroy(collieRedOp_t, collieComm_t comm) {
-  return collie::report(notYet("collieRedOpDestroy"), comm);
 }
 
 }  // extern "C"

@@ -21,6 +21,7 @@
 #include "core/api_checks.h"
 #include "core/group.h"
 #include "core/log.h"
+#include "core/redop.h"
 #include "executor/executor.h"
 
 using collie::Collective;
@@ -145,16 +146,48 @@ Status executeCall(collieComm_t comm, const Call& call) {
   return Status();
 }
 
+// A pre-multiplied sum: an ordinary sum over a scaled copy of the input (core/redop.cc).
+Status executeScaled(collieComm_t comm, const Call& call, const collie::ScaleArgs& scale) {
+  const uint64_t n = call.count * (call.collective == Collective::kReduceScatter ? comm->nranks : 1);
+  Call sum = call;
+  sum.op = collieSum;
+  if (comm->backend == collieBackendCuda) {
+    void* staging = nullptr;
+    Status st = collie::scaleInputDevice(scale, call.input, n, call.stream, &staging);
+    if (!st.ok()) {
+      comm->asyncError.store(st.code());  // the peers go on without this rank
+      return st.withContext(call.name);
+    }
+    if (staging != nullptr) sum.input = staging;
+    st = executeCall(comm, sum);
+    // Freed in stream order after the sum that reads it, also when that failed.
+    Status freed = collie::releaseInputDevice(staging, call.stream);
+    return st.ok() ? freed.withContext(call.name) : st;
+  }
+  std::vector<uint8_t> staging;
+  Status st = collie::scaleInput(scale, call.input, n, &staging);
+  if (!st.ok()) {
+    comm->asyncError.store(st.code());  // the peers go on without this rank
+    return st.withContext(call.name);
+  }
+  sum.input = staging.data();
+  return executeCall(comm, sum);
+}
+
 // Runs the call now, or at collieGroupEnd when a group is open on this thread.
+// A pre-multiplied sum's operator is captured now: it may be destroyed before GroupEnd.
 Status runCall(collieComm_t comm, Call call, collieStream_t stream) {
   call.stream = stream;
   COLLIE_RETURN_IF_ERROR(collie::api::checkPlacement(comm, call.input, call.name, "sendbuff"));
   COLLIE_RETURN_IF_ERROR(collie::api::checkPlacement(comm, call.output, call.name, "recvbuff"));
+  collie::ScaleArgs scale;
+  COLLIE_RETURN_IF_ERROR(collie::captureRedOp(comm, call.op, call.type, call.name, &scale));
+  auto run = [comm, call, scale] { return scale.active ? executeScaled(comm, call, scale) : executeCall(comm, call); };
   if (collie::group::active()) {
-    collie::group::enqueue(comm, [comm, call] { return executeCall(comm, call); });
+    collie::group::enqueue(comm, run);
     return Status();
   }
-  return executeCall(comm, call);
+  return run();
 }
 
 Status checkRoot(int root, collieComm_t comm, const char* call) {

@@ -17,13 +17,17 @@
 #include "core/hash.h"
 #include "core/log.h"
 #include "executor/host_executor.h"
+#include "executor/remote_window.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/socket.h"
 #include "transport/cuda_ipc/device_windows.h"
 #include "transport/shm/shm_window.h"
+#include "transport/ucx/ucx_windows.h"
 
 collieComm::~collieComm() {
   executor.reset();  // the CUDA executor waits for its kernels here
+  // Lets the peers on other hosts take in our last puts (bounded), then closes.
+  if (remote) remote->shutdown(!aborted.load() && asyncError.load() == collieSuccess);
   if (backend == collieBackendCuda) collie::teardownCudaBackend(this);
 }
 
@@ -88,8 +92,20 @@ bool commIsLive(const collieComm* comm) {
   return liveComms().count(comm) != 0;
 }
 
-std::string hostIdentity() {
+std::string hostIdentity(int rank, int nranks) {
   if (std::optional<std::string> id = env::get("COLLIE_HOSTID")) return *id;
+  bool bad = false;
+  const int64_t fake = env::getInt("COLLIE_FAKE_NODES", 0, &bad);
+  if (!bad && fake > 0) {
+    // A test feature: one machine split into nodes of consecutive ranks, with
+    // no per-rank variable (mpirun -x cannot give each rank its own value).
+    EnvInit world;
+    if (readEnvInit(&world).ok()) {
+      rank = world.rank;
+      nranks = world.nranks;
+    }
+    return "fakenode" + std::to_string(static_cast<int64_t>(rank) * fake / nranks);
+  }
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   std::string boot;
@@ -122,8 +138,11 @@ Status resolveConfig(const collieConfig_t* config, InitOptions* out) {
   o.timeoutSec = env::getDouble("COLLIE_TIMEOUT", 300);
   o.initTimeoutSec = env::getDouble("COLLIE_INIT_TIMEOUT", 60);
 
+  // blocking = 0 is accepted: init completes before it returns, which a
+  // non-blocking caller sees as an init that finished at once (NCCL allows it).
   const int blocking = configField(config, offsetof(collieConfig_t, blocking), 1);
-  if (blocking == 0) return notImplemented("config.blocking = 0 (non-blocking init)", "init always blocks for now");
+  if (blocking != 0 && blocking != 1)
+    return Status::error(collieInvalidArgument, "config.blocking %d must be 0 or 1", blocking);
   const int backend = configField(config, offsetof(collieConfig_t, backend), o.backend);
   if (backend < collieBackendAuto || backend > collieBackendCuda)
     return Status::error(collieInvalidArgument, "config.backend %d is not a collieBackend_t", backend);
@@ -180,6 +199,7 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   comm->rank = rank;
   comm->nranks = nranks;
   comm->timeoutSec = options.timeoutSec;
+  comm->initTimeoutSec = options.initTimeoutSec;
 
   int device = -1;
   const bool gpu = gpuUsable(&device);
@@ -193,7 +213,7 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
 
   PeerInfo me;
   memset(&me, 0, sizeof(me));
-  const std::string hostId = hostIdentity();
+  const std::string hostId = hostIdentity(rank, nranks);
   strncpy(me.hostId, hostId.c_str(), sizeof(me.hostId) - 1);
   me.pid = getpid();
   me.cudaDevice = comm->cudaDevice;
@@ -213,12 +233,13 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   comm->peers.resize(static_cast<size_t>(nranks));
   for (int r = 0; r < nranks; ++r) memcpy(&comm->peers[static_cast<size_t>(r)], comm->bootstrap->info(r), sizeof(me));
 
+  std::vector<bool> sameHost(static_cast<size_t>(nranks)), otherHost(static_cast<size_t>(nranks));
+  int farPeer = -1;  // a rank on another host, if any: then UCX reaches those
   for (int r = 0; r < nranks; ++r) {
     const PeerInfo& p = comm->peers[static_cast<size_t>(r)];
-    if (strncmp(p.hostId, me.hostId, sizeof(me.hostId)) != 0)
-      return notImplemented("a communicator spanning hosts", "the UCX transport lands later")
-          .withContext("rank " + std::to_string(r) + " is on host '" + std::string(p.hostId, strnlen(p.hostId, 64)) +
-                       "', rank " + std::to_string(rank) + " on '" + hostId + "'");
+    sameHost[static_cast<size_t>(r)] = strncmp(p.hostId, me.hostId, sizeof(me.hostId)) == 0;
+    otherHost[static_cast<size_t>(r)] = !sameHost[static_cast<size_t>(r)];
+    if (!sameHost[static_cast<size_t>(r)] && farPeer < 0) farPeer = r;
     if (p.algoHash != me.algoHash)
       return Status::error(collieInvalidUsage,
                            "rank %d was started with a different COLLIE_ALGO than rank %d (\"%s\"): all ranks must "
@@ -242,28 +263,51 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   comm->topology = *findTopology("host");
   comm->topology.nranks = nranks;
   comm->topology.ranksPerNode = nranks;
+  const std::string spanning = farPeer < 0
+                                   ? std::string()
+                                   : "rank " + std::to_string(farPeer) + " is on host '" +
+                                         std::string(comm->peers[static_cast<size_t>(farPeer)].hostId,
+                                                     strnlen(comm->peers[static_cast<size_t>(farPeer)].hostId, 64)) +
+                                         "', rank " + std::to_string(rank) + " on '" + hostId + "'";
   if (comm->backend == collieBackendCuda) {
+    if (farPeer >= 0)
+      return notImplemented("a CUDA communicator spanning hosts", "the GPU proxy over UCX lands later")
+          .withContext(spanning);
     COLLIE_RETURN_IF_ERROR(setupCudaBackend(comm.get(), options));
     *out = comm.release();
     registerComm(*out);
     return Status();
   }
 
-  COLLIE_RETURN_IF_ERROR(ShmWindows::create(comm->bootstrap.get(), layout.totalBytes(), &comm->windows));
+  // Peers of our host map our window; the others write into it by UCX RMA.
+  // All on one host (the common case) creates no UCX object at all.
+  if (farPeer >= 0 && !ucxBuilt())  // the stub's error says how to get UCX
+    return createUcxWindows(nullptr, {}, nullptr, 0, nullptr).withContext(spanning);
+  COLLIE_RETURN_IF_ERROR(ShmWindows::create(comm->bootstrap.get(), layout.totalBytes(), &comm->windows, sameHost));
+  if (farPeer >= 0)
+    COLLIE_RETURN_IF_ERROR(createUcxWindows(comm->bootstrap.get(), otherHost, comm->windows->window(rank),
+                                            layout.totalBytes(), &comm->remote));
   std::vector<uint8_t*> windows(static_cast<size_t>(nranks));
   for (int r = 0; r < nranks; ++r) windows[static_cast<size_t>(r)] = comm->windows->window(r);
   auto host = std::make_unique<HostExecutor>(rank, layout, windows, &comm->aborted, options.timeoutSec);
+  const size_t staging = host->setRemote(comm->remote.get());
   host->initWindow();
-  COLLIE_RETURN_IF_ERROR(comm->bootstrap->barrier());
-  COLLIE_RETURN_IF_ERROR(host->checkPeers());
+  std::vector<WindowHeader> headers(static_cast<size_t>(nranks));  // of the windows we cannot map
+  memcpy(&headers[static_cast<size_t>(rank)], windows[static_cast<size_t>(rank)], sizeof(WindowHeader));
+  COLLIE_RETURN_IF_ERROR(farPeer >= 0 ? comm->bootstrap->allGather(headers.data(), sizeof(WindowHeader))
+                                      : comm->bootstrap->barrier());
+  COLLIE_RETURN_IF_ERROR(host->checkPeers(headers.data()));
   comm->executor = std::move(host);
-  comm->hostFootprint = layout.totalBytes();
+  comm->hostFootprint = layout.totalBytes() + staging;
   comm->topology.slotBytes = layout.slotBytes;
   comm->topology.slots = layout.nslots;
 
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  COLLIE_INFO("comm rank %d/%d ready in %.1f ms: host backend, window %zu bytes (%u slots x %llu bytes per peer)", rank,
-              nranks, ms, comm->hostFootprint, layout.nslots, static_cast<unsigned long long>(layout.slotBytes));
+  COLLIE_INFO(
+      "comm rank %d/%d ready in %.1f ms: host backend, window %zu bytes (%u slots x %llu bytes per peer), %zu staging "
+      "bytes for UCX",
+      rank, nranks, ms, static_cast<size_t>(layout.totalBytes()), layout.nslots,
+      static_cast<unsigned long long>(layout.slotBytes), staging);
   *out = comm.release();
   registerComm(*out);
   return Status();

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -16,13 +17,16 @@
 #include "algorithms/program.h"
 #include "algorithms/topology.h"
 #include "collie.h"
+#include "core/memory.h"
 #include "core/peer_info.h"
+#include "core/redop.h"
 #include "core/status.h"
 
 namespace collie {
 struct AlgorithmInfo;
 class Bootstrap;
 class ShmWindows;
+class RemoteWindows;
 class DeviceWindows;
 class Executor;
 }  // namespace collie
@@ -44,10 +48,12 @@ struct collieComm {
   collieBackend_t backend = collieBackendHost;
   int cudaDevice = -1;
   double timeoutSec = 300;
+  double initTimeoutSec = 60;  // inherited by collieCommSplit's children
 
   std::unique_ptr<collie::Bootstrap> bootstrap;
   std::vector<collie::PeerInfo> peers;
   std::unique_ptr<collie::ShmWindows> windows;
+  std::unique_ptr<collie::RemoteWindows> remote;         // UCX to ranks on other hosts; null when all share ours
   std::unique_ptr<collie::DeviceWindows> deviceWindows;  // CUDA backend
   std::unique_ptr<collie::Executor> executor;
   size_t hostFootprint = 0;     // bytes of windows this rank owns
@@ -77,6 +83,11 @@ struct collieComm {
 
   std::mutex errorMu;
   std::string lastError;
+
+  // Guards redOps and registrations, which any thread may change while a group runs the comm's calls.
+  std::mutex resourceMu;
+  std::vector<collie::PreMulSum> redOps;          // core/redop.cc: entry i is operator collieNumOps + i
+  std::list<collie::Registration> registrations;  // core/memory.cc: a handle is its entry's address
 
   ~collieComm();
 };
@@ -123,7 +134,9 @@ void registerComm(collieComm* comm);
 void unregisterComm(collieComm* comm);
 bool commIsLive(const collieComm* comm);
 
-/// The host identity of this process (COLLIE_HOSTID, else hostname + boot id).
-std::string hostIdentity();
+/// The host identity of `rank` of `nranks` in this process: COLLIE_HOSTID, else
+/// with COLLIE_FAKE_NODES=K fake node floor(r*K/N) of the launcher's world rank
+/// r of N (the communicator's rank without a launcher), else hostname + boot id.
+std::string hostIdentity(int rank, int nranks);
 
 }  // namespace collie

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 
 #include "core/log.h"
@@ -27,6 +28,9 @@ const std::vector<VarInfo>& knownVars() {
       {"COLLIE_WORLD_SIZE", "number of ranks for environment init"},
       {"COLLIE_LOCAL_RANK", "rank among the processes of this host (set by collie-run)"},
       {"COLLIE_HOSTID", "host identity override, to split one machine into fake nodes in tests"},
+      {"COLLIE_FAKE_NODES",
+       "test feature: split one machine into K fake nodes of consecutive world ranks (for mpirun; collie-run --nodes "
+       "sets COLLIE_HOSTID instead)"},
       {"COLLIE_SLOT_BYTES", "bytes per receive slot of a host window (default 262144)"},
       {"COLLIE_SLOTS", "receive slots per peer of a host window (default 4)"},
       {"COLLIE_WINDOW_BYTES", "bound on the slot bytes of one rank's host window (default 16 MiB)"},
@@ -54,11 +58,28 @@ static bool isKnown(const char* name) {
   return false;
 }
 
+namespace {
+std::mutex gFallbackMu;
+std::map<std::string, std::string>& fallbacks() {
+  static std::map<std::string, std::string> map;
+  return map;
+}
+}  // namespace
+
+void setFallback(const char* name, const std::string& value) {
+  assert(isKnown(name) && "a fallback for an environment variable that is not listed in kEnvVars");
+  std::lock_guard<std::mutex> lock(gFallbackMu);
+  fallbacks()[name] = value;
+}
+
 std::optional<std::string> get(const char* name) {
   assert(isKnown(name) && "read an environment variable that is not listed in kEnvVars");
   const char* v = getenv(name);
-  if (v == nullptr || *v == '\0') return std::nullopt;
-  return std::string(v);
+  if (v != nullptr && *v != '\0') return std::string(v);
+  std::lock_guard<std::mutex> lock(gFallbackMu);
+  auto it = fallbacks().find(name);
+  if (it == fallbacks().end() || it->second.empty()) return std::nullopt;
+  return it->second;
 }
 
 int64_t getInt(const char* name, int64_t fallback, bool* bad) {

@@ -29,6 +29,12 @@ int64_t getInt(const char* name, int64_t fallback, bool* bad = nullptr);
 /// Floating value (e.g. seconds); `fallback` when unset or malformed (malformed is logged).
 double getDouble(const char* name, double fallback);
 
+/// Makes get(name) return `value` while `name` is unset (or empty) in the
+/// environment: how the NCCL shim maps NCCL_* variables onto their COLLIE_*
+/// equivalents without changing the process's environment, so a COLLIE_*
+/// variable the user set still wins. Call before the first get of `name`.
+void setFallback(const char* name, const std::string& value);
+
 /// Logs, once per process, every COLLIE_* variable that is set but unknown.
 void warnUnknownOnce();
 

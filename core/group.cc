@@ -20,6 +20,7 @@ struct Queued {
 
 struct State {
   int depth = 0;
+  std::vector<std::function<Status()>> inits;
   std::vector<Queued> queue;
 };
 
@@ -58,6 +59,34 @@ void enqueue(collieComm_t comm, std::function<Status()> run) {
 
 void enqueueP2p(collieComm_t comm, const P2pOp& op) { tState.queue.push_back(Queued{comm, nullptr, op}); }
 
+void enqueueInit(std::function<Status()> init) { tState.inits.push_back(std::move(init)); }
+
+namespace {
+
+// The group's communicator inits, concurrently: each waits for the others.
+// Every init runs even when one fails, so no peer waits for one that never starts.
+Status runInits(std::vector<std::function<Status()>> inits) {
+  if (inits.empty()) return Status();
+  if (inits.size() == 1) return inits[0]();
+  std::vector<Status> results(inits.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < inits.size(); ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        results[i] = inits[i]();
+      } catch (const std::exception& e) {
+        results[i] = Status::error(collieInternalError, "internal error: %s", e.what());
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const Status& st : results)
+    if (!st.ok()) return st;
+  return Status();
+}
+
+}  // namespace
+
 Status start() {
   ++tState.depth;
   return Status();
@@ -68,6 +97,9 @@ Status end() {
   if (--tState.depth > 0) return Status();
   std::vector<Queued> queue = std::move(tState.queue);
   tState.queue.clear();
+  std::vector<std::function<Status()>> inits = std::move(tState.inits);
+  tState.inits.clear();
+  COLLIE_RETURN_IF_ERROR(runInits(std::move(inits)));
   // Split by communicator, keeping each one's issue order.
   std::vector<collieComm_t> comms;
   std::vector<std::vector<Queued>> perComm;

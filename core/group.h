@@ -37,6 +37,11 @@ void enqueue(collieComm_t comm, std::function<Status()> run);
 /// Queues a send or receive of `comm` (already checked).
 void enqueueP2p(collieComm_t comm, const P2pOp& op);
 
+/// Queues a communicator init (collieCommInitRank inside a group, as NCCL
+/// allows): inits run first at GroupEnd, all at once, since each blocks until
+/// its peers, which may be inits of the same group, have joined.
+void enqueueInit(std::function<Status()> init);
+
 Status start();
 Status end();
 

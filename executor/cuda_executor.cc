@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "core/cuda_check.h"
 #include "core/hash.h"
 #include "core/log.h"
 #include "transport/cuda_ipc/device_windows.h"
@@ -11,12 +12,6 @@
 namespace collie {
 
 namespace {
-
-Status cudaStatus(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return Status();
-  (void)cudaGetLastError();
-  return Status::error(collieUnhandledCudaError, "%s failed: %s", what, cudaGetErrorString(e));
-}
 
 // Runs the rest of the scope on `device`, then restores the caller's current
 // device: users drive several communicators (devices) from one thread.

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <new>
+#include <string>
 
 #include "core/log.h"
 #include "executor/step_runner.h"
@@ -95,10 +97,16 @@ void HostExecutor::initWindow() {
   memcpy(windows_[static_cast<size_t>(rank_)], &h, sizeof(h));
 }
 
-Status HostExecutor::checkPeers() const {
+Status HostExecutor::checkPeers(const WindowHeader* gathered) const {
   for (size_t r = 0; r < windows_.size(); ++r) {
     WindowHeader h;
-    memcpy(&h, windows_[r], sizeof(h));
+    if (windows_[r] != nullptr) {
+      memcpy(&h, windows_[r], sizeof(h));
+    } else if (gathered != nullptr) {
+      h = gathered[r];
+    } else {
+      return Status::error(collieInternalError, "rank %zu's window is neither mapped nor gathered", r);
+    }
     if (h.magic != kWindowMagic || h.nranks != layout_.nranks || h.nslots != layout_.nslots ||
         h.slotBytes != layout_.slotBytes || h.nchannels != layout_.nchannels)
       return Status::error(collieInvalidUsage,
@@ -110,13 +118,36 @@ Status HostExecutor::checkPeers() const {
   return Status();
 }
 
+size_t HostExecutor::setRemote(RemoteWindows* remote) {
+  remote_ = Remote();
+  remote_.index.assign(windows_.size(), -1);
+  for (size_t r = 0; r < windows_.size(); ++r)
+    if (windows_[r] == nullptr) remote_.index[r] = remote_.count++;
+  if (remote == nullptr || remote_.count == 0) return 0;
+  remote_.windows = remote;
+  // Staging and ops belong to the transport: a transfer may still read them
+  // after this executor is gone (a broken communicator being torn down).
+  const size_t slots = static_cast<size_t>(layout_.nchannels) * remote_.count * layout_.nslots;
+  const size_t stagingBytes = slots * layout_.slotBytes;
+  remote_.staging = remote->allocate(stagingBytes);
+  uint8_t* ops = remote->allocate(2 * slots * sizeof(RemoteWindows::Op));
+  remote_.sendOps = reinterpret_cast<RemoteWindows::Op*>(ops);
+  remote_.creditOps = remote_.sendOps + slots;
+  for (size_t i = 0; i < 2 * slots; ++i) new (remote_.sendOps + i) RemoteWindows::Op();
+  return stagingBytes;
+}
+
 // The host's primitives for the shared step runner (executor/step_runner.h):
 // one thread, flags through acquire/release atomics on the mapped windows.
+// A peer on another host (windows[q] == nullptr) gets the same protocol by
+// RMA: the slice is staged locally, then put into the peer's slot with the
+// new `ready` behind it; our release puts `credit` into its window. Either
+// way we poll only our own window, and every wait moves the transport along.
 template <typename T, ReduceOp Op>
 class HostPrims {
  public:
   HostPrims(int rank, int channel, const WindowLayout& layout, const std::vector<uint8_t*>& windows, uint64_t* posted,
-            uint64_t* consumed, const std::atomic<bool>* abort, double timeoutSec)
+            uint64_t* consumed, const std::atomic<bool>* abort, double timeoutSec, const HostExecutor::Remote& remote)
       : rank_(rank),
         channel_(channel),
         layout_(layout),
@@ -125,32 +156,52 @@ class HostPrims {
         posted_(posted),
         consumed_(consumed),
         abort_(abort),
-        timeoutSec_(timeoutSec) {}
+        timeoutSec_(timeoutSec),
+        remote_(remote) {}
 
-  bool arrived(int p) const { return sliceReady(consumed_[p], loadAcquire(mine_ + layout_.readyOffset(channel_, p))); }
+  // For a remote peer, a slot is usable only once the transfer that last
+  // used the same staging slot / credit op is done with it.
+  bool arrived(int p) const {
+    if (!sliceReady(consumed_[p], loadAcquire(mine_ + layout_.readyOffset(channel_, p)))) return false;
+    return !isRemote(p) || opIdle(creditOp(p, consumed_[p]));
+  }
   bool room(int q) const {
-    return slotFree(posted_[q], loadAcquire(mine_ + layout_.creditOffset(channel_, q)), layout_.nslots);
+    if (!slotFree(posted_[q], loadAcquire(mine_ + layout_.creditOffset(channel_, q)), layout_.nslots)) return false;
+    return !isRemote(q) || opIdle(sendOp(q, posted_[q]));
   }
   int waitArrived(int p) const {
-    return waitFor([&] { return arrived(p); }, abort_, timeoutSec_);
+    return wait([&] { return arrived(p); }, p, -1);
   }
   int waitRoom(int q) const {
-    return waitFor([&] { return room(q); }, abort_, timeoutSec_);
+    return wait([&] { return room(q); }, q, -1);
   }
   int waitEither(bool sending, int q, bool receiving, int p) const {
-    return waitFor([&] { return (sending && room(q)) || (receiving && arrived(p)); }, abort_, timeoutSec_);
+    return wait([&] { return (sending && room(q)) || (receiving && arrived(p)); }, sending ? q : -1,
+                receiving ? p : -1);
   }
   const T* inSlot(int p) const {
     return reinterpret_cast<const T*>(mine_ + layout_.slotOffset(channel_, p, consumed_[p]));
   }
   T* outSlot(int q) const {
+    if (isRemote(q)) return reinterpret_cast<T*>(staging(q, posted_[q]));
     return reinterpret_cast<T*>(windows_[static_cast<size_t>(q)] + layout_.slotOffset(channel_, rank_, posted_[q]));
   }
   void release(int p) {
-    storeRelease(windows_[static_cast<size_t>(p)] + layout_.creditOffset(channel_, rank_), ++consumed_[p]);
+    const uint64_t seq = consumed_[p]++;
+    if (isRemote(p)) {
+      remote_.windows->put(p, nullptr, 0, 0, layout_.creditOffset(channel_, rank_), seq + 1, &creditOp(p, seq));
+      return;
+    }
+    storeRelease(windows_[static_cast<size_t>(p)] + layout_.creditOffset(channel_, rank_), seq + 1);
   }
-  void post(int q, uint64_t /*n*/) {
-    storeRelease(windows_[static_cast<size_t>(q)] + layout_.readyOffset(channel_, rank_), ++posted_[q]);
+  void post(int q, uint64_t n) {
+    const uint64_t seq = posted_[q]++;
+    if (isRemote(q)) {
+      remote_.windows->put(q, staging(q, seq), n * sizeof(T), layout_.slotOffset(channel_, rank_, seq),
+                           layout_.readyOffset(channel_, rank_), seq + 1, &sendOp(q, seq));
+      return;
+    }
+    storeRelease(windows_[static_cast<size_t>(q)] + layout_.readyOffset(channel_, rank_), seq + 1);
   }
 
   void copy(T* dst, const T* src, uint64_t n, int divisor) const { copyElements(dst, src, n, divisor); }
@@ -163,6 +214,39 @@ class HostPrims {
   }
 
  private:
+  bool isRemote(int peer) const { return windows_[static_cast<size_t>(peer)] == nullptr; }
+  size_t remoteSlot(int peer, uint64_t seq) const {
+    const size_t conn = static_cast<size_t>(channel_) * static_cast<size_t>(remote_.count) +
+                        static_cast<size_t>(remote_.index[static_cast<size_t>(peer)]);
+    return conn * layout_.nslots + seq % layout_.nslots;
+  }
+  uint8_t* staging(int peer, uint64_t seq) const { return remote_.staging + remoteSlot(peer, seq) * layout_.slotBytes; }
+  RemoteWindows::Op& sendOp(int peer, uint64_t seq) const { return remote_.sendOps[remoteSlot(peer, seq)]; }
+  RemoteWindows::Op& creditOp(int peer, uint64_t seq) const { return remote_.creditOps[remoteSlot(peer, seq)]; }
+  bool opIdle(const RemoteWindows::Op& op) const {
+    if (remote_.windows->idle(op)) return true;
+    remote_.windows->progress();
+    return remote_.windows->idle(op);
+  }
+  bool lost(int peer) const { return peer >= 0 && isRemote(peer) && remote_.windows->failed(peer); }
+  // Waits until ready(), or until a remote peer it waits on (a, b; -1: none)
+  // is lost: then collieRemoteError at once rather than COLLIE_TIMEOUT later.
+  template <typename Ready>
+  int wait(Ready ready, int a, int b) const {
+    RemoteWindows* w = remote_.windows;
+    if (w == nullptr) return waitFor(ready, abort_, timeoutSec_);
+    bool gone = false;
+    const int rc = waitFor(
+        [&] {
+          w->progress();
+          if (ready()) return true;
+          gone = lost(a) || lost(b);
+          return gone;
+        },
+        abort_, timeoutSec_);
+    return rc == collieSuccess && gone ? collieRemoteError : rc;
+  }
+
   int rank_;
   int channel_;
   const WindowLayout& layout_;
@@ -172,6 +256,7 @@ class HostPrims {
   uint64_t* consumed_;
   const std::atomic<bool>* abort_;
   double timeoutSec_;
+  const HostExecutor::Remote& remote_;
 };
 
 template <typename T, ReduceOp Op>
@@ -191,20 +276,43 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
                         args.output ? static_cast<T*>(args.output) + w.offset : nullptr,
                         reinterpret_cast<T*>(scratch_.data())};
     const size_t at = static_cast<size_t>(c) * layout_.nranks;
-    HostPrims<T, Op> prims(rank_, c, layout_, windows_, posted_.data() + at, consumed_.data() + at, abort_,
-                           timeoutSec_);
+    HostPrims<T, Op> prims(rank_, c, layout_, windows_, posted_.data() + at, consumed_.data() + at, abort_, timeoutSec_,
+                           remote_);
     f = runSteps<T>(prims, w.program->steps.data(), static_cast<int>(w.program->steps.size()), bufs,
                     layout_.slotBytes / sizeof(T), args.divisor, args.splitSteps ? c : 0, args.splitSteps ? nch : 1,
                     16 / sizeof(T));
     failed = w.program;
   }
   const Program& program = *failed;
+  RemoteWindows* const remote = remote_.windows;
+  if (f.code == collieSuccess && remote != nullptr) {
+    // Peers on other hosts may wait for our last flags, which move only while
+    // we call into the transport. A peer lost by now does not fail this call:
+    // it may just have finished first and gone.
+    f.code = waitFor(
+        [&] {
+          remote->progress();
+          return remote->quiet();
+        },
+        abort_, timeoutSec_);
+    if (f.code != collieSuccess) f.step = static_cast<int>(program.steps.size());
+  }
   if (f.code == collieSuccess) return Status();
   const collieResult_t code = static_cast<collieResult_t>(f.code);
-  Status st = Status::error(code, "rank %d waiting on rank %d at step %d of %s %s #%llu %s after %.1f s", rank_, f.peer,
+  // The reason a remote peer was lost: the one waited on first, else any (it may be why we waited in vain).
+  std::string why;
+  const auto remoteFailure = [&](int r) {
+    return remote != nullptr && r >= 0 && windows_[static_cast<size_t>(r)] == nullptr ? remote->failure(r)
+                                                                                      : std::string();
+  };
+  why = remoteFailure(f.peer);
+  for (int r = 0; why.empty() && r < static_cast<int>(windows_.size()); ++r) why = remoteFailure(r);
+  const char* what = code == collieTimeout ? "timed out" : !why.empty() ? "failed" : "was aborted";
+  if (!why.empty()) why = ": " + why;
+  const std::string on = f.peer >= 0 ? "on rank " + std::to_string(f.peer) : "on peers on other hosts";
+  Status st = Status::error(code, "rank %d waiting %s at step %d of %s %s #%llu %s after %.1f s%s", rank_, on.c_str(),
                             f.step, program.algorithm.c_str(), collectiveName(program.collective),
-                            static_cast<unsigned long long>(args.seq),
-                            code == collieTimeout ? "timed out" : "was aborted", timeoutSec_);
+                            static_cast<unsigned long long>(args.seq), what, timeoutSec_, why.c_str());
   COLLIE_WARN("%s", st.message().c_str());
   return st;
 }

@@ -1,7 +1,8 @@
 // The host executor: runs a rank's Program over host memory, talking to peers
 // through their mapped windows (shm between processes; the same mapping works
-// for ranks that are threads of one process). Each call runs to completion
-// before it returns.
+// for ranks that are threads of one process) and, for peers on other hosts,
+// by RMA into their windows (executor/remote_window.h). Each call runs to
+// completion before it returns.
 #pragma once
 
 #include <atomic>
@@ -15,6 +16,7 @@
 #include "executor/executor.h"
 #include "executor/protocol.h"
 #include "executor/reduce_ops.h"
+#include "executor/remote_window.h"
 
 namespace collie {
 
@@ -26,8 +28,13 @@ class HostExecutor : public Executor {
 
   /// Writes our window header; peers check it before their first use.
   void initWindow();
-  /// Checks every peer's window header against our layout.
-  Status checkPeers() const;
+  /// Checks every peer's window header against our layout: the mapped ones
+  /// in place, the others (windows[r] == nullptr) in `gathered`, every rank's
+  /// header as the bootstrap gathered them (may be null when all are mapped).
+  Status checkPeers(const WindowHeader* gathered = nullptr) const;
+  /// Peers whose windows[r] is nullptr are on other hosts, reached through
+  /// `remote`, which must outlive this executor. Returns the staging bytes.
+  size_t setRemote(RemoteWindows* remote);
 
   /// Runs `program`. On failure the communicator's counters are no longer in
   /// step with its peers', so the caller must treat the communicator as broken.
@@ -54,6 +61,20 @@ class HostExecutor : public Executor {
   std::vector<uint64_t> posted_;    // [channel][peer]: slices we have posted to the peer
   std::vector<uint64_t> consumed_;  // [channel][peer]: slices we have consumed from the peer
   std::vector<uint8_t> scratch_;    // Buffer::kScratch, grown to the largest program run so far
+
+ public:
+  /// What the primitives need of the peers on other hosts (all null without any).
+  struct Remote {
+    RemoteWindows* windows = nullptr;
+    std::vector<int> index;                  // [peer]: its place among the remote peers, -1 for a mapped one
+    int count = 0;                           // remote peers
+    uint8_t* staging = nullptr;              // [channel][remote peer][slot]: slices on their way out
+    RemoteWindows::Op* sendOps = nullptr;    // [channel][remote peer][slot]: the put of that slot
+    RemoteWindows::Op* creditOps = nullptr;  // [channel][remote peer][slot]: credit returned for that slot
+  };
+
+ private:
+  Remote remote_;
 };
 
 }  // namespace collie

@@ -122,6 +122,14 @@ COLLIE_HD T divideBy(T x, int n) {
   }
 }
 
+/// x * scalar rounded in the type: the "pre-multiply" of a pre-multiplied sum,
+/// applied to each rank's input before an ordinary sum. Same rules as applyOp:
+/// narrow floats go through float once, integers wrap.
+template <typename T>
+COLLIE_HD T scaleBy(T x, T scalar) {
+  return applyOp<ReduceOp::kProd>(x, scalar);
+}
+
 /// Calls f(TypeTag<T>{}) with the C++ type of `type`; returns false for an unknown type.
 /// The single list of element types: every instantiation over types comes from here.
 template <typename F>

@@ -12,7 +12,7 @@
  * header compiles without the CUDA headers. On the host backend every call runs
  * to completion before it returns and the stream argument is ignored.
  *
- * A call whose implementation has not landed yet returns collieInvalidUsage and
+ * A case whose implementation has not landed yet returns collieInvalidUsage and
  * collieGetLastError() says "... is not implemented yet"; README.md lists them.
  */
 #ifndef COLLIE_H_
@@ -115,7 +115,7 @@ typedef struct {
   size_t size;          /* sizeof(collieConfig_t) of the caller */
   unsigned int magic;   /* COLLIE_CONFIG_MAGIC */
   unsigned int version; /* COLLIE_VERSION_CODE of the caller */
-  int blocking;         /* 1 (default): init calls block until done */
+  int blocking;         /* 1 (default) or 0; init completes before returning either way */
   int backend;          /* a collieBackend_t; default COLLIE_DEVICE, then auto */
   int timeoutMs;        /* bound on every wait; default COLLIE_TIMEOUT */
   int initTimeoutMs;    /* bound on init; default COLLIE_INIT_TIMEOUT */
@@ -154,7 +154,9 @@ collieResult_t collieGetUniqueId(collieUniqueId* uniqueId);
 /**
  * Joins rank `rank` of `nranks` to the communicator named by `commId`. Blocks
  * until all ranks have arrived, or returns collieTimeout after
- * COLLIE_INIT_TIMEOUT seconds naming the ranks that never came.
+ * COLLIE_INIT_TIMEOUT seconds naming the ranks that never came. Inside
+ * collieGroupStart/End it only queues: the ranks queued by one thread join
+ * together at collieGroupEnd, which sets *comm.
  */
 collieResult_t collieCommInitRank(collieComm_t* comm, int nranks, collieUniqueId commId, int rank);
 
@@ -176,7 +178,12 @@ collieResult_t collieCommInitAll(collieComm_t* comms, int ndev, const int* devli
  */
 collieResult_t collieCommInitFromEnv(collieComm_t* comm, collieConfig_t* config);
 
-/** Splits comm by color (COLLIE_SPLIT_NOCOLOR to opt out) ordered by key. */
+/**
+ * New communicators from comm, one per color: ranks ordered by key, then by
+ * their rank in comm; COLLIE_SPLIT_NOCOLOR gives *newcomm = NULL. Collective
+ * over comm. config NULL: the new communicator inherits comm's options. Inside
+ * a group it is queued on comm and *newcomm is set at collieGroupEnd.
+ */
 #define COLLIE_SPLIT_NOCOLOR (-1)
 collieResult_t collieCommSplit(collieComm_t comm, int color, int key, collieComm_t* newcomm, collieConfig_t* config);
 
@@ -201,15 +208,31 @@ collieResult_t collieCommGetBackend(const collieComm_t comm, collieBackend_t* ba
 
 /* ---------------------------------------------------------------- memory */
 
+/**
+ * size bytes of device memory (cudaMalloc on the current device) when a GPU is
+ * usable, else of page-aligned host memory. size 0 gives *ptr = NULL.
+ */
 collieResult_t collieMemAlloc(void** ptr, size_t size);
+/** Frees what collieMemAlloc returned; NULL is accepted, anything else is collieInvalidArgument. */
 collieResult_t collieMemFree(void* ptr);
+/**
+ * Registers a buffer (one comm can use) and returns a handle for
+ * collieCommDeregister. Bookkeeping only on the host backend.
+ */
 collieResult_t collieCommRegister(const collieComm_t comm, void* buff, size_t size, void** handle);
 collieResult_t collieCommDeregister(const collieComm_t comm, void* handle);
 
 /* ---------------------------------------------------------------- operators */
 
+/**
+ * An operator for collectives of comm and datatype: each rank's input times its
+ * own *scalar (of datatype, rounded once in the type), then summed. Host-immediate:
+ * *scalar is read now; device: it is read when each call runs. The operator
+ * (>= collieNumOps) is valid on comm only. The CUDA backend refuses it for now.
+ */
 collieResult_t collieRedOpCreatePreMulSum(collieRedOp_t* op, void* scalar, collieDataType_t datatype,
                                           collieScalarResidence_t residence, collieComm_t comm);
+/** Destroys op; allowed as soon as the calls naming it have returned, even inside a group. */
 collieResult_t collieRedOpDestroy(collieRedOp_t op, collieComm_t comm);
 
 /* ---------------------------------------------------------------- collectives

@@ -13,7 +13,8 @@ if [ ! -f "$build/build.ninja" ]; then
     -DCMAKE_CXX_FLAGS="-fsanitize=thread -O1" -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
     -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread >/dev/null
 fi
-cmake --build "$build" --target allreduce_test collectives_test bootstrap_test shm_window_test p2p_test algorithms_api_test
+cmake --build "$build" --target allreduce_test collectives_test bootstrap_test shm_window_test p2p_test algorithms_api_test \
+  comm_create_test premulsum_test
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 start=$(date +%s)
 "$build/tests/bootstrap_test" --gtest_brief=1
@@ -28,4 +29,7 @@ start=$(date +%s)
 COLLIE_CHANNELS=3 COLLIE_SLOT_BYTES=4096 COLLIE_SLOTS=2 "$build/tests/p2p_test" --gtest_brief=1
 # Every algorithm once, with tiny slots: full FIFOs and many rounds.
 "$build/tests/algorithms_api_test" --gtest_brief=1 --gtest_filter='*tinyslots*'
+# Split and init inside groups (a thread per queued init), pre-multiplied sums queued in groups.
+"$build/tests/comm_create_test" --gtest_brief=1
+"$build/tests/premulsum_test" --gtest_brief=1
 echo "thread sanitizer: clean in $(( $(date +%s) - start )) s"

@@ -12,10 +12,13 @@ constexpr int kUsageError = 2;
 
 void printUsage(FILE* out) {
   std::fprintf(out,
-               "Usage: collie-run [-np N | -n N] [--no-prefix] [-x NAME=VALUE]... [--] prog [args...]\n"
+               "Usage: collie-run [-np N | -n N] [--nodes K] [--no-prefix] [-x NAME=VALUE]... [--] prog [args...]\n"
                "Starts N processes (ranks) of prog on this machine; stops them all when one fails.\n"
                "\n"
                "  -np N, -n N      number of ranks, 1..%d (default 1)\n"
+               "  --nodes K        split the ranks into K fake nodes, 1..N, of consecutive ranks (node-major):\n"
+               "                   rank r gets COLLIE_HOSTID=node<r*K/N>, so ranks on different nodes talk over\n"
+               "                   UCX as if on other hosts (set UCX_TLS to choose its transport)\n"
                "  --no-prefix      do not put \"[r] \" before each output line of rank r\n"
                "  -x NAME=VALUE    set NAME to VALUE in every rank (repeatable)\n"
                "  -h, --help       print this help\n"
@@ -79,6 +82,10 @@ int main(int argc, char** argv) {
         return usageError("invalid number of processes '" + std::string(argv[i]) + "' (must be 1.." +
                           std::to_string(kMaxProcs) + ")");
       }
+    } else if (arg == "--nodes") {
+      if (i + 1 >= argc || !parseProcs(argv[i + 1], &opts.nodes))
+        return usageError("--nodes needs a number of nodes, 1.." + std::to_string(kMaxProcs));
+      ++i;
     } else if (arg == "-x") {
       if (i + 1 >= argc) return usageError("-x needs NAME=VALUE");
       std::string assignment = argv[++i];
@@ -92,6 +99,9 @@ int main(int argc, char** argv) {
     }
   }
   if (i >= argc) return usageError("no program to run");
+  if (opts.nodes > opts.nprocs)
+    return usageError("--nodes " + std::to_string(opts.nodes) + " is more than the " + std::to_string(opts.nprocs) +
+                      " ranks");
   for (; i < argc; ++i) opts.argv.emplace_back(argv[i]);
   return collie::launcher::run(opts);
 }

@@ -291,13 +291,17 @@ void Job::restoreSignals() {
 }
 
 std::vector<std::string> Job::buildEnv(int rank) const {
+  int localRank = rank;
+  const int node = opts_.nodes > 0 ? fakeNode(rank, opts_.nprocs, opts_.nodes) : 0;
+  while (opts_.nodes > 0 && localRank > 0 && fakeNode(rank - localRank, opts_.nprocs, opts_.nodes) != node) --localRank;
   std::vector<std::pair<std::string, std::string>> vars = {
       {"COLLIE_RANK", std::to_string(rank)},
       {"COLLIE_WORLD_SIZE", std::to_string(opts_.nprocs)},
-      {"COLLIE_LOCAL_RANK", std::to_string(rank)},
+      {"COLLIE_LOCAL_RANK", std::to_string(localRank)},
       {"COLLIE_ROOT", root_},
       {"COLLIE_SECRET", secret_},
   };
+  if (opts_.nodes > 0) vars.emplace_back("COLLIE_HOSTID", "node" + std::to_string(node));
   // extraEnv comes last so an explicit -x can override what the launcher picked (a fixed COLLIE_ROOT port).
   for (const auto& kv : opts_.extraEnv) vars.push_back(kv);
   std::set<std::string> names;
@@ -606,6 +610,10 @@ int Job::run() {
 int run(const Options& opts) {
   if (opts.nprocs < 1 || opts.argv.empty() || opts.argv[0].empty()) {
     complain("nothing to run (need at least one process and a program)");
+    return 2;
+  }
+  if (opts.nodes < 0 || opts.nodes > opts.nprocs) {
+    complain("cannot split " + std::to_string(opts.nprocs) + " ranks into " + std::to_string(opts.nodes) + " nodes");
     return 2;
   }
   if (gRunning.exchange(true)) {

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "core/cuda_check.h"
 #include "core/log.h"
 #include "transport/bootstrap/bootstrap.h"
 
@@ -19,12 +20,6 @@ struct WindowRecord {
   int32_t pid;
   int32_t device;
 };
-
-Status cudaStatus(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return Status();
-  (void)cudaGetLastError();
-  return Status::error(collieUnhandledCudaError, "%s failed: %s", what, cudaGetErrorString(e));
-}
 
 }  // namespace
 

@@ -98,7 +98,8 @@ std::string segmentName(uint64_t tag, int rank) {
 
 }  // namespace
 
-Status ShmWindows::create(Bootstrap* bootstrap, size_t bytes, std::unique_ptr<ShmWindows>* out) {
+Status ShmWindows::create(Bootstrap* bootstrap, size_t bytes, std::unique_ptr<ShmWindows>* out,
+                          const std::vector<bool>& map) {
   const int rank = bootstrap->rank(), n = bootstrap->nranks();
   // A nonce from rank 0 keeps two communicators made from the same secret (an
   // environment init repeated in one job) from colliding in /dev/shm.
@@ -127,7 +128,8 @@ Status ShmWindows::create(Bootstrap* bootstrap, size_t bytes, std::unique_ptr<Sh
 
   Status mapped;
   for (int r = 0; r < n && mapped.ok(); ++r)
-    if (r != rank) mapped = ShmSegment::open(segmentName(tag, r), bytes, &windows->segments_[static_cast<size_t>(r)]);
+    if (r != rank && (map.empty() || map[static_cast<size_t>(r)]))
+      mapped = ShmSegment::open(segmentName(tag, r), bytes, &windows->segments_[static_cast<size_t>(r)]);
   ok[static_cast<size_t>(rank)] = mapped.ok() ? 1 : 0;
   COLLIE_RETURN_IF_ERROR(bootstrap->allGather(ok.data(), 1));
   // All peers have mapped our window (or given up): the name is no longer needed.

@@ -1,8 +1,8 @@
 // POSIX shared-memory windows for host ranks of one machine. Every rank
 // creates one segment (its window: slots and flags, see executor/protocol.h)
-// and maps every peer's. Names are derived from a hash of the communicator's
-// secret and a per-communicator nonce, and each segment is unlinked as soon as
-// all peers have mapped it, so a crash after init leaves nothing in /dev/shm.
+// and maps every peer's on the same host (others reach it through UCX). Names are derived from a hash of the
+// communicator's secret and a per-communicator nonce, and each segment is unlinked as soon as all peers have mapped it,
+// so a crash after init leaves nothing in /dev/shm.
 #pragma once
 
 #include <cstddef>
@@ -51,9 +51,12 @@ class ShmSegment {
 class ShmWindows {
  public:
   /// Collective over the bootstrap: every rank creates its window of
-  /// `bytes`, then maps all others, then unlinks its own.
-  static Status create(Bootstrap* bootstrap, size_t bytes, std::unique_ptr<ShmWindows>* out);
+  /// `bytes`, then maps the others' (only ranks r with map[r] when `map` is
+  /// given: those of our host), then unlinks its own.
+  static Status create(Bootstrap* bootstrap, size_t bytes, std::unique_ptr<ShmWindows>* out,
+                       const std::vector<bool>& map = {});
 
+  /// Rank `rank`'s window; nullptr when it was not mapped (a peer on another host).
   uint8_t* window(int rank) const { return segments_[static_cast<size_t>(rank)].data(); }
   size_t bytes() const { return bytes_; }
   /// The name rank `rank`'s window had (tests check it is gone from /dev/shm).

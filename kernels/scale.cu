@@ -1,0 +1,43 @@
+#include <cuda_runtime.h>
+
+#include <cstring>
+
+#include "executor/reduce_ops.h"
+#include "kernels/scale.h"
+
+namespace collie {
+
+namespace {
+
+// The scalar travels in the launch's parameters (host-immediate) or is read
+// from device memory by every thread (device-resident: its value at run time,
+// as NCCL reads it, which a graph replay must see too).
+template <typename T>
+__global__ void scaleKernel(T* dst, const T* src, size_t n, T immediate, const T* deviceScalar) {
+  const T s = deviceScalar != nullptr ? *deviceScalar : immediate;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    dst[i] = scaleBy(src[i], s);
+}
+
+}  // namespace
+
+int launchScale(collieDataType_t type, void* dst, const void* src, size_t n, const void* hostScalar,
+                const void* deviceScalar, void* stream) {
+  if (n == 0) return static_cast<int>(cudaSuccess);
+  int rc = static_cast<int>(cudaErrorInvalidValue);
+  // Enough blocks to fill a large GPU; each thread strides over the rest.
+  const size_t want = (n + 255) / 256;
+  const unsigned blocks = static_cast<unsigned>(want > 4096 ? 4096 : want);
+  visitType(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T immediate{};
+    if (hostScalar != nullptr) memcpy(&immediate, hostScalar, sizeof(T));
+    scaleKernel<T><<<blocks, 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<T*>(dst), static_cast<const T*>(src), n, immediate, static_cast<const T*>(deviceScalar));
+    rc = static_cast<int>(cudaGetLastError());
+  });
+  return rc;
+}
+
+}  // namespace collie

@@ -1,0 +1,37 @@
+# Ranks split into fake nodes (collie-run --nodes K): peers on other nodes go
+# over UCX, on loopback only: UCX_TLS=sm,self or tcp on lo. Included by
+# tests/CMakeLists.txt when COLLIE_WITH_UCX is on.
+set(COLLIE_UCX_SM "UCX_TLS=sm,self")
+set(COLLIE_UCX_TCP "UCX_TLS=tcp;UCX_NET_DEVICES=lo")
+
+# ucx_mp(name nodes ranks env args...): collectives_mp under collie-run --nodes.
+function(ucx_mp name nodes ranks env)
+  add_test(NAME ${name} COMMAND collie-run --nodes ${nodes} -np ${ranks} $<TARGET_FILE:collectives_mp> ${ARGN})
+  set_tests_properties(${name} PROPERTIES LABELS mp TIMEOUT 120 ENVIRONMENT "${env};COLLIE_TIMEOUT=60")
+endfunction()
+
+# Every collective, alltoallv and grouped send/recv, full sizes on 2x2.
+ucx_mp(ucx_mp_2x2_sm 2 4 "${COLLIE_UCX_SM}")
+ucx_mp(ucx_mp_2x2_tcp 2 4 "${COLLIE_UCX_TCP}")
+ucx_mp(ucx_mp_3x2_sm 3 6 "${COLLIE_UCX_SM}" --quick)
+ucx_mp(ucx_mp_3x2_tcp 3 6 "${COLLIE_UCX_TCP}" --quick)
+ucx_mp(ucx_mp_4x1_sm 4 4 "${COLLIE_UCX_SM}" --quick)
+ucx_mp(ucx_mp_4x1_tcp 4 4 "${COLLIE_UCX_TCP}" --quick)
+# Algorithms other than the tuner's, and tiny slots over 3 channels (slot reuse, wrap-around, the channel split).
+ucx_mp(ucx_mp_3x2_tcp_trees 3 6
+  "${COLLIE_UCX_TCP};COLLIE_ALGO=allreduce:tree,reducescatter:halving,allgather:bruck,broadcast:binomial,reduce:binomial,gather:binomial,scatter:binomial"
+  --quick)
+ucx_mp(ucx_mp_4x1_sm_rhd 4 4
+  "${COLLIE_UCX_SM};COLLIE_ALGO=allreduce:rhd,reducescatter:ring,broadcast:chain,reduce:chain,gather:linear,scatter:linear"
+  --quick)
+ucx_mp(ucx_mp_3x2_sm_tiny_slots 3 5 "${COLLIE_UCX_SM};COLLIE_SLOT_BYTES=4096;COLLIE_SLOTS=2;COLLIE_CHANNELS=3" --quick)
+
+# A rank killed mid-collective: survivors fail within COLLIE_TIMEOUT, over tcp
+# (UCX detects the dead peer) and sm (no detection in UCX 1.13: the timeout).
+add_executable(ucx_kill_mp mp/ucx_kill_mp.cc)
+target_link_libraries(ucx_kill_mp PRIVATE collie collie_warnings)
+add_test(NAME ucx_kill_rank_tcp COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/mp/ucx_kill_test.sh
+  $<TARGET_FILE:ucx_kill_mp> tcp 2 4 1 detects)
+add_test(NAME ucx_kill_rank_sm COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/mp/ucx_kill_test.sh
+  $<TARGET_FILE:ucx_kill_mp> sm,self 2 4 2)
+set_tests_properties(ucx_kill_rank_tcp ucx_kill_rank_sm PROPERTIES LABELS mp TIMEOUT 90 ENVIRONMENT COLLIE_TIMEOUT=8)

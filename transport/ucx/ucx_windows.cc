@@ -1,0 +1,577 @@
+#include "transport/ucx/ucx_windows.h"
+
+#include <time.h>
+#include <ucp/api/ucp.h>
+#include <ucs/debug/log_def.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdarg>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <string>
+
+#include "core/log.h"
+#include "transport/bootstrap/bootstrap.h"
+
+namespace collie {
+
+bool ucxBuilt() { return true; }
+
+namespace {
+
+Status ucxError(const char* what, ucs_status_t status, const char* file, int line) {
+  const char* base = strrchr(file, '/');
+  base = base ? base + 1 : file;
+  Status st =
+      Status::error(collieSystemError, "UCX: %s failed: %s (%s:%d)", what, ucs_status_string(status), base, line);
+  COLLIE_WARN("%s", st.message().c_str());
+  return st;
+}
+
+}  // namespace
+
+}  // namespace collie
+
+/// Checks a UCX call that returns ucs_status_t; logs file:line once.
+#define COLLIE_CHECK_UCX(call)                                                                    \
+  do {                                                                                            \
+    const ucs_status_t collie_ucx_ = (call);                                                      \
+    if (collie_ucx_ != UCS_OK) return ::collie::ucxError(#call, collie_ucx_, __FILE__, __LINE__); \
+  } while (0)
+
+namespace collie {
+
+namespace {
+
+// What each rank tells the others first: whether its UCX came up, and the
+// sizes of the blobs that follow (both vary with transports and hosts).
+struct Hello {
+  uint32_t ok;
+  uint32_t addressBytes;
+  uint32_t rkeyBytes;
+  uint32_t reserved;
+  uint64_t windowBase;  // where the rkey's region starts in the owner's address space
+};
+
+// While one lives, UCX log lines from this thread are dropped: for a call
+// whose failure we handle. A handler of our own filters them, installed once
+// per process: UCX's handler stack is global, a thread-local flag is not.
+thread_local bool tQuiet = false;
+ucs_log_func_rc_t quietHandler(const char*, unsigned, const char*, ucs_log_level_t, const ucs_log_component_config_t*,
+                               const char*, va_list) {
+  return tQuiet ? UCS_LOG_FUNC_RC_STOP : UCS_LOG_FUNC_RC_CONTINUE;
+}
+class QuietUcxLog {
+ public:
+  QuietUcxLog() {
+    static std::once_flag once;
+    std::call_once(once, [] { ucs_log_push_handler(quietHandler); });
+    tQuiet = true;
+  }
+  ~QuietUcxLog() { tQuiet = false; }
+  QuietUcxLog(const QuietUcxLog&) = delete;
+  QuietUcxLog& operator=(const QuietUcxLog&) = delete;
+};
+
+struct FreeDeleter {
+  void operator()(uint8_t* p) const { free(p); }
+};
+
+void sleepUpTo(long* ns) {
+  timespec ts{0, *ns};
+  nanosleep(&ts, nullptr);
+  *ns = std::min(*ns * 2, 100000L);
+}
+
+class UcxWindows;
+
+// Every UcxWindows of the process. A shutdown waiting for its peers to take
+// in its puts also moves the workers nobody is using: a peer may be a rank of
+// this very process, whose thread is the one waiting (ranks as threads
+// destroyed one after another).
+std::mutex gLiveMu;
+std::vector<UcxWindows*>& liveWindows() {
+  static std::vector<UcxWindows*> live;
+  return live;
+}
+
+// The worker is used by its communicator's thread and, between that
+// thread's calls, by shutdowns of other communicators: each use holds mu_.
+class UcxWindows final : public RemoteWindows {
+ public:
+  explicit UcxWindows(int nranks) : peers_(static_cast<size_t>(nranks)) {}
+  ~UcxWindows() override { close(); }
+  UcxWindows(const UcxWindows&) = delete;
+  UcxWindows& operator=(const UcxWindows&) = delete;
+
+  /// Context, worker and the registration of our window, packed for the peers.
+  Status open(uint8_t* window, size_t bytes, size_t endpoints);
+  /// The endpoint to `peer` and its window's rkey.
+  Status connect(int peer, const uint8_t* address, const uint8_t* rkey, uint64_t base);
+  const std::vector<uint8_t>& address() const { return address_; }
+  const std::vector<uint8_t>& rkey() const { return rkey_; }
+
+  void put(int peer, const void* src, size_t bytes, uint64_t offset, uint64_t flagOffset, uint64_t value,
+           Op* op) override;
+  bool idle(const Op& op) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return op.stage == kIdle || failed(op.peer);
+  }
+  void progress() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    progressLocked();
+  }
+  bool quiet() const override;
+  bool failed(int peer) const override {
+    return peers_[static_cast<size_t>(peer)].failed.load(std::memory_order_acquire);
+  }
+  std::string failure(int peer) const override;
+  uint8_t* allocate(size_t bytes) override;
+  void shutdown(bool healthy) override;
+  /// Joins liveWindows() (left in close()).
+  void enlist();
+
+ private:
+  enum Stage { kIdle = 0, kLanding = 1, kFlagging = 2 };
+  struct Peer {
+    UcxWindows* owner = nullptr;
+    int rank = -1;
+    ucp_ep_h ep = nullptr;
+    ucp_rkey_h rkey = nullptr;
+    uint64_t base = 0;
+    Op* head = nullptr;  // puts whose data has not landed yet, oldest first
+    Op* tail = nullptr;
+    std::atomic<bool> failed{false};
+    ucs_status_t status = UCS_OK;  // why it failed, and in what
+    const char* what = "";
+  };
+
+  static void onError(void* arg, ucp_ep_h ep, ucs_status_t status);
+  void fail(int peer, const char* what, ucs_status_t status);
+  /// True (and the request released) once *request is done or was never started.
+  bool finished(void** request, int peer);
+  void putFlag(Peer& p, Op* op);
+  /// Puts the flags of the oldest puts to `p` whose data has landed.
+  void advance(Peer& p);
+  void progressLocked();
+  /// Moves the other live workers of the process that nobody is using now.
+  void progressOthers();
+  void close();
+
+  mutable std::mutex mu_;
+  std::vector<Peer> peers_;   // sized once: endpoints' error handlers point into it
+  std::vector<int> remotes_;  // ranks we have an endpoint to
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  ucp_mem_h memh_ = nullptr;
+  std::vector<uint8_t> address_, rkey_;
+  std::vector<Op*> flagging_;           // ops whose flag put is in flight
+  std::vector<void*> closingRequests_;  // closes of endpoints whose peer failed
+  size_t queued_ = 0;                   // ops whose data has not landed yet
+  bool enlisted_ = false;
+  std::atomic<bool> closing_{false};  // peers going away now is expected
+  std::vector<std::unique_ptr<uint8_t, FreeDeleter>> arenas_;
+};
+
+Status UcxWindows::open(uint8_t* window, size_t bytes, size_t endpoints) {
+  ucp_config_t* config = nullptr;
+  COLLIE_CHECK_UCX(ucp_config_read(nullptr, nullptr, &config));
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
+  params.features = UCP_FEATURE_RMA;
+  params.mt_workers_shared = 0;
+  params.estimated_num_eps = endpoints;
+  const ucs_status_t st = ucp_init(&params, config, &context_);
+  ucp_config_release(config);
+  COLLIE_CHECK_UCX(st);
+
+  // Serialized: calls on a communicator come from one thread at a time, not always the same one.
+  ucp_worker_params_t wp{};
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+  COLLIE_CHECK_UCX(ucp_worker_create(context_, &wp, &worker_));
+
+  ucp_mem_map_params_t mp{};
+  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+  mp.address = window;
+  mp.length = bytes;
+  COLLIE_CHECK_UCX(ucp_mem_map(context_, &mp, &memh_));
+
+  ucp_address_t* addr = nullptr;
+  size_t addrBytes = 0;
+  COLLIE_CHECK_UCX(ucp_worker_get_address(worker_, &addr, &addrBytes));
+  address_.assign(reinterpret_cast<const uint8_t*>(addr), reinterpret_cast<const uint8_t*>(addr) + addrBytes);
+  ucp_worker_release_address(worker_, addr);
+
+  void* packed = nullptr;
+  size_t packedBytes = 0;
+  COLLIE_CHECK_UCX(ucp_rkey_pack(context_, memh_, &packed, &packedBytes));
+  rkey_.assign(static_cast<const uint8_t*>(packed), static_cast<const uint8_t*>(packed) + packedBytes);
+  ucp_rkey_buffer_release(packed);
+  return Status();
+}
+
+Status UcxWindows::connect(int peer, const uint8_t* address, const uint8_t* rkey, uint64_t base) {
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  p.owner = this;
+  p.rank = peer;
+  p.base = base;
+  ucp_ep_params_t ep{};
+  ep.field_mask =
+      UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  ep.address = reinterpret_cast<const ucp_address_t*>(address);
+  ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  ep.err_handler.cb = onError;
+  ep.err_handler.arg = &p;
+  ucs_status_t st;
+  {
+    QuietUcxLog quiet;  // a refusal here is expected on some transports, not an error to print
+    st = ucp_ep_create(worker_, &ep, &p.ep);
+  }
+  if (st == UCS_ERR_UNREACHABLE) {
+    // No transport to this peer can tell that it died (UCX 1.13's shared
+    // memory cannot): connect without, and let COLLIE_TIMEOUT find a dead peer.
+    ep.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    st = ucp_ep_create(worker_, &ep, &p.ep);
+    if (st == UCS_OK)
+      COLLIE_INFO("UCX: no transport to rank %d detects peer failure; a dead peer shows as a timeout", peer);
+  }
+  COLLIE_CHECK_UCX(st);
+  remotes_.push_back(peer);
+  COLLIE_CHECK_UCX(ucp_ep_rkey_unpack(p.ep, rkey, &p.rkey));
+  return Status();
+}
+
+void UcxWindows::onError(void* arg, ucp_ep_h, ucs_status_t status) {
+  Peer* p = static_cast<Peer*>(arg);
+  UcxWindows* self = p->owner;
+  self->fail(p->rank, "endpoint", status);
+  // Closed at once: UCX 1.13 aborts the process when a put from this peer,
+  // still queued, is answered on a failed endpoint; once it is closed such
+  // a put is dropped instead.
+  if (p->rkey != nullptr) ucp_rkey_destroy(p->rkey);
+  p->rkey = nullptr;
+  if (p->ep == nullptr) return;
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  void* req = ucp_ep_close_nbx(p->ep, &param);
+  if (req != nullptr && !UCS_PTR_IS_ERR(req)) self->closingRequests_.push_back(req);
+  p->ep = nullptr;
+}
+
+// A peer that finished and destroyed its communicator looks the same as one
+// that died, so this is no warning: it matters only to a wait on that peer.
+void UcxWindows::fail(int peer, const char* what, ucs_status_t status) {
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  if (p.failed.load()) return;
+  p.status = status;
+  p.what = what;
+  p.failed.store(true, std::memory_order_release);
+  if (!closing_.load()) COLLIE_INFO("%s", failure(peer).c_str());
+}
+
+std::string UcxWindows::failure(int peer) const {
+  const Peer& p = peers_[static_cast<size_t>(peer)];
+  if (!p.failed.load(std::memory_order_acquire)) return std::string();
+  return std::string("UCX ") + p.what + " to rank " + std::to_string(peer) + " failed: " + ucs_status_string(p.status) +
+         " (its process died, or its host cannot be reached)";
+}
+
+bool UcxWindows::quiet() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int r : remotes_)
+    if (peers_[static_cast<size_t>(r)].head != nullptr && !failed(r)) return false;
+  for (const Op* op : flagging_)
+    if (!failed(op->peer)) return false;
+  return true;
+}
+
+bool UcxWindows::finished(void** request, int peer) {
+  if (*request == nullptr) return true;
+  const ucs_status_t st = ucp_request_check_status(*request);
+  if (st == UCS_INPROGRESS) return false;
+  ucp_request_free(*request);
+  *request = nullptr;
+  if (st != UCS_OK) fail(peer, "transfer", st);
+  return true;
+}
+
+void UcxWindows::put(int peer, const void* src, size_t bytes, uint64_t offset, uint64_t flagOffset, uint64_t value,
+                     Op* op) {
+  std::lock_guard<std::mutex> lock(mu_);
+  op->request[0] = op->request[1] = nullptr;
+  op->value = value;
+  op->flagOffset = flagOffset;
+  op->next = nullptr;
+  op->peer = peer;
+  op->stage = kIdle;
+  if (failed(peer)) return;
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  if (p.ep == nullptr) return fail(peer, "put", UCS_ERR_NOT_CONNECTED);
+  if (bytes == 0) {
+    putFlag(p, op);
+    return;
+  }
+  ucp_request_param_t param{};
+  void* data = ucp_put_nbx(p.ep, src, bytes, p.base + offset, p.rkey, &param);
+  if (UCS_PTR_IS_ERR(data)) return fail(peer, "put", UCS_PTR_STATUS(data));
+  // The flush completes once the data is in the peer's memory, on every
+  // lane the put may have been split over; only then may the flag follow.
+  void* flush = ucp_ep_flush_nbx(p.ep, &param);
+  if (UCS_PTR_IS_ERR(flush)) {
+    if (data != nullptr) ucp_request_free(data);
+    return fail(peer, "flush", UCS_PTR_STATUS(flush));
+  }
+  op->request[0] = data;
+  op->request[1] = flush;
+  op->stage = kLanding;
+  if (p.tail != nullptr) {
+    p.tail->next = op;
+  } else {
+    p.head = op;
+  }
+  p.tail = op;
+  ++queued_;
+  advance(p);
+}
+
+void UcxWindows::advance(Peer& p) {
+  while (p.head != nullptr && !p.failed.load()) {
+    Op* op = p.head;
+    if (!finished(&op->request[0], p.rank) || !finished(&op->request[1], p.rank)) return;
+    p.head = op->next;
+    if (p.head == nullptr) p.tail = nullptr;
+    op->next = nullptr;
+    --queued_;
+    putFlag(p, op);
+  }
+}
+
+void UcxWindows::putFlag(Peer& p, Op* op) {
+  // Flags are 8-byte puts on one lane, where a fence keeps them in order: a
+  // counter the peer polls must never step back.
+  if (p.ep == nullptr) {
+    op->stage = kIdle;
+    return fail(p.rank, "put", UCS_ERR_NOT_CONNECTED);
+  }
+  const ucs_status_t fenced = ucp_worker_fence(worker_);
+  if (fenced != UCS_OK) return fail(p.rank, "fence", fenced);
+  ucp_request_param_t param{};
+  void* flag = ucp_put_nbx(p.ep, &op->value, sizeof(op->value), p.base + op->flagOffset, p.rkey, &param);
+  if (UCS_PTR_IS_ERR(flag)) {
+    op->stage = kIdle;
+    return fail(p.rank, "put", UCS_PTR_STATUS(flag));
+  }
+  if (flag == nullptr) {
+    op->stage = kIdle;
+    return;
+  }
+  op->request[0] = flag;
+  op->stage = kFlagging;
+  flagging_.push_back(op);
+}
+
+void UcxWindows::progressLocked() {
+  if (worker_ == nullptr) return;
+  ucp_worker_progress(worker_);
+  if (queued_ > 0)
+    for (int r : remotes_)
+      if (peers_[static_cast<size_t>(r)].head != nullptr) advance(peers_[static_cast<size_t>(r)]);
+  for (size_t i = 0; i < flagging_.size();) {
+    Op* op = flagging_[i];
+    if (finished(&op->request[0], op->peer)) {
+      op->stage = kIdle;
+      flagging_[i] = flagging_.back();
+      flagging_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+}
+
+uint8_t* UcxWindows::allocate(size_t bytes) {
+  const size_t rounded = (std::max<size_t>(bytes, 1) + 4095) & ~size_t{4095};
+  uint8_t* p = static_cast<uint8_t*>(aligned_alloc(4096, rounded));
+  if (p == nullptr) throw std::bad_alloc();
+  memset(p, 0, rounded);
+  arenas_.emplace_back(p);
+  return p;
+}
+
+void UcxWindows::enlist() {
+  std::lock_guard<std::mutex> lock(gLiveMu);
+  liveWindows().push_back(this);
+  enlisted_ = true;
+}
+
+void UcxWindows::progressOthers() {
+  std::lock_guard<std::mutex> live(gLiveMu);
+  for (UcxWindows* w : liveWindows()) {
+    if (w == this) continue;
+    std::unique_lock<std::mutex> lock(w->mu_, std::try_to_lock);
+    if (lock.owns_lock()) w->progressLocked();
+  }
+}
+
+void UcxWindows::shutdown(bool healthy) {
+  // From here on peers going away is expected, not worth a warning.
+  closing_.store(true);
+  void* flush = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (worker_ == nullptr) return;
+    ucp_request_param_t param{};
+    flush = ucp_worker_flush_nbx(worker_, &param);
+    if (UCS_PTR_IS_ERR(flush)) flush = nullptr;
+  }
+  // Our puts must land before our endpoints go, even on a broken
+  // communicator: a peer that takes one in afterwards answers it on an
+  // endpoint that failed, which UCX 1.13's software RMA (tcp) treats as
+  // fatal. Bounded: a dead or busy peer may not answer.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(healthy ? 5 : 1);
+  long ns = 1000;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      progressLocked();
+      if (flush == nullptr || ucp_request_check_status(flush) != UCS_INPROGRESS) break;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      COLLIE_INFO("UCX: closing with puts the peers have not acknowledged after %d s", healthy ? 5 : 1);
+      break;
+    }
+    progressOthers();
+    sleepUpTo(&ns);
+  }
+  if (flush != nullptr) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ucp_request_free(flush);
+  }
+  close();
+}
+
+void UcxWindows::close() {
+  if (enlisted_) {
+    std::lock_guard<std::mutex> live(gLiveMu);
+    auto& all = liveWindows();
+    all.erase(std::find(all.begin(), all.end(), this));
+    enlisted_ = false;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  closing_.store(true);
+  // Requests still in flight are released now; the forced closes below complete them.
+  for (int r : remotes_)
+    for (Op* op = peers_[static_cast<size_t>(r)].head; op != nullptr; op = op->next)
+      for (void*& req : op->request)
+        if (req != nullptr) ucp_request_free(req), req = nullptr;
+  for (Op* op : flagging_)
+    if (op->request[0] != nullptr) ucp_request_free(op->request[0]), op->request[0] = nullptr;
+  flagging_.clear();
+  queued_ = 0;
+
+  std::vector<void*> closing;
+  closing.swap(closingRequests_);
+  for (int r : remotes_) {
+    Peer& p = peers_[static_cast<size_t>(r)];
+    p.head = p.tail = nullptr;
+    if (p.rkey != nullptr) ucp_rkey_destroy(p.rkey);  // before its endpoint goes
+    p.rkey = nullptr;
+    if (p.ep == nullptr) continue;
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    void* req = ucp_ep_close_nbx(p.ep, &param);
+    if (req != nullptr && !UCS_PTR_IS_ERR(req)) closing.push_back(req);
+    p.ep = nullptr;
+  }
+  remotes_.clear();
+  // A forced close needs no peer; bound the wait anyway.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!closing.empty() && std::chrono::steady_clock::now() < deadline) {
+    ucp_worker_progress(worker_);
+    for (size_t i = 0; i < closing.size();) {
+      if (ucp_request_check_status(closing[i]) != UCS_INPROGRESS) {
+        ucp_request_free(closing[i]);
+        closing[i] = closing.back();
+        closing.pop_back();
+      } else {
+        ++i;
+      }
+    }
+  }
+  // A forced close leaves UCX discarding the endpoints' transport parts in
+  // later progress calls; let them finish, briefly, before the worker goes.
+  if (worker_ != nullptr) {
+    const auto settle = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+    while (ucp_worker_progress(worker_) != 0 && std::chrono::steady_clock::now() < settle) {
+    }
+  }
+  if (memh_ != nullptr) ucp_mem_unmap(context_, memh_);
+  memh_ = nullptr;
+  if (worker_ != nullptr) ucp_worker_destroy(worker_);
+  worker_ = nullptr;
+  if (context_ != nullptr) ucp_cleanup(context_);
+  context_ = nullptr;
+}
+
+}  // namespace
+
+Status createUcxWindows(Bootstrap* bootstrap, const std::vector<bool>& remote, uint8_t* window, size_t windowBytes,
+                        std::unique_ptr<RemoteWindows>* out) {
+  const int rank = bootstrap->rank(), n = bootstrap->nranks();
+  const size_t endpoints = static_cast<size_t>(std::count(remote.begin(), remote.end(), true));
+  auto w = std::make_unique<UcxWindows>(n);
+  const Status opened = w->open(window, windowBytes, endpoints);
+
+  // Every rank learns whether every rank's UCX came up, so none waits for a peer that gave up.
+  std::vector<Hello> hellos(static_cast<size_t>(n));
+  Hello& me = hellos[static_cast<size_t>(rank)];
+  me.ok = opened.ok() ? 1 : 0;
+  me.addressBytes = static_cast<uint32_t>(w->address().size());
+  me.rkeyBytes = static_cast<uint32_t>(w->rkey().size());
+  me.windowBase = reinterpret_cast<uint64_t>(window);
+  COLLIE_RETURN_IF_ERROR(bootstrap->allGather(hellos.data(), sizeof(Hello)));
+  if (!opened.ok()) return opened;
+  size_t maxAddress = 0, maxRkey = 0;
+  for (int r = 0; r < n; ++r) {
+    const Hello& h = hellos[static_cast<size_t>(r)];
+    if (!h.ok) return Status::error(collieRemoteError, "rank %d could not start UCX (its log says why)", r);
+    maxAddress = std::max<size_t>(maxAddress, h.addressBytes);
+    maxRkey = std::max<size_t>(maxRkey, h.rkeyBytes);
+  }
+
+  // Then the blobs, each padded to the longest.
+  const size_t stride = maxAddress + maxRkey;
+  std::vector<uint8_t> blobs(static_cast<size_t>(n) * stride);
+  uint8_t* mine = blobs.data() + static_cast<size_t>(rank) * stride;
+  memcpy(mine, w->address().data(), w->address().size());
+  memcpy(mine + maxAddress, w->rkey().data(), w->rkey().size());
+  COLLIE_RETURN_IF_ERROR(bootstrap->allGather(blobs.data(), stride));
+
+  Status connected;
+  for (int r = 0; r < n && connected.ok(); ++r) {
+    if (!remote[static_cast<size_t>(r)]) continue;
+    const uint8_t* blob = blobs.data() + static_cast<size_t>(r) * stride;
+    connected = w->connect(r, blob, blob + maxAddress, hellos[static_cast<size_t>(r)].windowBase)
+                    .withContext("endpoint to rank " + std::to_string(r));
+  }
+  std::vector<uint8_t> ok(static_cast<size_t>(n));
+  ok[static_cast<size_t>(rank)] = connected.ok() ? 1 : 0;
+  COLLIE_RETURN_IF_ERROR(bootstrap->allGather(ok.data(), 1));
+  if (!connected.ok()) return connected;
+  for (int r = 0; r < n; ++r)
+    if (!ok[static_cast<size_t>(r)])
+      return Status::error(collieRemoteError, "rank %d could not open UCX endpoints to its peers on other hosts", r);
+  COLLIE_INFO("UCX: endpoints to %zu ranks on other hosts (worker address %zu bytes, rkey %zu bytes)", endpoints,
+              w->address().size(), w->rkey().size());
+  w->enlist();
+  *out = std::move(w);
+  return Status();
+}
+
+}  // namespace collie
