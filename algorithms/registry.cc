@@ -45,6 +45,8 @@ const std::vector<AlgorithmInfo>& algorithms() {
        buildAllReduceOneShot, RoundRule::kOneSlot},
       {Collective::kAllReduce, "twoshot", "direct reduce-scatter in rank order, then direct allgather; two hops",
        buildAllReduceTwoShot, RoundRule::kRankSlots},
+      {Collective::kAllReduce, "hier", "hierarchical: reduce-scatter in the node, allreduce across nodes, allgather",
+       buildAllReduceHier, RoundRule::kNodeSlots, true},
   };
   return list;
 }
@@ -65,12 +67,18 @@ Program emptyProgram(const ProgramArgs& args, const char* algorithm) {
   return p;
 }
 
-uint64_t roundCount(const AlgorithmInfo& a, int nranks, uint64_t slotElems) {
+int nodeSize(int nranks, int ranksPerNode) {
+  return ranksPerNode > 0 && ranksPerNode <= nranks && nranks % ranksPerNode == 0 ? ranksPerNode : nranks;
+}
+
+uint64_t roundCount(const AlgorithmInfo& a, int nranks, uint64_t slotElems, int ranksPerNode) {
   switch (a.rounds) {
     case RoundRule::kOneSlot:
       return slotElems;
     case RoundRule::kRankSlots:
       return slotElems * static_cast<uint64_t>(nranks);
+    case RoundRule::kNodeSlots:
+      return slotElems * static_cast<uint64_t>(nodeSize(nranks, ranksPerNode));
     case RoundRule::kNone:
       break;
   }

@@ -22,6 +22,9 @@ struct ProgramArgs {
   uint64_t count = 0;
   uint64_t stride = 0;
   int root = 0;
+  // Consecutive ranks share a node, this many to a node (0: all on one node).
+  // Only node-aware algorithms (AlgorithmInfo::nodeAware) read it.
+  int ranksPerNode = 0;
   // All-to-all-v: this rank's counts and displacements per peer, in elements.
   std::vector<uint64_t> sendCounts, sendDispls, recvCounts, recvDispls;
 
@@ -36,6 +39,7 @@ struct ProgramArgs {
 enum class RoundRule : uint8_t {
   kOneSlot,    // count <= one slot's elements (per rank block where the buffer has blocks)
   kRankSlots,  // count <= nranks slots' elements: steps move count/nranks (ring allreduce)
+  kNodeSlots,  // count <= node-size slots' elements: the largest steps move count/node size (hier allreduce)
   kNone,       // any count in one program (pairwise exchanges, send/recv)
 };
 
@@ -45,11 +49,12 @@ struct AlgorithmInfo {
   const char* description;
   Program (*build)(const ProgramArgs&);
   RoundRule rounds = RoundRule::kOneSlot;
+  bool nodeAware = false;  // reads ProgramArgs::ranksPerNode: the verifier proves it for every node size
 };
 
 /// The largest count one round of `a` may be given when a slot holds `slotElems`
-/// elements (UINT64_MAX when rounds are not needed).
-uint64_t roundCount(const AlgorithmInfo& a, int nranks, uint64_t slotElems);
+/// elements (UINT64_MAX when rounds are not needed); `ranksPerNode` as in ProgramArgs.
+uint64_t roundCount(const AlgorithmInfo& a, int nranks, uint64_t slotElems, int ranksPerNode = 0);
 
 const std::vector<AlgorithmInfo>& algorithms();
 
@@ -84,6 +89,11 @@ Program buildAllReduceRhd(const ProgramArgs& args);
 Program buildAllReduceTree(const ProgramArgs& args);
 Program buildAllReduceOneShot(const ProgramArgs& args);
 Program buildAllReduceTwoShot(const ProgramArgs& args);
+Program buildAllReduceHier(const ProgramArgs& args);
+
+/// The node size a node-aware algorithm uses: ranksPerNode when it divides
+/// nranks, else nranks (one node).
+int nodeSize(int nranks, int ranksPerNode);
 
 /// A gather run backwards is a scatter: the steps reversed, each send a receive
 /// from the same peer and back, input and output swapped (scatter_linear.cc).

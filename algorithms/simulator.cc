@@ -443,6 +443,7 @@ Status predict(const AlgorithmInfo& algo, const ProgramArgs& call, size_t elemBy
   args.collective = call.collective;
   args.nranks = n;
   args.root = call.root;
+  args.ranksPerNode = topo.ranksPerNode;  // node-aware algorithms follow the topology's nodes
   if (call.collective == Collective::kAllToAllv) {
     // One program per rank, with every rank's counts (see the header).
     uint64_t total = 0;
@@ -469,7 +470,7 @@ Status predict(const AlgorithmInfo& algo, const ProgramArgs& call, size_t elemBy
   } else {
     // Rounds as core/collectives.cc cuts them: the same program for every full
     // round (only the buffers' offsets differ), and the last one's remainder.
-    const uint64_t perRound = roundCount(algo, n, slotElems);
+    const uint64_t perRound = roundCount(algo, n, slotElems, topo.ranksPerNode);
     uint64_t lastCount = call.count;
     if (call.count > perRound) {
       rounds = ceilDiv(call.count, perRound);

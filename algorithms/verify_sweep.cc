@@ -50,6 +50,16 @@ std::vector<ProgramArgs> callArgs(const AlgorithmInfo& algo, int n, uint64_t cou
   return args;
 }
 
+// The node sizes a call on n ranks is proved with: every divisor of n for a
+// node-aware algorithm (1 and n included), else only "no nodes".
+std::vector<int> nodeSizes(const AlgorithmInfo& algo, int n) {
+  if (!algo.nodeAware) return {0};
+  std::vector<int> sizes;
+  for (int l = 1; l <= n; ++l)
+    if (n % l == 0) sizes.push_back(l);
+  return sizes;
+}
+
 std::vector<Program> buildAll(const AlgorithmInfo& algo, const std::vector<ProgramArgs>& args) {
   std::vector<Program> programs;
   programs.reserve(args.size());
@@ -90,12 +100,18 @@ void randomSplits(int n, uint64_t maxCount, std::mt19937_64& rng, std::vector<Pr
   }
 }
 
-uint64_t tightestSlice(const AlgorithmInfo& algo, int n, uint64_t count) {
+uint64_t tightestSlice(const AlgorithmInfo& algo, int n, uint64_t count, int ranksPerNode) {
+  // The step moving the most elements of a round of `count` moves count / parts.
+  const auto part = [count](int parts) {
+    return std::max<uint64_t>((count + static_cast<uint64_t>(parts) - 1) / static_cast<uint64_t>(parts), 1);
+  };
   switch (algo.rounds) {
     case RoundRule::kOneSlot:
       return std::max<uint64_t>(count, 1);
     case RoundRule::kRankSlots:
-      return std::max<uint64_t>((count + static_cast<uint64_t>(n) - 1) / static_cast<uint64_t>(n), 1);
+      return part(n);
+    case RoundRule::kNodeSlots:
+      return part(nodeSize(n, ranksPerNode));
     case RoundRule::kNone:
       break;
   }
@@ -118,29 +134,33 @@ Status verifyAlgorithm(const AlgorithmInfo& algo, const SweepOptions& options, l
           return Status::error(collieInvalidArgument, "%s %s: count '%s' is not a number or n, n-1, n+1",
                                collectiveName(algo.collective), algo.name, token.c_str());
         for (uint64_t stride : {count, count + 3}) {
-          std::vector<ProgramArgs> args = callArgs(algo, n, count, stride, root);
-          if (algo.collective == Collective::kAllToAllv) randomSplits(n, count, rng, &args);
-          const std::vector<Program> programs = buildAll(algo, args);
-          for (bool inPlace : {false, true}) {
-            uint64_t in = 0, out = 0;
-            if (inPlace && !inPlaceBases(programs[0], &in, &out)) continue;
-            for (bool tight : {false, true}) {
-              VerifyOptions vo;
-              vo.inPlace = inPlace;
-              if (tight) {
-                vo.nslots = 2;
-                vo.sliceElems = tightestSlice(algo, n, count);
+          for (int perNode : nodeSizes(algo, n)) {
+            std::vector<ProgramArgs> args = callArgs(algo, n, count, stride, root);
+            for (ProgramArgs& a : args) a.ranksPerNode = perNode;
+            if (algo.collective == Collective::kAllToAllv) randomSplits(n, count, rng, &args);
+            const std::vector<Program> programs = buildAll(algo, args);
+            for (bool inPlace : {false, true}) {
+              uint64_t in = 0, out = 0;
+              if (inPlace && !inPlaceBases(programs[0], &in, &out)) continue;
+              for (bool tight : {false, true}) {
+                VerifyOptions vo;
+                vo.inPlace = inPlace;
+                if (tight) {
+                  vo.nslots = 2;
+                  vo.sliceElems = tightestSlice(algo, n, count, perNode);
+                }
+                const Status s = verifyPrograms(programs, vo);
+                if (!s.ok()) {
+                  const std::string slots = tight ? "two slots of " + std::to_string(vo.sliceElems) : "unbounded slots";
+                  return s.withContext(std::string(collectiveName(algo.collective)) + " " + algo.name + ", n " +
+                                       std::to_string(n) +
+                                       (perNode > 0 ? " in nodes of " + std::to_string(perNode) : "") + ", root " +
+                                       std::to_string(root) + ", count " + std::to_string(count) + ", stride " +
+                                       std::to_string(stride) + ", " + (inPlace ? "in place" : "out of place") + ", " +
+                                       slots + " (seed " + std::to_string(options.seed) + ")");
+                }
+                ++*proved;
               }
-              const Status s = verifyPrograms(programs, vo);
-              if (!s.ok()) {
-                const std::string slots = tight ? "two slots of " + std::to_string(vo.sliceElems) : "unbounded slots";
-                return s.withContext(std::string(collectiveName(algo.collective)) + " " + algo.name + ", n " +
-                                     std::to_string(n) + ", root " + std::to_string(root) + ", count " +
-                                     std::to_string(count) + ", stride " + std::to_string(stride) + ", " +
-                                     (inPlace ? "in place" : "out of place") + ", " + slots + " (seed " +
-                                     std::to_string(options.seed) + ")");
-              }
-              ++*proved;
             }
           }
         }

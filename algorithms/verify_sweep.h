@@ -3,7 +3,8 @@
 // ranks: each count of the list; roots 0, n/2 and n-1 for the rooted
 // collectives (each distinct root once); rank blocks `count` and `count + 3`
 // apart (as when a call runs in rounds over parts of each block); all-to-all-v
-// with random splits, zeros included; out of place and, where the collective
+// with random splits, zeros included; for node-aware algorithms every node
+// size that divides n (ranksPerNode); out of place and, where the collective
 // has an in-place form, in place; with unbounded slots and with two slots of
 // the tightest slice the algorithm's round rule allows (two, the fewest
 // COLLIE_SLOTS accepts: with one, a ring that forwards deadlocks, each rank
@@ -49,6 +50,6 @@ void randomSplits(int n, uint64_t maxCount, std::mt19937_64& rng, std::vector<Pr
 
 /// The largest slice with which `count` is one round of `algo` on `n` ranks
 /// (see RoundRule); 1 for algorithms that need no rounds.
-uint64_t tightestSlice(const AlgorithmInfo& algo, int n, uint64_t count);
+uint64_t tightestSlice(const AlgorithmInfo& algo, int n, uint64_t count, int ranksPerNode = 0);
 
 }  // namespace collie

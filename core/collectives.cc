@@ -88,11 +88,12 @@ Status executeCall(collieComm_t comm, const Call& call) {
     return Status::error(collieInternalError, "%s: no algorithm is registered for %s", call.name,
                          collie::collectiveName(call.collective));
   const collie::AlgorithmInfo& algo = *chosen;
-  uint64_t roundCount = collie::roundCount(algo, comm->nranks, comm->executor->roundElems(es));
+  const int perNode = comm->topology.ranksPerNode;
+  uint64_t roundCount = collie::roundCount(algo, comm->nranks, comm->executor->roundElems(es), perNode);
   // LL for small calls that fit one LL slice per chunk on every channel: one round.
   const uint64_t llElems = comm->executor->roundElemsLL(es);
   if (llElems > 0 && call.count * es <= comm->llMaxBytes && call.collective != Collective::kAllToAllv &&
-      call.count <= collie::roundCount(algo, comm->nranks, llElems)) {
+      call.count <= collie::roundCount(algo, comm->nranks, llElems, perNode)) {
     exec.lowLatency = true;
     roundCount = std::max<uint64_t>(call.count, 1);
   }
@@ -102,6 +103,7 @@ Status executeCall(collieComm_t comm, const Call& call) {
   args.rank = comm->rank;
   args.stride = call.count;
   args.root = call.root;
+  args.ranksPerNode = comm->topology.ranksPerNode;
   if (call.collective == Collective::kAllToAllv) {
     // Per-peer counts make each call's program its own; it is O(nranks) steps to build.
     args.sendCounts = call.sendCounts;

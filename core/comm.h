@@ -134,6 +134,11 @@ void registerComm(collieComm* comm);
 void unregisterComm(collieComm* comm);
 bool commIsLive(const collieComm* comm);
 
+/// How many consecutive ranks share a host when every host holds the same
+/// number of consecutive ranks (all ranks when they share one); else 1, so
+/// node-aware algorithms treat every rank as its own node.
+int nodeRanks(const std::vector<PeerInfo>& peers);
+
 /// The host identity of `rank` of `nranks` in this process: COLLIE_HOSTID, else
 /// with COLLIE_FAKE_NODES=K fake node floor(r*K/N) of the launcher's world rank
 /// r of N (the communicator's rank without a launcher), else hostname + boot id.

@@ -139,6 +139,8 @@ const char* roundRuleName(collie::RoundRule r) {
       return "one-slot";
     case collie::RoundRule::kRankSlots:
       return "rank-slots";
+    case collie::RoundRule::kNodeSlots:
+      return "node-slots";
     case collie::RoundRule::kNone:
       break;
   }

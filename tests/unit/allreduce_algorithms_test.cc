@@ -13,9 +13,11 @@
 
 namespace {
 
+using collie::AlgorithmInfo;
 using collie::Buffer;
 using collie::Collective;
 using collie::Program;
+using collie::ProgramArgs;
 using collie::Step;
 using collie::StepOp;
 using collie::test::buildPrograms;
@@ -33,7 +35,8 @@ TEST(AllReduceAlgorithms, RegisteredWithTheirRoundRules) {
   } expected[] = {{"rhd", collie::RoundRule::kNone},
                   {"tree", collie::RoundRule::kOneSlot},
                   {"oneshot", collie::RoundRule::kOneSlot},
-                  {"twoshot", collie::RoundRule::kRankSlots}};
+                  {"twoshot", collie::RoundRule::kRankSlots},
+                  {"hier", collie::RoundRule::kNodeSlots}};
   for (const auto& e : expected) {
     const collie::AlgorithmInfo* a = collie::findAlgorithm(Collective::kAllReduce, e.name);
     ASSERT_NE(a, nullptr) << e.name;
@@ -216,6 +219,42 @@ TEST(TreeAllReduce, RootsFinalizeTheirHalf) {
     EXPECT_EQ(finalizers[0], 1) << n;
     EXPECT_EQ(finalizers[1], 1) << n;
     EXPECT_TRUE(collie::verifyPrograms(programs).ok());
+  }
+}
+
+// Hierarchical allreduce crosses nodes only in its middle phase, with the
+// rank of the same local index on each other node, and sends 2(K-1)/n of the
+// buffer across nodes per rank (K nodes of L): a flat ring over the same
+// ranks sends 2(n-1)/n, some of it across nodes at every step.
+TEST(HierAllReduce, CrossesNodesOnlyBetweenRanksOfOneLocalIndex) {
+  const AlgorithmInfo* hier = collie::findAlgorithm(Collective::kAllReduce, "hier");
+  ASSERT_NE(hier, nullptr);
+  const struct { int n, perNode; } shapes[] = {{4, 2}, {6, 3}, {6, 2}, {8, 4}, {12, 4}};
+  const uint64_t count = 1200;  // divides by every n and L above
+  for (const auto& shape : shapes) {
+    ProgramArgs args;
+    args.collective = Collective::kAllReduce;
+    args.nranks = shape.n;
+    args.count = count;
+    args.ranksPerNode = shape.perNode;
+    std::vector<Program> programs;
+    for (int r = 0; r < shape.n; ++r) {
+      args.rank = r;
+      programs.push_back(hier->build(args));
+    }
+    const int nodes = shape.n / shape.perNode;
+    for (const Program& p : programs) {
+      uint64_t across = 0;
+      for (const Step& s : p.steps) {
+        if (s.sendPeer < 0 || s.sendPeer / shape.perNode == p.rank / shape.perNode) continue;
+        EXPECT_EQ(s.sendPeer % shape.perNode, p.rank % shape.perNode) << p.describe();
+        across += s.sent();
+      }
+      EXPECT_EQ(across, 2 * static_cast<uint64_t>(nodes - 1) * count / static_cast<uint64_t>(shape.n))
+          << "n " << shape.n << ", nodes of " << shape.perNode << "\n"
+          << p.describe();
+    }
+    EXPECT_TRUE(collie::verifyPrograms(programs).ok()) << shape.n << " " << shape.perNode;
   }
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -155,6 +156,27 @@ TEST(NonBlockingConfig, InitCompletesAndReportsSuccess) {
     EXPECT_EQ(async[r], collieSuccess);  // never collieInProgress: init finished before returning
     EXPECT_EQ(collieCommDestroy(comms[r]), collieSuccess);
   }
+}
+
+// The node layout node-aware algorithms get: consecutive ranks of one host,
+// every host the same size; anything else counts every rank as its own node.
+TEST(NodeRanks, ConsecutiveEqualHostsOnly) {
+  const auto layout = [](const std::vector<std::string>& hosts) {
+    std::vector<collie::PeerInfo> peers(hosts.size());
+    for (size_t r = 0; r < hosts.size(); ++r) {
+      memset(&peers[r], 0, sizeof(peers[r]));
+      strncpy(peers[r].hostId, hosts[r].c_str(), sizeof(peers[r].hostId) - 1);
+    }
+    return collie::nodeRanks(peers);
+  };
+  EXPECT_EQ(layout({"a"}), 1);
+  EXPECT_EQ(layout({"a", "a", "a"}), 3);
+  EXPECT_EQ(layout({"a", "a", "b", "b"}), 2);
+  EXPECT_EQ(layout({"a", "a", "a", "b", "b", "b"}), 3);
+  EXPECT_EQ(layout({"a", "b", "c", "d"}), 1);
+  EXPECT_EQ(layout({"a", "a", "a", "b", "b"}), 1);       // unequal
+  EXPECT_EQ(layout({"a", "b", "a", "b"}), 1);            // interleaved
+  EXPECT_EQ(layout({"a", "a", "b", "b", "b", "b"}), 1);  // b twice as large
 }
 
 }  // namespace
