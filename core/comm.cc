@@ -41,17 +41,6 @@ std::unordered_set<const collieComm*>& liveComms() {
   return set;
 }
 
-// A GPU is usable when the runtime finds at least one device. Without a
-// driver cudaGetDeviceCount fails and leaves the count unwritten, hence the 0.
-bool gpuUsable(int* device) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count <= 0) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return cudaGetDevice(device) == cudaSuccess;
-}
-
 // Reads the int config field at `offset` only if the caller's struct is big enough to have it.
 int configField(const collieConfig_t* config, size_t offset, int fallback) {
   if (config == nullptr || config->size < offset + sizeof(int)) return fallback;
@@ -90,6 +79,16 @@ void unregisterComm(collieComm* comm) {
 bool commIsLive(const collieComm* comm) {
   std::lock_guard<std::mutex> lock(gLiveMu);
   return liveComms().count(comm) != 0;
+}
+
+// Without a driver cudaGetDeviceCount fails and leaves the count unwritten, hence the 0.
+bool gpuUsable(int* device) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count <= 0) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return cudaGetDevice(device) == cudaSuccess;
 }
 
 int nodeRanks(const std::vector<PeerInfo>& peers) {

@@ -134,6 +134,9 @@ void registerComm(collieComm* comm);
 void unregisterComm(collieComm* comm);
 bool commIsLive(const collieComm* comm);
 
+/// Whether the CUDA runtime finds a device; then *device is the calling thread's current one.
+bool gpuUsable(int* device);
+
 /// How many consecutive ranks share a host when every host holds the same
 /// number of consecutive ranks (all ranks when they share one); else 1, so
 /// node-aware algorithms treat every rank as its own node.

@@ -41,16 +41,6 @@ std::unordered_map<void*, Allocation>& allocations() {
   return map;
 }
 
-// Without a driver cudaGetDeviceCount fails and leaves the count unwritten.
-bool gpuUsable() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return count > 0;
-}
-
 }  // namespace
 
 }  // namespace collie
@@ -64,7 +54,8 @@ collieResult_t collieMemAlloc(void** ptr, size_t size) {
     *ptr = nullptr;
     if (size == 0) return Status();  // nothing to allocate; collieMemFree(NULL) is accepted
     void* p = nullptr;
-    const bool device = collie::gpuUsable();
+    int current = -1;
+    const bool device = collie::gpuUsable(&current);
     if (device) {
       COLLIE_RETURN_IF_ERROR(
           collie::cudaStatus(cudaMalloc(&p, size), ("cudaMalloc of " + std::to_string(size) + " bytes").c_str())
