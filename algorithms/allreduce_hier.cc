@@ -23,20 +23,6 @@
 
 namespace collie {
 
-namespace {
-
-// Steps built for a group of ranks numbered 0..members-1 among themselves,
-// renumbered to the communicator's ranks: group rank g is `first + g * step`.
-void renumber(std::vector<Step>* steps, size_t from, int first, int step) {
-  for (size_t i = from; i < steps->size(); ++i) {
-    Step& s = (*steps)[i];
-    if (s.sendPeer >= 0) s.sendPeer = first + s.sendPeer * step;
-    if (s.recvPeer >= 0) s.recvPeer = first + s.recvPeer * step;
-  }
-}
-
-}  // namespace
-
 Program buildAllReduceHier(const ProgramArgs& args) {
   Program p = emptyProgram(args, "hier");
   const int l = nodeSize(args.nranks, args.ranksPerNode), k = args.nranks / l;
@@ -47,7 +33,7 @@ Program buildAllReduceHier(const ProgramArgs& args) {
   // Phase 1: inside the node, among ranks node*L + 0..L-1.
   size_t from = p.steps.size();
   appendRingReduceScatter(l, local, chunks, Buffer::kInput, Range{Buffer::kOutput, mine.offset}, &p.steps);
-  renumber(&p.steps, from, node * l, 1);
+  renumberPeers(&p.steps, from, node * l, 1);
   if (k > 1) {
     // The reduction is complete only after phase 2: avg divides there.
     for (size_t i = from; i < p.steps.size(); ++i) p.steps[i].finalize = false;
@@ -58,12 +44,12 @@ Program buildAllReduceHier(const ProgramArgs& args) {
     appendRingReduceScatter(k, node, parts, Buffer::kOutput,
                             Range{Buffer::kOutput, parts[static_cast<size_t>(node)].offset}, &p.steps);
     appendRingAllGather(k, node, parts, Buffer::kOutput, &p.steps);
-    renumber(&p.steps, from, local, l);
+    renumberPeers(&p.steps, from, local, l);
   }
   // Phase 3: inside the node again.
   from = p.steps.size();
   appendRingAllGather(l, local, chunks, Buffer::kOutput, &p.steps);
-  renumber(&p.steps, from, node * l, 1);
+  renumberPeers(&p.steps, from, node * l, 1);
   return p;
 }
 

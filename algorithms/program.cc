@@ -101,6 +101,14 @@ Step exchangeStep(StepOp op, int to, int from, Range src, uint64_t count, Range 
   return s;
 }
 
+void renumberPeers(std::vector<Step>* steps, size_t from, int first, int step) {
+  for (size_t i = from; i < steps->size(); ++i) {
+    Step& s = (*steps)[i];
+    if (s.sendPeer >= 0) s.sendPeer = first + s.sendPeer * step;
+    if (s.recvPeer >= 0) s.recvPeer = first + s.recvPeer * step;
+  }
+}
+
 Chunk balancedChunk(uint64_t count, int parts, int index) {
   const uint64_t base = count / static_cast<uint64_t>(parts);
   const uint64_t extra = count % static_cast<uint64_t>(parts);

@@ -128,6 +128,11 @@ inline int wrapRank(int r, int n) { return ((r % n) + n) % n; }
 /// A step of any op but the exchanges; peers a step does not use are -1.
 Step makeStep(StepOp op, int sendPeer, int recvPeer, Range src, Range dst, uint64_t count, bool finalize = false);
 
+/// Steps from index `from` on were built for a group of ranks numbered 0..m-1
+/// among themselves (a node, or one rank per node): renumbers their peers to
+/// the communicator's ranks, group rank g being `first + g * step`.
+void renumberPeers(std::vector<Step>* steps, size_t from, int first, int step);
+
 /// An exchange (kSendRecv or kSendRecvReduce): `count` elements of `src` to
 /// rank `to` while `recvCount` elements from rank `from` land in (or reduce into) `dst`.
 Step exchangeStep(StepOp op, int to, int from, Range src, uint64_t count, Range dst, uint64_t recvCount);

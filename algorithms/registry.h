@@ -90,6 +90,8 @@ Program buildAllReduceTree(const ProgramArgs& args);
 Program buildAllReduceOneShot(const ProgramArgs& args);
 Program buildAllReduceTwoShot(const ProgramArgs& args);
 Program buildAllReduceHier(const ProgramArgs& args);
+Program buildBroadcastHier(const ProgramArgs& args);
+Program buildReduceHier(const ProgramArgs& args);
 
 /// The node size a node-aware algorithm uses: ranksPerNode when it divides
 /// nranks, else nranks (one node).

@@ -69,8 +69,11 @@ std::vector<Program> buildAll(const AlgorithmInfo& algo, const std::vector<Progr
 
 }  // namespace
 
-std::vector<Program> buildPrograms(const AlgorithmInfo& algo, int n, uint64_t count, uint64_t stride, int root) {
-  return buildAll(algo, callArgs(algo, n, count, stride, root));
+std::vector<Program> buildPrograms(const AlgorithmInfo& algo, int n, uint64_t count, uint64_t stride, int root,
+                                   int ranksPerNode) {
+  std::vector<ProgramArgs> args = callArgs(algo, n, count, stride, root);
+  for (ProgramArgs& a : args) a.ranksPerNode = ranksPerNode;
+  return buildAll(algo, args);
 }
 
 void randomSplits(int n, uint64_t maxCount, std::mt19937_64& rng, std::vector<ProgramArgs>* args) {

@@ -40,7 +40,9 @@ Status verifyAlgorithm(const AlgorithmInfo& algo, const SweepOptions& options, l
 /// The programs of every rank 0..n-1 for one call of `algo`: rank blocks
 /// `stride` apart (0: `count`), `root` for the rooted collectives; all-to-all-v
 /// sends `count` elements to every peer, blocks packed in peer order.
-std::vector<Program> buildPrograms(const AlgorithmInfo& algo, int n, uint64_t count, uint64_t stride, int root);
+/// `ranksPerNode` as in ProgramArgs (node-aware algorithms read it).
+std::vector<Program> buildPrograms(const AlgorithmInfo& algo, int n, uint64_t count, uint64_t stride, int root,
+                                   int ranksPerNode = 0);
 
 /// Replaces the all-to-all-v counts and displacements of args[0..n-1] (one per
 /// rank) with a random split: up to `maxCount` elements from each rank to each

@@ -35,6 +35,7 @@ void printUsage(FILE* out) {
                "Commands:\n"
                "  list                                   every algorithm: collective, name, round rule, description\n"
                "  show COLLECTIVE ALGO -n N [--count C] [--root R] [--rank R | --all] [--picture]\n"
+               "       [--ranks-per-node L]\n"
                "                                         the program of each rank (or of rank R) as a table, or\n"
                "                                         with --picture who sends to whom at each step\n"
                "  verify [COLLECTIVE [ALGO]] [--max-ranks M] [--counts LIST] [--seed S]\n"
@@ -52,6 +53,8 @@ void printUsage(FILE* out) {
                "  --count C        show: the count argument (elements; default N)\n"
                "  --root R         root of broadcast, reduce, gather, scatter (default 0)\n"
                "  --rank R, --all  show one rank's program, or every rank's (the default)\n"
+               "  --ranks-per-node L\n"
+               "                   show: L consecutive ranks to a node, for node-aware algorithms (hier)\n"
                "  --picture        show: a grid, one column per rank and one row per step\n"
                "  --max-ranks M    verify: largest rank count, 1..64 (default 64)\n"
                "  --counts LIST    verify: comma-separated counts, numbers or n, n-1, n+1\n"
@@ -152,7 +155,7 @@ const char* roundRuleName(collie::RoundRule r) {
 struct Options {
   std::vector<std::string> args;   // positional
   std::vector<std::string> given;  // option names seen
-  uint64_t n = 0, count = 0, root = 0, rank = 0, maxRanks = 64, bytes = 0, seed = 1;
+  uint64_t n = 0, count = 0, root = 0, rank = 0, maxRanks = 64, bytes = 0, seed = 1, perNode = 0;
   uint64_t minBytes = 8, maxBytes = uint64_t{1} << 30, factor = 2;
   bool all = false, picture = false;
   std::string topo, type = "float", counts;
@@ -185,6 +188,8 @@ int parseOptions(int argc, char** argv, const std::vector<std::string>& allowed,
       ok = parseSize(v, &o->count);
     } else if (a == "--root") {
       ok = parseUnsigned(v, collie::kMaxTopologyRanks, &o->root);
+    } else if (a == "--ranks-per-node") {
+      ok = parseUnsigned(v, collie::kMaxTopologyRanks, &o->perNode) && o->perNode >= 1;
     } else if (a == "--rank") {
       ok = parseUnsigned(v, collie::kMaxTopologyRanks, &o->rank);
     } else if (a == "--max-ranks") {
@@ -327,7 +332,10 @@ int cmdShow(const Options& o) {
   if (o.root >= o.n) return usageError("--root " + std::to_string(o.root) + " is not a rank of " + std::to_string(n));
   const uint64_t count = o.has("--count") ? o.count : o.n;
   if (count > (uint64_t{1} << 40)) return usageError("--count is too large to show");
-  const std::vector<Program> programs = collie::buildPrograms(*algo, n, count, count, static_cast<int>(o.root));
+  if (o.has("--ranks-per-node") && n % static_cast<int>(o.perNode) != 0)
+    return usageError("--ranks-per-node " + std::to_string(o.perNode) + " does not divide -n " + std::to_string(n));
+  const std::vector<Program> programs =
+      collie::buildPrograms(*algo, n, count, count, static_cast<int>(o.root), static_cast<int>(o.perNode));
   const int only = o.has("--rank") ? static_cast<int>(o.rank) : -1;
   std::printf("%s %s: %d ranks, count %llu, root %llu, round rule %s, scratch %llu elements on rank 0\n\n",
               collie::collectiveName(c), algo->name, n, static_cast<unsigned long long>(count),
@@ -566,7 +574,7 @@ int main(int argc, char** argv) {
     return cmdList();
   }
   if (command == "show") {
-    if (int rc = parseOptions(argc, argv, {"-n", "--count", "--root", "--rank", "--all", "--picture"}, &o)) return rc;
+    if (int rc = parseOptions(argc, argv, {"-n", "--count", "--root", "--rank", "--all", "--picture", "--ranks-per-node"}, &o)) return rc;
     return cmdShow(o);
   }
   if (command == "verify") {

@@ -26,9 +26,9 @@ ucx_mp(ucx_mp_4x1_sm_rhd 4 4
   --quick)
 # Hierarchical allreduce over real node layouts: many rounds of tiny slots on 2x2; 3x2 over tcp; nodes of
 # unequal size (3 + 2), where every rank counts as its own node and hier runs as a flat ring.
-ucx_mp(ucx_mp_2x2_sm_hier 2 4 "${COLLIE_UCX_SM};COLLIE_ALGO=allreduce:hier;COLLIE_SLOT_BYTES=4096;COLLIE_SLOTS=2")
-ucx_mp(ucx_mp_3x2_tcp_hier 3 6 "${COLLIE_UCX_TCP};COLLIE_ALGO=allreduce:hier" --quick)
-ucx_mp(ucx_mp_uneven_sm_hier 2 5 "${COLLIE_UCX_SM};COLLIE_ALGO=allreduce:hier" --quick)
+ucx_mp(ucx_mp_2x2_sm_hier 2 4 "${COLLIE_UCX_SM};COLLIE_ALGO=allreduce:hier,broadcast:hier,reduce:hier;COLLIE_SLOT_BYTES=4096;COLLIE_SLOTS=2")
+ucx_mp(ucx_mp_3x2_tcp_hier 3 6 "${COLLIE_UCX_TCP};COLLIE_ALGO=allreduce:hier,broadcast:hier,reduce:hier" --quick)
+ucx_mp(ucx_mp_uneven_sm_hier 2 5 "${COLLIE_UCX_SM};COLLIE_ALGO=allreduce:hier,broadcast:hier,reduce:hier" --quick)
 ucx_mp(ucx_mp_3x2_sm_tiny_slots 3 5 "${COLLIE_UCX_SM};COLLIE_SLOT_BYTES=4096;COLLIE_SLOTS=2;COLLIE_CHANNELS=3" --quick)
 
 # A rank killed mid-collective: survivors fail within COLLIE_TIMEOUT, over tcp
