@@ -33,8 +33,8 @@ namespace {
 void appendFused(const Step& s, std::vector<Step>* steps) {
   if (s.op == StepOp::kSend && !steps->empty()) {
     Step& last = steps->back();
-    if (last.op == StepOp::kRecvReduceCopy && last.dst.buffer == Buffer::kScratch &&
-        last.dst.offset == s.src.offset && s.src.buffer == Buffer::kScratch && last.count == s.count) {
+    if (last.op == StepOp::kRecvReduceCopy && last.dst.buffer == Buffer::kScratch && last.dst.offset == s.src.offset &&
+        s.src.buffer == Buffer::kScratch && last.count == s.count) {
       last.op = StepOp::kRecvReduceSend;
       last.sendPeer = s.sendPeer;
       last.dst = Range{};

@@ -47,8 +47,9 @@ const std::vector<AlgorithmInfo>& algorithms() {
        buildAllReduceTwoShot, RoundRule::kRankSlots},
       {Collective::kAllReduce, "hier", "hierarchical: reduce-scatter in the node, allreduce across nodes, allgather",
        buildAllReduceHier, RoundRule::kNodeSlots, true},
-      {Collective::kBroadcast, "hier", "hierarchical: scatter in the root's node, a chain per piece across nodes, allgather",
-       buildBroadcastHier, RoundRule::kNodeSlots, true},
+      {Collective::kBroadcast, "hier",
+       "hierarchical: scatter in the root's node, a chain per piece across nodes, allgather", buildBroadcastHier,
+       RoundRule::kNodeSlots, true},
       {Collective::kReduce, "hier", "hierarchical: reduce-scatter in each node, a chain per piece across nodes, gather",
        buildReduceHier, RoundRule::kNodeSlots, true},
   };

@@ -574,7 +574,9 @@ int main(int argc, char** argv) {
     return cmdList();
   }
   if (command == "show") {
-    if (int rc = parseOptions(argc, argv, {"-n", "--count", "--root", "--rank", "--all", "--picture", "--ranks-per-node"}, &o)) return rc;
+    if (int rc = parseOptions(argc, argv,
+                              {"-n", "--count", "--root", "--rank", "--all", "--picture", "--ranks-per-node"}, &o))
+      return rc;
     return cmdShow(o);
   }
   if (command == "verify") {
