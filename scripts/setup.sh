@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake ninja-build g++ pkg-config clang-format googletest libgtest-dev libopenmpi-dev openmpi-bin libucx-dev ucx-utils)
+packages=(cmake ninja-build g++ pkg-config clang-format googletest libgtest-dev libopenmpi-dev openmpi-bin libucx-dev ucx-utils iproute2)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

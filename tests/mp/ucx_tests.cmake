@@ -40,3 +40,8 @@ add_test(NAME ucx_kill_rank_tcp COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/mp/ucx_
 add_test(NAME ucx_kill_rank_sm COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/mp/ucx_kill_test.sh
   $<TARGET_FILE:ucx_kill_mp> sm,self 2 4 2)
 set_tests_properties(ucx_kill_rank_tcp ucx_kill_rank_sm PROPERTIES LABELS mp TIMEOUT 90 ENVIRONMENT COLLIE_TIMEOUT=8)
+
+# Two fake hosts with different addresses (network namespaces joined by a veth pair), 2 ranks each over UCX tcp.
+# Needs root and iproute2; skips elsewhere.
+add_test(NAME ucx_netns_2x2_tcp COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/mp/netns_test.sh $<TARGET_FILE:collectives_mp>)
+set_tests_properties(ucx_netns_2x2_tcp PROPERTIES LABELS mp TIMEOUT 180 SKIP_RETURN_CODE 77)
