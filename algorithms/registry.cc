@@ -45,6 +45,8 @@ const std::vector<AlgorithmInfo>& algorithms() {
        buildAllReduceOneShot, RoundRule::kOneSlot},
       {Collective::kAllReduce, "twoshot", "direct reduce-scatter in rank order, then direct allgather; two hops",
        buildAllReduceTwoShot, RoundRule::kRankSlots},
+      {Collective::kAllReduce, "rd", "recursive doubling: log2 n exchanges of the whole buffer; small messages",
+       buildAllReduceRd, RoundRule::kOneSlot},
       {Collective::kAllReduce, "hier", "hierarchical: reduce-scatter in the node, allreduce across nodes, allgather",
        buildAllReduceHier, RoundRule::kNodeSlots, true},
       {Collective::kBroadcast, "hier",

@@ -90,6 +90,7 @@ Program buildAllReduceTree(const ProgramArgs& args);
 Program buildAllReduceOneShot(const ProgramArgs& args);
 Program buildAllReduceTwoShot(const ProgramArgs& args);
 Program buildAllReduceHier(const ProgramArgs& args);
+Program buildAllReduceRd(const ProgramArgs& args);
 Program buildBroadcastHier(const ProgramArgs& args);
 Program buildReduceHier(const ProgramArgs& args);
 
