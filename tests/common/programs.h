@@ -18,11 +18,13 @@ namespace test {
 /// The programs of ranks 0..n-1 for one call of `c`'s algorithm `name` (rank
 /// blocks `count` apart; all-to-all-v: `count` to every peer). Empty, with a
 /// test failure, when `c` has no such algorithm.
-inline std::vector<Program> buildPrograms(Collective c, const char* name, int n, uint64_t count, int root = 0) {
+/// `ranksPerNode` as in ProgramArgs, for node-aware algorithms.
+inline std::vector<Program> buildPrograms(Collective c, const char* name, int n, uint64_t count, int root = 0,
+                                          int ranksPerNode = 0) {
   const AlgorithmInfo* algo = findAlgorithm(c, name);
   EXPECT_NE(algo, nullptr) << collectiveName(c) << " " << name;
   if (algo == nullptr) return {};
-  return collie::buildPrograms(*algo, n, count, count, root);
+  return collie::buildPrograms(*algo, n, count, count, root, ranksPerNode);
 }
 
 /// The number of steps of `p` that do `op`.

@@ -32,11 +32,9 @@ TEST(AllReduceAlgorithms, RegisteredWithTheirRoundRules) {
   const struct {
     const char* name;
     collie::RoundRule rounds;
-  } expected[] = {{"rhd", collie::RoundRule::kNone},
-                  {"tree", collie::RoundRule::kOneSlot},
-                  {"oneshot", collie::RoundRule::kOneSlot},
-                  {"twoshot", collie::RoundRule::kRankSlots},
-                  {"hier", collie::RoundRule::kNodeSlots}};
+  } expected[] = {{"rhd", collie::RoundRule::kNone},        {"tree", collie::RoundRule::kOneSlot},
+                  {"oneshot", collie::RoundRule::kOneSlot}, {"twoshot", collie::RoundRule::kRankSlots},
+                  {"hier", collie::RoundRule::kNodeSlots},  {"rd", collie::RoundRule::kOneSlot}};
   for (const auto& e : expected) {
     const collie::AlgorithmInfo* a = collie::findAlgorithm(Collective::kAllReduce, e.name);
     ASSERT_NE(a, nullptr) << e.name;
@@ -255,6 +253,44 @@ TEST(HierAllReduce, CrossesNodesOnlyBetweenRanksOfOneLocalIndex) {
           << p.describe();
     }
     EXPECT_TRUE(collie::verifyPrograms(programs).ok()) << shape.n << " " << shape.perNode;
+  }
+}
+
+// Recursive doubling: log2 p exchanges of the whole buffer with rank ^ mask
+// (p the largest power of two <= n), each followed by one local reduce; the
+// ranks above p hand their input to rank - p and get the result back.
+TEST(RdAllReduce, ExchangesWithRankXorMask) {
+  for (int n : {2, 4, 6, 8}) {
+    const std::vector<Program> programs = build("rd", n, 100);
+    const int p = n >= 8 ? 8 : (n >= 4 ? 4 : 2), hops = p == 8 ? 3 : (p == 4 ? 2 : 1);
+    for (const Program& prog : programs) {
+      const int r = prog.rank;
+      if (r >= p) {
+        ASSERT_EQ(prog.steps.size(), 2u) << prog.describe();
+        EXPECT_EQ(prog.steps[0].op, StepOp::kSend);
+        EXPECT_EQ(prog.steps[0].sendPeer, r - p);
+        EXPECT_EQ(prog.steps[1].op, StepOp::kRecv);
+        EXPECT_EQ(prog.steps[1].recvPeer, r - p);
+        continue;
+      }
+      std::vector<int> partners;
+      for (const Step& s : prog.steps)
+        if (s.op == StepOp::kSendRecv) {
+          EXPECT_EQ(s.sendPeer, s.recvPeer);
+          EXPECT_EQ(s.count, 100u);
+          partners.push_back(s.sendPeer);
+        }
+      ASSERT_EQ(partners.size(), static_cast<size_t>(hops)) << prog.describe();
+      for (int k = 0; k < hops; ++k) EXPECT_EQ(partners[static_cast<size_t>(k)], r ^ (1 << k));
+      EXPECT_EQ(countOps(prog, StepOp::kReduce), static_cast<size_t>(hops));
+      EXPECT_EQ(prog.scratchCount, 100u);
+      // Only the last reduce completes the sum (avg divides there).
+      size_t lastReduce = 0;
+      for (size_t i = 0; i < prog.steps.size(); ++i)
+        if (prog.steps[i].op == StepOp::kReduce) lastReduce = i;
+      for (size_t i = 0; i < prog.steps.size(); ++i) EXPECT_EQ(prog.steps[i].finalize, i == lastReduce) << i;
+    }
+    EXPECT_TRUE(collie::verifyPrograms(programs).ok()) << n;
   }
 }
 

@@ -177,4 +177,33 @@ TEST(AllToAllvPairwise, VerifierCatchesMismatchedCounts) {
   EXPECT_NE(s.message().find("differs"), std::string::npos) << s.message();
 }
 
+// Hierarchical broadcast and reduce send 1/L of the buffer per rank across
+// nodes (L ranks to a node), between ranks of one local index, where the
+// chain sends the whole buffer across through one rank per node.
+TEST(HierRooted, EachRankCarriesOnePieceAcrossNodes) {
+  const struct { int n, perNode, root; } shapes[] = {{4, 2, 0}, {6, 3, 4}, {6, 2, 3}, {8, 4, 5}, {12, 4, 11}};
+  const uint64_t count = 1200;  // divides by every L above
+  for (Collective c : {Collective::kBroadcast, Collective::kReduce}) {
+    for (const auto& shape : shapes) {
+      const std::vector<Program> programs = buildPrograms(c, "hier", shape.n, count, shape.root, shape.perNode);
+      ASSERT_EQ(programs.size(), static_cast<size_t>(shape.n));
+      uint64_t total = 0;
+      for (const Program& p : programs) {
+        uint64_t across = 0;
+        for (const collie::Step& s : p.steps) {
+          if (s.sendPeer < 0 || s.sendPeer / shape.perNode == p.rank / shape.perNode) continue;
+          EXPECT_EQ(s.sendPeer % shape.perNode, p.rank % shape.perNode) << p.describe();
+          across += s.sent();
+        }
+        EXPECT_LE(across, count / static_cast<uint64_t>(shape.perNode)) << p.describe();
+        total += across;
+      }
+      // Every node but the root's receives (broadcast) or sends (reduce) the buffer once, in L pieces.
+      EXPECT_EQ(total, count * static_cast<uint64_t>(shape.n / shape.perNode - 1))
+          << collie::collectiveName(c) << " n " << shape.n;
+      EXPECT_TRUE(collie::verifyPrograms(programs).ok()) << collie::collectiveName(c) << " n " << shape.n;
+    }
+  }
+}
+
 }  // namespace
