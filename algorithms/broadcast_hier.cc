@@ -49,13 +49,8 @@ Program buildBroadcastHier(const ProgramArgs& args) {
   // Phase 2: piece `local` across nodes, among ranks local + g * L; the chain's
   // first rank already holds it in its output.
   if (k > 1) {
-    ProgramArgs across = args;
-    across.nranks = k;
-    across.rank = node;
-    across.root = rootNode;
-    across.count = mine.count;
     const size_t from = p.steps.size();
-    for (Step s : buildBroadcastChain(across).steps) {
+    for (Step s : buildBroadcastChain(groupArgs(args, k, node, rootNode, mine.count)).steps) {
       if (s.op == StepOp::kCopy) continue;
       s.src = myPiece;
       s.dst = myPiece;

@@ -67,12 +67,7 @@ Program buildReduceHier(const ProgramArgs& args) {
   }
   // Phase 2: piece `local` across nodes, among ranks local + g * L, into the root's node.
   if (k > 1) {
-    ProgramArgs across = args;
-    across.nranks = k;
-    across.rank = node;
-    across.root = rootNode;
-    across.count = mine.count;
-    std::vector<Step> chain = buildReduceChain(across).steps;
+    std::vector<Step> chain = buildReduceChain(groupArgs(args, k, node, rootNode, mine.count)).steps;
     for (Step& s : chain) {
       s.src = piece;
       if (s.op == StepOp::kRecvReduceCopy) s.dst = sum;

@@ -74,6 +74,17 @@ Program emptyProgram(const ProgramArgs& args, const char* algorithm) {
   return p;
 }
 
+ProgramArgs groupArgs(const ProgramArgs& args, int nranks, int rank, int root, uint64_t count) {
+  ProgramArgs group = args;
+  group.nranks = nranks;
+  group.rank = rank;
+  group.root = root;
+  group.count = count;
+  group.stride = 0;
+  group.ranksPerNode = 0;
+  return group;
+}
+
 int nodeSize(int nranks, int ranksPerNode) {
   return ranksPerNode > 0 && ranksPerNode <= nranks && nranks % ranksPerNode == 0 ? ranksPerNode : nranks;
 }

@@ -94,6 +94,11 @@ Program buildAllReduceRd(const ProgramArgs& args);
 Program buildBroadcastHier(const ProgramArgs& args);
 Program buildReduceHier(const ProgramArgs& args);
 
+/// `args` for a group of `nranks` ranks among which this one is `rank`, the
+/// group's root `root`, on `count` elements: one phase of a composed
+/// algorithm (e.g. one rank per node), built by a flat algorithm.
+ProgramArgs groupArgs(const ProgramArgs& args, int nranks, int rank, int root, uint64_t count);
+
 /// The node size a node-aware algorithm uses: ranksPerNode when it divides
 /// nranks, else nranks (one node).
 int nodeSize(int nranks, int ranksPerNode);
