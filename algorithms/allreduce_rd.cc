@@ -6,7 +6,7 @@
 // that waits on one peer costs one hand-over of the core. This is MPI's usual
 // choice for short allreduces.
 //
-//   phase 0  (n not a power of two, p = largest power of two below n)
+//   phase 0  (n not a power of two; p = the largest power of two below n)
 //            rank p + i sends its input to rank i, which adds it      (1 hop)
 //   phase 1  for mask = 1, 2, .. p/2: exchange the whole partial sum
 //            with rank r ^ mask, add the partner's                    (log2 p hops)
