@@ -7,11 +7,11 @@
 #include <chrono>
 #include <cstddef>
 #include <cstring>
-#include <fstream>
 #include <unordered_set>
 
 #include "algorithms/registry.h"
 #include "algorithms/tuner.h"
+#include "core/cpu_share.h"
 #include "core/env.h"
 #include "core/errors.h"
 #include "core/hash.h"
@@ -117,12 +117,7 @@ std::string hostIdentity(int rank, int nranks) {
     }
     return "fakenode" + std::to_string(static_cast<int64_t>(rank) * fake / nranks);
   }
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  std::string boot;
-  std::ifstream f("/proc/sys/kernel/random/boot_id");
-  std::getline(f, boot);
-  return std::string(host) + ":" + boot;
+  return machineIdentity();
 }
 
 Status resolveConfig(const collieConfig_t* config, InitOptions* out) {
@@ -229,6 +224,7 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   me.pid = getpid();
   me.cudaDevice = comm->cudaDevice;
   me.backend = comm->backend;
+  describeCpus(&me);
 
   WindowLayout layout;
   COLLIE_RETURN_IF_ERROR(windowLayout(nranks, &layout));
@@ -275,9 +271,12 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   comm->topology.nranks = nranks;
   comm->topology.ranksPerNode = nodeRanks(comm->peers);
   if (farPeer >= 0) {
-    // Between hosts a slice costs a UCX put, a flush round trip and a flag put.
-    // Measured with collie-bench across fake nodes over UCX shared memory on the
-    // 2-core build VM (docs/PERFORMANCE.md): tens of microseconds per small call.
+    // Between hosts a small slice is one UCX message, a large one a put, a flush
+    // round trip and a flag message, and all of them land only when the peer
+    // calls into UCX. The latency is a guess between what collie-bench measured
+    // across fake nodes over UCX shared memory on the 2-core build VM (about
+    // 0.3 us more than on one host for 2 ranks, 5-12 us per 8 B call for 4
+    // ranks, docs/PERFORMANCE.md) and a real network's few microseconds.
     comm->topology.inter = LinkClass::kNetwork;
     comm->topology.link(LinkClass::kNetwork) = LinkCost{20e-6, 1.0 / 1.5e9};
   }
@@ -307,7 +306,8 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
                                             layout.totalBytes(), &comm->remote));
   std::vector<uint8_t*> windows(static_cast<size_t>(nranks));
   for (int r = 0; r < nranks; ++r) windows[static_cast<size_t>(r)] = comm->windows->window(r);
-  auto host = std::make_unique<HostExecutor>(rank, layout, windows, &comm->aborted, options.timeoutSec);
+  auto host = std::make_unique<HostExecutor>(rank, layout, windows, &comm->aborted, options.timeoutSec,
+                                             spinPolls(comm->peers, rank));
   const size_t staging = host->setRemote(comm->remote.get());
   host->initWindow();
   std::vector<WindowHeader> headers(static_cast<size_t>(nranks));  // of the windows we cannot map

@@ -40,6 +40,9 @@ const std::vector<VarInfo>& knownVars() {
       {"COLLIE_CHANNELS",
        "channels per collective, 1..32: blocks on the GPU (default by SMs and ranks per GPU); on the host 1, more only "
        "to test the split"},
+      {"COLLIE_SPIN_POLLS",
+       "host backend: polls a waiting rank makes before it yields its core (default 200; 30 when the ranks of a "
+       "machine outnumber its CPUs)"},
       {"COLLIE_ALGO", "algorithm per collective, overriding the tuner: allreduce:ring;broadcast:binomial"},
       {"COLLIE_TEST_SEED", "seed of the random inputs of Collie's own tests (read by the tests, not the library)"},
       {"OMPI_COMM_WORLD_RANK", "OpenMPI's rank, used by environment init"},

@@ -14,6 +14,8 @@ struct PeerInfo {
   int32_t reserved;
   uint64_t windowBytes;  // size of this rank's shm window, so peers can map it
   uint64_t algoHash;     // of this rank's COLLIE_ALGO overrides: ranks that disagree would run different programs
+  uint64_t machine;      // hash of hostname + boot id, never faked: ranks that share CPUs (core/cpu_share.h)
+  uint64_t cpus[16];     // the CPUs this rank may run on (a bit per CPU, the first 1024)
 };
 
 }  // namespace collie

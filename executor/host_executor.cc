@@ -31,11 +31,12 @@ inline void cpuRelax() {
 
 // Waits until ready() holds. Backs off because CI runs 8 ranks on 2 cores: a
 // rank that keeps spinning holds the core its peer needs to make progress.
-// Spin briefly (the peer is usually a few hundred ns away), then yield the core,
-// then sleep in growing steps up to 100 us. Bounded by timeoutSec and the abort flag.
+// Spin briefly (`spins` polls: the peer is usually a few hundred ns away; fewer
+// when ranks outnumber CPUs, core/cpu_share.h), then yield the core, then sleep
+// in growing steps up to 100 us. Bounded by timeoutSec and the abort flag.
 template <typename Ready>
-int waitFor(Ready ready, const std::atomic<bool>* abort, double timeoutSec) {
-  for (int i = 0; i < 200; ++i) {
+int waitFor(Ready ready, int spins, const std::atomic<bool>* abort, double timeoutSec) {
+  for (int i = 0; i < spins; ++i) {
     if (ready()) return collieSuccess;
     cpuRelax();
   }
@@ -82,12 +83,13 @@ void reduceElements(T* dst, const T* a, const T* b, uint64_t n, int divisor) {
 }  // namespace
 
 HostExecutor::HostExecutor(int rank, const WindowLayout& layout, std::vector<uint8_t*> windows,
-                           const std::atomic<bool>* abort, double timeoutSec)
+                           const std::atomic<bool>* abort, double timeoutSec, int spinPolls)
     : rank_(rank),
       layout_(layout),
       windows_(std::move(windows)),
       abort_(abort),
       timeoutSec_(timeoutSec),
+      spinPolls_(spinPolls),
       posted_(static_cast<size_t>(layout.nranks) * layout.nchannels, 0),
       consumed_(static_cast<size_t>(layout.nranks) * layout.nchannels, 0) {}
 
@@ -147,7 +149,8 @@ template <typename T, ReduceOp Op>
 class HostPrims {
  public:
   HostPrims(int rank, int channel, const WindowLayout& layout, const std::vector<uint8_t*>& windows, uint64_t* posted,
-            uint64_t* consumed, const std::atomic<bool>* abort, double timeoutSec, const HostExecutor::Remote& remote)
+            uint64_t* consumed, const std::atomic<bool>* abort, double timeoutSec, int spins,
+            const HostExecutor::Remote& remote)
       : rank_(rank),
         channel_(channel),
         layout_(layout),
@@ -157,6 +160,7 @@ class HostPrims {
         consumed_(consumed),
         abort_(abort),
         timeoutSec_(timeoutSec),
+        spins_(spins),
         remote_(remote) {}
 
   // For a remote peer, a slot is usable only once the transfer that last
@@ -234,7 +238,7 @@ class HostPrims {
   template <typename Ready>
   int wait(Ready ready, int a, int b) const {
     RemoteWindows* w = remote_.windows;
-    if (w == nullptr) return waitFor(ready, abort_, timeoutSec_);
+    if (w == nullptr) return waitFor(ready, spins_, abort_, timeoutSec_);
     bool gone = false;
     const int rc = waitFor(
         [&] {
@@ -243,7 +247,7 @@ class HostPrims {
           gone = lost(a) || lost(b);
           return gone;
         },
-        abort_, timeoutSec_);
+        spins_, abort_, timeoutSec_);
     return rc == collieSuccess && gone ? collieRemoteError : rc;
   }
 
@@ -256,6 +260,7 @@ class HostPrims {
   uint64_t* consumed_;
   const std::atomic<bool>* abort_;
   double timeoutSec_;
+  int spins_;
   const HostExecutor::Remote& remote_;
 };
 
@@ -277,7 +282,7 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
                         reinterpret_cast<T*>(scratch_.data())};
     const size_t at = static_cast<size_t>(c) * layout_.nranks;
     HostPrims<T, Op> prims(rank_, c, layout_, windows_, posted_.data() + at, consumed_.data() + at, abort_, timeoutSec_,
-                           remote_);
+                           spinPolls_, remote_);
     f = runSteps<T>(prims, w.program->steps.data(), static_cast<int>(w.program->steps.size()), bufs,
                     layout_.slotBytes / sizeof(T), args.divisor, args.splitSteps ? c : 0, args.splitSteps ? nch : 1,
                     16 / sizeof(T));
@@ -294,7 +299,7 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
           remote->progress();
           return remote->quiet();
         },
-        abort_, timeoutSec_);
+        spinPolls_, abort_, timeoutSec_);
     if (f.code != collieSuccess) f.step = static_cast<int>(program.steps.size());
   }
   if (f.code == collieSuccess) return Status();

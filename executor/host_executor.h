@@ -23,8 +23,9 @@ namespace collie {
 class HostExecutor : public Executor {
  public:
   /// windows[r] is rank r's window (ours at windows[rank]), laid out by `layout`.
+  /// A wait polls `spinPolls` times before it starts yielding the core.
   HostExecutor(int rank, const WindowLayout& layout, std::vector<uint8_t*> windows, const std::atomic<bool>* abort,
-               double timeoutSec);
+               double timeoutSec, int spinPolls);
 
   /// Writes our window header; peers check it before their first use.
   void initWindow();
@@ -58,6 +59,7 @@ class HostExecutor : public Executor {
   std::vector<uint8_t*> windows_;
   const std::atomic<bool>* abort_;
   double timeoutSec_;
+  int spinPolls_;
   std::vector<uint64_t> posted_;    // [channel][peer]: slices we have posted to the peer
   std::vector<uint64_t> consumed_;  // [channel][peer]: slices we have consumed from the peer
   std::vector<uint8_t> scratch_;    // Buffer::kScratch, grown to the largest program run so far

@@ -19,9 +19,8 @@ class RemoteWindows {
   /// of its data) must stay untouched from put() until idle() says so.
   struct Op {
     void* request[2] = {nullptr, nullptr};  // transport requests in flight
-    uint64_t value = 0;                     // the flag's source
-    uint64_t flagOffset = 0;
-    Op* next = nullptr;  // transport's queue of data waiting for its flag
+    uint64_t header[3] = {0, 0, 0};         // the transport's message header, kept while it is in flight
+    Op* next = nullptr;                     // transport's queue of data waiting for its flag
     int peer = -1;
     int stage = 0;  // 0: idle
   };
@@ -30,8 +29,9 @@ class RemoteWindows {
 
   /// Starts writing `bytes` from `src` to `offset` in `peer`'s window and then,
   /// once those bytes have landed, the u64 `value` to `flagOffset` there.
-  /// bytes == 0: just the flag. Flags to one peer land in the order of the
-  /// puts that carry them, so a counter a peer polls never goes backwards.
+  /// bytes == 0: just the flag. Values of one flag are consecutive (1, 2, 3,
+  /// ...); the peer's counter moves to v only once every value below v has
+  /// landed with its data, whatever order the transport delivers them in.
   virtual void put(int peer, const void* src, size_t bytes, uint64_t offset, uint64_t flagOffset, uint64_t value,
                    Op* op) = 0;
   /// The op (and its source) may be reused. Also true once its peer failed().

@@ -16,6 +16,7 @@
 
 #include "core/log.h"
 #include "transport/bootstrap/bootstrap.h"
+#include "transport/ucx/flag_order.h"
 
 namespace collie {
 
@@ -77,6 +78,19 @@ class QuietUcxLog {
   QuietUcxLog& operator=(const QuietUcxLog&) = delete;
 };
 
+// Our one active message: `bytes` of data (maybe none) for `offset` in the
+// receiver's window, then the value `value` for its counter at `flagOffset`.
+// It lives in RemoteWindows::Op::header while the send is in flight.
+enum WireField { kWireOffset = 0, kWireFlagOffset = 1, kWireValue = 2 };
+constexpr unsigned kAmId = 0x43;  // 'C'
+constexpr size_t kHeaderBytes = sizeof(RemoteWindows::Op::header);
+
+// Slices up to this size travel in the message itself: one eager message
+// (one UCX transport fragment on sm and tcp, whose segments are 8 KiB) instead
+// of a put, a flush round trip and a flag. Larger slices go by RMA, which can
+// be zero-copy (cma, RDMA), with the flag as a message behind the flush.
+constexpr size_t kInlineBytes = 8192 - 256;
+
 struct FreeDeleter {
   void operator()(uint8_t* p) const { free(p); }
 };
@@ -108,7 +122,8 @@ class UcxWindows final : public RemoteWindows {
   UcxWindows(const UcxWindows&) = delete;
   UcxWindows& operator=(const UcxWindows&) = delete;
 
-  /// Context, worker and the registration of our window, packed for the peers.
+  /// Context, worker (with our message handler) and the registration of our
+  /// window, packed for the peers.
   Status open(uint8_t* window, size_t bytes, size_t endpoints);
   /// The endpoint to `peer` and its window's rkey.
   Status connect(int peer, const uint8_t* address, const uint8_t* rkey, uint64_t base);
@@ -136,7 +151,7 @@ class UcxWindows final : public RemoteWindows {
   void enlist();
 
  private:
-  enum Stage { kIdle = 0, kLanding = 1, kFlagging = 2 };
+  enum Stage { kIdle = 0, kLanding = 1, kSending = 2 };
   struct Peer {
     UcxWindows* owner = nullptr;
     int rank = -1;
@@ -151,10 +166,13 @@ class UcxWindows final : public RemoteWindows {
   };
 
   static void onError(void* arg, ucp_ep_h ep, ucs_status_t status);
+  static ucs_status_t onMessage(void* arg, const void* header, size_t headerBytes, void* data, size_t bytes,
+                                const ucp_am_recv_param_t* param);
   void fail(int peer, const char* what, ucs_status_t status);
   /// True (and the request released) once *request is done or was never started.
   bool finished(void** request, int peer);
-  void putFlag(Peer& p, Op* op);
+  /// Sends op's header, and `bytes` from `src` (maybe none), as one message.
+  void send(Peer& p, Op* op, const void* src, size_t bytes);
   /// Puts the flags of the oldest puts to `p` whose data has landed.
   void advance(Peer& p);
   void progressLocked();
@@ -168,8 +186,11 @@ class UcxWindows final : public RemoteWindows {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   ucp_mem_h memh_ = nullptr;
+  uint8_t* window_ = nullptr;  // ours, where messages land
+  size_t windowBytes_ = 0;
+  FlagOrder flags_;  // of our window's counters, by offset
   std::vector<uint8_t> address_, rkey_;
-  std::vector<Op*> flagging_;           // ops whose flag put is in flight
+  std::vector<Op*> sending_;            // ops whose message is in flight
   std::vector<void*> closingRequests_;  // closes of endpoints whose peer failed
   size_t queued_ = 0;                   // ops whose data has not landed yet
   bool enlisted_ = false;
@@ -182,7 +203,7 @@ Status UcxWindows::open(uint8_t* window, size_t bytes, size_t endpoints) {
   COLLIE_CHECK_UCX(ucp_config_read(nullptr, nullptr, &config));
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
-  params.features = UCP_FEATURE_RMA;
+  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM;
   params.mt_workers_shared = 0;
   params.estimated_num_eps = endpoints;
   const ucs_status_t st = ucp_init(&params, config, &context_);
@@ -194,6 +215,14 @@ Status UcxWindows::open(uint8_t* window, size_t bytes, size_t endpoints) {
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
   COLLIE_CHECK_UCX(ucp_worker_create(context_, &wp, &worker_));
+  window_ = window;
+  windowBytes_ = bytes;
+  ucp_am_handler_param_t hp{};
+  hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+  hp.id = kAmId;
+  hp.cb = onMessage;
+  hp.arg = this;
+  COLLIE_CHECK_UCX(ucp_worker_set_am_recv_handler(worker_, &hp));
 
   ucp_mem_map_params_t mp{};
   mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
@@ -286,7 +315,7 @@ bool UcxWindows::quiet() const {
   std::lock_guard<std::mutex> lock(mu_);
   for (int r : remotes_)
     if (peers_[static_cast<size_t>(r)].head != nullptr && !failed(r)) return false;
-  for (const Op* op : flagging_)
+  for (const Op* op : sending_)
     if (!failed(op->peer)) return false;
   return true;
 }
@@ -305,18 +334,16 @@ void UcxWindows::put(int peer, const void* src, size_t bytes, uint64_t offset, u
                      Op* op) {
   std::lock_guard<std::mutex> lock(mu_);
   op->request[0] = op->request[1] = nullptr;
-  op->value = value;
-  op->flagOffset = flagOffset;
+  op->header[kWireOffset] = offset;
+  op->header[kWireFlagOffset] = flagOffset;
+  op->header[kWireValue] = value;
   op->next = nullptr;
   op->peer = peer;
   op->stage = kIdle;
   if (failed(peer)) return;
   Peer& p = peers_[static_cast<size_t>(peer)];
   if (p.ep == nullptr) return fail(peer, "put", UCS_ERR_NOT_CONNECTED);
-  if (bytes == 0) {
-    putFlag(p, op);
-    return;
-  }
+  if (bytes <= kInlineBytes) return send(p, op, src, bytes);
   ucp_request_param_t param{};
   void* data = ucp_put_nbx(p.ep, src, bytes, p.base + offset, p.rkey, &param);
   if (UCS_PTR_IS_ERR(data)) return fail(peer, "put", UCS_PTR_STATUS(data));
@@ -348,32 +375,56 @@ void UcxWindows::advance(Peer& p) {
     if (p.head == nullptr) p.tail = nullptr;
     op->next = nullptr;
     --queued_;
-    putFlag(p, op);
+    send(p, op, nullptr, 0);
   }
 }
 
-void UcxWindows::putFlag(Peer& p, Op* op) {
-  // Flags are 8-byte puts on one lane, where a fence keeps them in order: a
-  // counter the peer polls must never step back.
+void UcxWindows::send(Peer& p, Op* op, const void* src, size_t bytes) {
   if (p.ep == nullptr) {
     op->stage = kIdle;
-    return fail(p.rank, "put", UCS_ERR_NOT_CONNECTED);
+    return fail(p.rank, "send", UCS_ERR_NOT_CONNECTED);
   }
-  const ucs_status_t fenced = ucp_worker_fence(worker_);
-  if (fenced != UCS_OK) return fail(p.rank, "fence", fenced);
+  // Eager: the receiver's handler then always has the data in hand. No
+  // fence: the receiver orders a counter's values itself (FlagOrder).
   ucp_request_param_t param{};
-  void* flag = ucp_put_nbx(p.ep, &op->value, sizeof(op->value), p.base + op->flagOffset, p.rkey, &param);
-  if (UCS_PTR_IS_ERR(flag)) {
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = UCP_AM_SEND_FLAG_EAGER;
+  void* req = ucp_am_send_nbx(p.ep, kAmId, op->header, kHeaderBytes, src, bytes, &param);
+  if (UCS_PTR_IS_ERR(req)) {
     op->stage = kIdle;
-    return fail(p.rank, "put", UCS_PTR_STATUS(flag));
+    return fail(p.rank, "send", UCS_PTR_STATUS(req));
   }
-  if (flag == nullptr) {
+  if (req == nullptr) {
     op->stage = kIdle;
     return;
   }
-  op->request[0] = flag;
-  op->stage = kFlagging;
-  flagging_.push_back(op);
+  op->request[0] = req;
+  op->stage = kSending;
+  sending_.push_back(op);
+}
+
+ucs_status_t UcxWindows::onMessage(void* arg, const void* header, size_t headerBytes, void* data, size_t bytes,
+                                   const ucp_am_recv_param_t* param) {
+  UcxWindows* self = static_cast<UcxWindows*>(arg);
+  uint64_t h[3] = {0, 0, 0};
+  const bool eager = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0;
+  if (headerBytes == kHeaderBytes) memcpy(h, header, sizeof(h));
+  // A message that does not fit our window is dropped, never written: it
+  // cannot come from a peer running this code with our layout.
+  const bool fits = headerBytes == kHeaderBytes && eager && h[kWireOffset] <= self->windowBytes_ &&
+                    bytes <= self->windowBytes_ - h[kWireOffset] && h[kWireFlagOffset] % 8 == 0 &&
+                    self->windowBytes_ >= 8 && h[kWireFlagOffset] <= self->windowBytes_ - 8;
+  if (!fits) {
+    COLLIE_WARN("UCX: dropped a message of %zu + %zu bytes that does not fit this window (%zu bytes)", headerBytes,
+                bytes, self->windowBytes_);
+    if (!eager) ucp_am_data_release(self->worker_, data);
+    return UCS_OK;
+  }
+  if (bytes > 0) memcpy(self->window_ + h[kWireOffset], data, bytes);
+  const uint64_t show = self->flags_.arrive(h[kWireFlagOffset], h[kWireValue]);
+  if (show != 0)
+    __atomic_store_n(reinterpret_cast<uint64_t*>(self->window_ + h[kWireFlagOffset]), show, __ATOMIC_RELEASE);
+  return UCS_OK;
 }
 
 void UcxWindows::progressLocked() {
@@ -382,12 +433,12 @@ void UcxWindows::progressLocked() {
   if (queued_ > 0)
     for (int r : remotes_)
       if (peers_[static_cast<size_t>(r)].head != nullptr) advance(peers_[static_cast<size_t>(r)]);
-  for (size_t i = 0; i < flagging_.size();) {
-    Op* op = flagging_[i];
+  for (size_t i = 0; i < sending_.size();) {
+    Op* op = sending_[i];
     if (finished(&op->request[0], op->peer)) {
       op->stage = kIdle;
-      flagging_[i] = flagging_.back();
-      flagging_.pop_back();
+      sending_[i] = sending_.back();
+      sending_.pop_back();
     } else {
       ++i;
     }
@@ -469,9 +520,9 @@ void UcxWindows::close() {
     for (Op* op = peers_[static_cast<size_t>(r)].head; op != nullptr; op = op->next)
       for (void*& req : op->request)
         if (req != nullptr) ucp_request_free(req), req = nullptr;
-  for (Op* op : flagging_)
+  for (Op* op : sending_)
     if (op->request[0] != nullptr) ucp_request_free(op->request[0]), op->request[0] = nullptr;
-  flagging_.clear();
+  sending_.clear();
   queued_ = 0;
 
   std::vector<void*> closing;

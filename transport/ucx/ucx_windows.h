@@ -8,14 +8,17 @@
 // UCP_ERR_HANDLING_MODE_PEER, so a peer that dies turns into an error here,
 // not a hang.
 //
-// Data path (see docs/design.md): a slice goes out with ucp_put_nbx from a
-// local staging slot into the peer's slot; an ucp_ep_flush_nbx behind it
-// tells when it has landed, and only then is the peer's `ready` counter put.
-// Completion, not ucp_worker_fence, orders data before flag: in UCX 1.13 a
-// fence orders operations per transport lane only, and a large put may take
-// another lane (or several) than an 8-byte one. Flags (8 bytes, one lane) are
-// put in order with a fence between them. Nothing here knows the window
-// layout: offsets come from the executor (executor/protocol.h).
+// Data path (see docs/design.md): a slice of up to ~8 KiB travels as one
+// UCP active message carrying data, offset and the new `ready` value; the
+// receiver's handler (run by its own progress calls) copies it into the slot
+// and then advances the counter. A larger slice goes out with ucp_put_nbx from
+// a local staging slot into the peer's slot; an ucp_ep_flush_nbx behind it
+// tells when it has landed (a fence would not do: in UCX 1.13 it orders
+// operations per transport lane only, and a large put may take other lanes),
+// and only then does its `ready` value follow as a message. Messages need not
+// arrive in order: the receiver moves a counter to v only once every value
+// below v has landed. Nothing here knows the window layout: offsets come from
+// the executor (executor/protocol.h).
 #pragma once
 
 #include <cstddef>
