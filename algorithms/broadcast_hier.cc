@@ -48,21 +48,15 @@ Program buildBroadcastHier(const ProgramArgs& args) {
   }
   // Phase 2: piece `local` across nodes, among ranks local + g * L; the chain's
   // first rank already holds it in its output.
+  // A rank of the root's node forwards its piece as it arrives from the root.
   if (k > 1) {
-    const size_t from = p.steps.size();
-    for (Step s : buildBroadcastChain(groupArgs(args, k, node, rootNode, mine.count)).steps) {
+    std::vector<Step> chain = buildBroadcastChain(groupArgs(args, k, node, rootNode, mine.count)).steps;
+    renumberPeers(&chain, 0, local, l);
+    for (Step s : chain) {
       if (s.op == StepOp::kCopy) continue;
       s.src = myPiece;
       s.dst = myPiece;
-      p.steps.push_back(s);
-    }
-    renumberPeers(&p.steps, from, local, l);
-    // A rank of the root's node forwards its piece as it arrives from the root.
-    if (from > 0 && p.steps.size() > from && p.steps[from - 1].op == StepOp::kRecv &&
-        p.steps[from].op == StepOp::kSend) {
-      p.steps[from - 1].op = StepOp::kRecvCopySend;
-      p.steps[from - 1].sendPeer = p.steps[from].sendPeer;
-      p.steps.erase(p.steps.begin() + static_cast<std::ptrdiff_t>(from));
+      appendForwarding(s, &p.steps);
     }
   }
   // Phase 3: every node shares its pieces.

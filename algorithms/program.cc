@@ -109,6 +109,25 @@ void renumberPeers(std::vector<Step>* steps, size_t from, int first, int step) {
   }
 }
 
+void appendForwarding(const Step& s, std::vector<Step>* steps) {
+  if (s.op == StepOp::kSend && !steps->empty()) {
+    Step& last = steps->back();
+    const bool same = last.dst.buffer == s.src.buffer && last.dst.offset == s.src.offset && last.count == s.count;
+    if (same && last.op == StepOp::kRecv) {
+      last.op = StepOp::kRecvCopySend;
+      last.sendPeer = s.sendPeer;
+      return;
+    }
+    if (same && last.op == StepOp::kRecvReduceCopy && last.dst.buffer == Buffer::kScratch) {
+      last.op = StepOp::kRecvReduceSend;
+      last.sendPeer = s.sendPeer;
+      last.dst = Range{};
+      return;
+    }
+  }
+  steps->push_back(s);
+}
+
 Chunk balancedChunk(uint64_t count, int parts, int index) {
   const uint64_t base = count / static_cast<uint64_t>(parts);
   const uint64_t extra = count % static_cast<uint64_t>(parts);

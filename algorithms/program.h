@@ -133,6 +133,12 @@ Step makeStep(StepOp op, int sendPeer, int recvPeer, Range src, Range dst, uint6
 /// the communicator's ranks, group rank g being `first + g * step`.
 void renumberPeers(std::vector<Step>* steps, size_t from, int first, int step);
 
+/// Appends `s`; a send of exactly what the previous step just received into
+/// the same place becomes part of that step, which then forwards slice by
+/// slice as it arrives: a receive becomes kRecvCopySend, a receive-reduce
+/// into scratch kRecvReduceSend (scratch only: that form writes no output).
+void appendForwarding(const Step& s, std::vector<Step>* steps);
+
 /// An exchange (kSendRecv or kSendRecvReduce): `count` elements of `src` to
 /// rank `to` while `recvCount` elements from rank `from` land in (or reduce into) `dst`.
 Step exchangeStep(StepOp op, int to, int from, Range src, uint64_t count, Range dst, uint64_t recvCount);

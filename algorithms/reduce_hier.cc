@@ -26,26 +26,6 @@
 
 namespace collie {
 
-namespace {
-
-// Appends `s`; a send of what the previous step just wrote to scratch becomes
-// part of that step (receive, reduce and forward, slice by slice).
-void appendFused(const Step& s, std::vector<Step>* steps) {
-  if (s.op == StepOp::kSend && !steps->empty()) {
-    Step& last = steps->back();
-    if (last.op == StepOp::kRecvReduceCopy && last.dst.buffer == Buffer::kScratch && last.dst.offset == s.src.offset &&
-        s.src.buffer == Buffer::kScratch && last.count == s.count) {
-      last.op = StepOp::kRecvReduceSend;
-      last.sendPeer = s.sendPeer;
-      last.dst = Range{};
-      return;
-    }
-  }
-  steps->push_back(s);
-}
-
-}  // namespace
-
 Program buildReduceHier(const ProgramArgs& args) {
   Program p = emptyProgram(args, "hier");
   const int l = nodeSize(args.nranks, args.ranksPerNode), k = args.nranks / l;
@@ -65,6 +45,7 @@ Program buildReduceHier(const ProgramArgs& args) {
     renumberPeers(&steps, 0, node * l, 1);
     piece = sum;
   }
+  const size_t phase1 = steps.size();
   // Phase 2: piece `local` across nodes, among ranks local + g * L, into the root's node.
   if (k > 1) {
     std::vector<Step> chain = buildReduceChain(groupArgs(args, k, node, rootNode, mine.count)).steps;
@@ -73,8 +54,7 @@ Program buildReduceHier(const ProgramArgs& args) {
       if (s.op == StepOp::kRecvReduceCopy) s.dst = sum;
     }
     renumberPeers(&chain, 0, local, l);
-    for (Step& s : steps) s.finalize = false;  // the chain completes the piece
-    for (const Step& s : chain) appendFused(s, &steps);
+    for (const Step& s : chain) appendForwarding(s, &steps);
   }
   // Phase 3: the root's node sends its pieces to the root; only the root divides.
   if (root) {
@@ -83,10 +63,13 @@ Program buildReduceHier(const ProgramArgs& args) {
       steps.push_back(makeStep(StepOp::kRecv, -1, node * l + (rootLocal + d) % l, Range{},
                                Range{Buffer::kOutput, c.offset}, c.count, true));
     }
-  } else {
-    for (Step& s : steps) s.finalize = false;
-    if (node == rootNode) appendFused(makeStep(StepOp::kSend, args.root, -1, sum, Range{}, mine.count), &steps);
+  } else if (node == rootNode) {
+    appendForwarding(makeStep(StepOp::kSend, args.root, -1, sum, Range{}, mine.count), &steps);
   }
+  // Only the root completes the reduction: in the chain (its own piece) or, on
+  // one node, at the end of the reduce-scatter; the root's receives above.
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (!root || (k > 1 && i < phase1)) steps[i].finalize = false;
   for (const Step& s : steps)
     if (s.src.buffer == Buffer::kScratch || s.dst.buffer == Buffer::kScratch) p.scratchCount = mine.count;
   p.steps = std::move(steps);

@@ -197,6 +197,22 @@ TEST(HierRooted, EachRankCarriesOnePieceAcrossNodes) {
         }
         EXPECT_LE(across, count / static_cast<uint64_t>(shape.perNode)) << p.describe();
         total += across;
+        // What a rank receives only to pass on to another node it forwards slice by slice
+        // (appendForwarding): never a receive into a range, then a separate send of it across nodes.
+        for (size_t i = 1; i < p.steps.size(); ++i) {
+          const collie::Step &a = p.steps[i - 1], &b = p.steps[i];
+          const bool received = a.op == collie::StepOp::kRecv || a.op == collie::StepOp::kRecvReduceCopy;
+          const bool across = b.sendPeer >= 0 && b.sendPeer / shape.perNode != p.rank / shape.perNode;
+          EXPECT_FALSE(received && across && b.op == collie::StepOp::kSend && a.dst.buffer == b.src.buffer &&
+                       a.dst.offset == b.src.offset && a.count == b.count &&
+                       (a.op == collie::StepOp::kRecv || a.dst.buffer == collie::Buffer::kScratch))
+              << "unfused forward at step " << i << "\n"
+              << p.describe();
+        }
+        // Only the root of a reduce completes the reduction (avg divides once).
+        if (c == Collective::kReduce && p.rank != shape.root) {
+          for (const collie::Step& s : p.steps) EXPECT_FALSE(s.finalize) << p.describe();
+        }
       }
       // Every node but the root's receives (broadcast) or sends (reduce) the buffer once, in L pieces.
       EXPECT_EQ(total, count * static_cast<uint64_t>(shape.n / shape.perNode - 1))
