@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "executor/host_executor.h"
 #include "executor/remote_window.h"
+#include "executor/staged_executor.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/socket.h"
 #include "transport/cuda_ipc/device_windows.h"
@@ -286,18 +287,17 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
                                          std::string(comm->peers[static_cast<size_t>(farPeer)].hostId,
                                                      strnlen(comm->peers[static_cast<size_t>(farPeer)].hostId, 64)) +
                                          "', rank " + std::to_string(rank) + " on '" + hostId + "'";
-  if (comm->backend == collieBackendCuda) {
-    if (farPeer >= 0)
-      return notImplemented("a CUDA communicator spanning hosts", "the GPU proxy over UCX lands later")
-          .withContext(spanning);
+  if (comm->backend == collieBackendCuda && farPeer < 0) {
     COLLIE_RETURN_IF_ERROR(setupCudaBackend(comm.get(), options));
     *out = comm.release();
     registerComm(*out);
     return Status();
   }
 
-  // Peers of our host map our window; the others write into it by UCX RMA.
-  // All on one host (the common case) creates no UCX object at all.
+  // Peers of our host map our window; the others write into it over UCX.
+  // All on one host (the common case) creates no UCX object at all. A CUDA
+  // communicator spanning hosts comes here too: it runs the host executor on
+  // host copies of its device buffers (executor/staged_executor.h).
   if (farPeer >= 0 && !ucxBuilt())  // the stub's error says how to get UCX
     return createUcxWindows(nullptr, {}, nullptr, 0, nullptr).withContext(spanning);
   COLLIE_RETURN_IF_ERROR(ShmWindows::create(comm->bootstrap.get(), layout.totalBytes(), &comm->windows, sameHost));
@@ -315,17 +315,30 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   COLLIE_RETURN_IF_ERROR(farPeer >= 0 ? comm->bootstrap->allGather(headers.data(), sizeof(WindowHeader))
                                       : comm->bootstrap->barrier());
   COLLIE_RETURN_IF_ERROR(host->checkPeers(headers.data()));
-  comm->executor = std::move(host);
+  bool badStage = false;
+  const bool stageHost = env::getInt("COLLIE_STAGE_HOST", 0, &badStage) != 0 && !badStage;
+  if (comm->backend == collieBackendCuda) {
+    COLLIE_RETURN_IF_ERROR(allocateDeviceToken(comm.get()));
+    comm->executor = std::make_unique<StagedExecutor>(std::move(host), cudaMover(comm->cudaDevice));
+  } else if (stageHost) {
+    comm->executor = std::make_unique<StagedExecutor>(std::move(host), hostMover());
+  } else {
+    comm->executor = std::move(host);
+  }
   comm->hostFootprint = layout.totalBytes() + staging;
   comm->topology.slotBytes = layout.slotBytes;
   comm->topology.slots = layout.nslots;
 
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   COLLIE_INFO(
-      "comm rank %d/%d ready in %.1f ms: host backend, window %zu bytes (%u slots x %llu bytes per peer), %zu staging "
+      "comm rank %d/%d ready in %.1f ms: host %s, window %zu bytes (%u slots x %llu bytes per peer), %zu staging "
       "bytes for UCX",
-      rank, nranks, ms, static_cast<size_t>(layout.totalBytes()), layout.nslots,
-      static_cast<unsigned long long>(layout.slotBytes), staging);
+      rank, nranks, ms,
+      comm->backend == collieBackendCuda ? "executor over staged copies of device buffers (ranks span hosts)"
+      : stageHost                        ? "executor over staged copies (COLLIE_STAGE_HOST)"
+                                         : "backend",
+      static_cast<size_t>(layout.totalBytes()), layout.nslots, static_cast<unsigned long long>(layout.slotBytes),
+      staging);
   *out = comm.release();
   registerComm(*out);
   return Status();

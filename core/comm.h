@@ -111,6 +111,8 @@ Status resolveConfig(const collieConfig_t* config, InitOptions* out);
 /// The CUDA half of commInit (core/comm_cuda.cc): device windows, the CUDA
 /// executor, the barrier byte. Collective over the bootstrap.
 Status setupCudaBackend(collieComm* comm, const InitOptions& options);
+/// collieBarrier's byte in device memory (CUDA backend, also on the staged path).
+Status allocateDeviceToken(collieComm* comm);
 /// Frees what setupCudaBackend made, after the peers stopped using it.
 void teardownCudaBackend(collieComm* comm);
 

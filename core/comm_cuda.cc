@@ -91,10 +91,7 @@ Status setupCudaBackend(collieComm* comm, const InitOptions& options) {
   COLLIE_RETURN_IF_ERROR(exec->initWindow());
   COLLIE_RETURN_IF_ERROR(comm->bootstrap->barrier());
   COLLIE_RETURN_IF_ERROR(exec->checkPeers());
-  if (cudaMalloc(&comm->deviceToken, 16) != cudaSuccess || cudaMemset(comm->deviceToken, 0, 16) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return Status::error(collieUnhandledCudaError, "cudaMalloc of the barrier byte failed");
-  }
+  COLLIE_RETURN_IF_ERROR(allocateDeviceToken(comm));
   comm->deviceFootprint = layout.totalBytes() + exec->deviceExtraBytes() + 16;
   comm->topology.slotBytes = layout.slotBytes;
   comm->topology.slots = layout.nslots;
@@ -104,6 +101,14 @@ Status setupCudaBackend(collieComm* comm, const InitOptions& options) {
       comm->rank, comm->nranks, comm->cudaDevice, layout.nchannels, layout.nslots,
       static_cast<unsigned long long>(layout.slotBytes), comm->deviceFootprint, comm->deviceWindows->ipcPeers());
   comm->executor = std::move(exec);
+  return Status();
+}
+
+Status allocateDeviceToken(collieComm* comm) {
+  if (cudaMalloc(&comm->deviceToken, 16) != cudaSuccess || cudaMemset(comm->deviceToken, 0, 16) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Status::error(collieUnhandledCudaError, "cudaMalloc of the barrier byte failed");
+  }
   return Status();
 }
 

@@ -43,6 +43,9 @@ const std::vector<VarInfo>& knownVars() {
       {"COLLIE_SPIN_POLLS",
        "host backend: polls a waiting rank makes before it yields its core (default 200; 30 when the ranks of a "
        "machine outnumber its CPUs)"},
+      {"COLLIE_STAGE_HOST",
+       "test feature: a host communicator runs its collectives through the staged path of CUDA communicators that "
+       "span hosts, with memcpy for the copies"},
       {"COLLIE_ALGO", "algorithm per collective, overriding the tuner: allreduce:ring;broadcast:binomial"},
       {"COLLIE_TEST_SEED", "seed of the random inputs of Collie's own tests (read by the tests, not the library)"},
       {"OMPI_COMM_WORLD_RANK", "OpenMPI's rank, used by environment init"},

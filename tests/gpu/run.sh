@@ -33,6 +33,10 @@ step() {  # step NAME COMMAND...: runs it, logs to $logs/NAME.log, records the o
 }
 
 nvidia-smi -L >"$logs/gpu.txt" 2>&1 || true
+# UCX from .deps (scripts/gpu_deps.sh), for GPU communicators across fake nodes.
+export PKG_CONFIG_PATH=$prefix/lib/x86_64-linux-gnu/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+export LD_LIBRARY_PATH=$prefix/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export UCX_MODULE_DIR=$prefix/lib/x86_64-linux-gnu/ucx
 step configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_ARCHITECTURES="$arch" \
   -DCOLLIE_WITH_MPI=OFF -DCMAKE_PREFIX_PATH="$prefix" -DGTest_DIR="$prefix/lib/x86_64-linux-gnu/cmake/GTest"
 step build cmake --build "$build" -j 16
@@ -45,6 +49,11 @@ step gpu_reduce_ops "$build/tests/reduce_ops_gpu_test" --gtest_brief=1
 for np in 2 3 4; do
   step "gpu_processes_np$np" "$build/tools/collie-run" -np "$np" "$build/tests/collectives_gpu_mp"
 done
+# Across 2 fake nodes: the staged path (host copies of device buffers, UCX between the nodes).
+if grep -q 'COLLIE_WITH_UCX:BOOL=ON' "$build/CMakeCache.txt"; then
+  step gpu_fake_nodes_2x2 env UCX_TLS=sm,self "$build/tools/collie-run" --nodes 2 -np 4 \
+    "$build/tests/collectives_gpu_mp"
+fi
 if [ "$quick" = 0 ] && command -v compute-sanitizer >/dev/null; then
   step memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/collectives_gpu_test" \
     --gtest_brief=1 --gtest_filter='*allreduce_ring_n3:*allgather_ring_n2:*alltoall_pairwise_n3:CudaBackend.AllToAllv*'

@@ -30,6 +30,8 @@ ucx_mp(ucx_mp_2x2_sm_hier 2 4 "${COLLIE_UCX_SM};COLLIE_ALGO=allreduce:hier,broad
 ucx_mp(ucx_mp_3x2_tcp_hier 3 6 "${COLLIE_UCX_TCP};COLLIE_ALGO=allreduce:hier,broadcast:hier,reduce:hier" --quick)
 ucx_mp(ucx_mp_uneven_sm_hier 2 5 "${COLLIE_UCX_SM};COLLIE_ALGO=allreduce:hier,broadcast:hier,reduce:hier" --quick)
 ucx_mp(ucx_mp_3x2_sm_tiny_slots 3 5 "${COLLIE_UCX_SM};COLLIE_SLOT_BYTES=4096;COLLIE_SLOTS=2;COLLIE_CHANNELS=3" --quick)
+# The staged path GPU communicators take across hosts, with memcpy standing in for the copies (COLLIE_STAGE_HOST).
+ucx_mp(ucx_mp_2x2_sm_staged 2 4 "${COLLIE_UCX_SM};COLLIE_STAGE_HOST=1")
 
 # A rank killed mid-collective: survivors fail within COLLIE_TIMEOUT, over tcp
 # (UCX detects the dead peer) and sm (no detection in UCX 1.13: the timeout).

@@ -1,0 +1,71 @@
+// The CUDA Mover of the staged path (executor/staged_executor.h): pinned
+// staging, copies on the caller's stream, an event after the copy back.
+#include <cuda_runtime_api.h>
+
+#include "core/cuda_check.h"
+#include "executor/staged_executor.h"
+
+namespace collie {
+
+namespace {
+
+class CudaMover final : public StagedExecutor::Mover {
+ public:
+  explicit CudaMover(int device) : device_(device) {}
+  ~CudaMover() override {
+    if (event_ != nullptr) {
+      (void)cudaSetDevice(device_);
+      (void)cudaEventSynchronize(event_);
+      (void)cudaEventDestroy(event_);
+    }
+  }
+
+  Status allocate(size_t bytes, void** out) override {
+    return cudaStatus(cudaHostAlloc(out, bytes, cudaHostAllocPortable), "cudaHostAlloc of staging for the host path");
+  }
+  void release(void* p) override { (void)cudaFreeHost(p); }
+  Status toHost(void* dst, const void* src, size_t bytes, collieStream_t stream) override {
+    return cudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)),
+                      "cudaMemcpyAsync into host staging");
+  }
+  Status wait(collieStream_t stream) override {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    COLLIE_RETURN_IF_ERROR(
+        cudaStatus(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture), "cudaStreamIsCapturing"));
+    if (capture != cudaStreamCaptureStatusNone)
+      return Status::error(collieInvalidUsage,
+                           "a collective of a CUDA communicator spanning hosts cannot be captured into a CUDA graph: "
+                           "it goes through host staging and waits on the host");
+    return cudaStatus(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
+  }
+  Status toDevice(void* dst, const void* src, size_t bytes, collieStream_t stream) override {
+    const cudaStream_t s = static_cast<cudaStream_t>(stream);
+    if (event_ == nullptr)
+      COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "cudaEventCreate"));
+    COLLIE_RETURN_IF_ERROR(
+        cudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync out of host staging"));
+    pending_ = true;
+    return cudaStatus(cudaEventRecord(event_, s), "cudaEventRecord");
+  }
+  Status drained() override {
+    if (!pending_) return Status();
+    pending_ = false;
+    return cudaStatus(cudaEventSynchronize(event_), "cudaEventSynchronize after the copy out of host staging");
+  }
+  Status localCopy(void* dst, const void* src, size_t bytes, collieStream_t stream) override {
+    if (dst == src) return Status();
+    return cudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)),
+                      "cudaMemcpyAsync");
+  }
+
+ private:
+  int device_;
+  cudaEvent_t event_ = nullptr;
+  bool pending_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<StagedExecutor::Mover> cudaMover(int device) { return std::make_unique<CudaMover>(device); }
+
+}  // namespace collie
