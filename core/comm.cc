@@ -12,6 +12,7 @@
 #include "algorithms/registry.h"
 #include "algorithms/tuner.h"
 #include "core/cpu_share.h"
+#include "core/cuda_check.h"
 #include "core/env.h"
 #include "core/errors.h"
 #include "core/hash.h"
@@ -318,6 +319,8 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   bool badStage = false;
   const bool stageHost = env::getInt("COLLIE_STAGE_HOST", 0, &badStage) != 0 && !badStage;
   if (comm->backend == collieBackendCuda) {
+    // As the device windows do on one host: the communicator's device becomes current.
+    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaSetDevice(comm->cudaDevice), "cudaSetDevice"));
     COLLIE_RETURN_IF_ERROR(allocateDeviceToken(comm.get()));
     comm->executor = std::make_unique<StagedExecutor>(std::move(host), cudaMover(comm->cudaDevice));
   } else if (stageHost) {
