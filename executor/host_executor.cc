@@ -141,9 +141,9 @@ size_t HostExecutor::setRemote(RemoteWindows* remote) {
 
 // The host's primitives for the shared step runner (executor/step_runner.h):
 // one thread, flags through acquire/release atomics on the mapped windows.
-// A peer on another host (windows[q] == nullptr) gets the same protocol by
-// RMA: the slice is staged locally, then put into the peer's slot with the
-// new `ready` behind it; our release puts `credit` into its window. Either
+// A peer on another host (windows[q] == nullptr) gets the same protocol
+// through the transport: the slice is staged locally, then sent into the
+// peer's slot with the new `ready` behind it; our release sends `credit`. Either
 // way we poll only our own window, and every wait moves the transport along.
 template <typename T, ReduceOp Op>
 class HostPrims {

@@ -1,7 +1,7 @@
 // The host executor: runs a rank's Program over host memory, talking to peers
 // through their mapped windows (shm between processes; the same mapping works
 // for ranks that are threads of one process) and, for peers on other hosts,
-// by RMA into their windows (executor/remote_window.h). Each call runs to
+// through a transport that writes into their windows (executor/remote_window.h). Each call runs to
 // completion before it returns.
 #pragma once
 

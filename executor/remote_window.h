@@ -1,9 +1,9 @@
 // Windows of peers on other hosts, which this process cannot map: the host
-// executor reaches them by RMA through this interface; transport/ucx
-// implements it. The protocol is the one of executor/protocol.h, unchanged:
-// a sender puts a slice into the receiver's slot and then the new `ready`
-// value into the receiver's window; the receiver puts `credit` back into the
-// sender's. Every rank still polls only its own window, where remote writes
+// executor reaches them through this interface; transport/ucx implements it
+// with messages whose handler writes into the receiver's window. The protocol
+// is the one of executor/protocol.h, unchanged: a sender puts a slice into the
+// receiver's slot and then the new `ready` value into the receiver's window;
+// the receiver puts `credit` back into the sender's. Every rank still polls only its own window, where remote writes
 // land. Only what differs from a mapped peer lives behind this interface.
 #pragma once
 
@@ -18,9 +18,8 @@ class RemoteWindows {
   /// One transfer, owned by the caller and opaque to it. It (and the source
   /// of its data) must stay untouched from put() until idle() says so.
   struct Op {
-    void* request[2] = {nullptr, nullptr};  // transport requests in flight
-    uint64_t header[3] = {0, 0, 0};         // the transport's message header, kept while it is in flight
-    Op* next = nullptr;                     // transport's queue of data waiting for its flag
+    void* request = nullptr;         // the transport's request in flight
+    uint64_t header[3] = {0, 0, 0};  // the transport's message header, kept while it is in flight
     int peer = -1;
     int stage = 0;  // 0: idle
   };

@@ -49,13 +49,10 @@ namespace collie {
 namespace {
 
 // What each rank tells the others first: whether its UCX came up, and the
-// sizes of the blobs that follow (both vary with transports and hosts).
+// size of the worker address that follows (it varies with transports and hosts).
 struct Hello {
   uint32_t ok;
   uint32_t addressBytes;
-  uint32_t rkeyBytes;
-  uint32_t reserved;
-  uint64_t windowBase;  // where the rkey's region starts in the owner's address space
 };
 
 // While one lives, UCX log lines from this thread are dropped: for a call
@@ -85,10 +82,11 @@ enum WireField { kWireOffset = 0, kWireFlagOffset = 1, kWireValue = 2 };
 constexpr unsigned kAmId = 0x43;  // 'C'
 constexpr size_t kHeaderBytes = sizeof(RemoteWindows::Op::header);
 
-// Slices up to this size travel in the message itself: one eager message
-// (one UCX transport fragment on sm and tcp, whose segments are 8 KiB) instead
-// of a put, a flush round trip and a flag. Larger slices go by RMA, which can
-// be zero-copy (cma, RDMA), with the flag as a message behind the flush.
+// Slices up to this size travel inside the message (eager: one UCX transport
+// fragment on sm and tcp, whose segments are 8 KiB). Larger ones go by
+// rendezvous: the message arrives first, then UCX moves the data straight into
+// the slot (zero-copy where the transport can: cma, RDMA) and tells the
+// sender, whose staging slot is free only then.
 constexpr size_t kInlineBytes = 8192 - 256;
 
 struct FreeDeleter {
@@ -104,7 +102,7 @@ void sleepUpTo(long* ns) {
 class UcxWindows;
 
 // Every UcxWindows of the process. A shutdown waiting for its peers to take
-// in its puts also moves the workers nobody is using: a peer may be a rank of
+// in its messages also moves the workers nobody is using: a peer may be a rank of
 // this very process, whose thread is the one waiting (ranks as threads
 // destroyed one after another).
 std::mutex gLiveMu;
@@ -122,13 +120,11 @@ class UcxWindows final : public RemoteWindows {
   UcxWindows(const UcxWindows&) = delete;
   UcxWindows& operator=(const UcxWindows&) = delete;
 
-  /// Context, worker (with our message handler) and the registration of our
-  /// window, packed for the peers.
+  /// Context and worker, with our message handler writing into `window`.
   Status open(uint8_t* window, size_t bytes, size_t endpoints);
-  /// The endpoint to `peer` and its window's rkey.
-  Status connect(int peer, const uint8_t* address, const uint8_t* rkey, uint64_t base);
+  /// The endpoint to `peer`.
+  Status connect(int peer, const uint8_t* address);
   const std::vector<uint8_t>& address() const { return address_; }
-  const std::vector<uint8_t>& rkey() const { return rkey_; }
 
   void put(int peer, const void* src, size_t bytes, uint64_t offset, uint64_t flagOffset, uint64_t value,
            Op* op) override;
@@ -151,15 +147,11 @@ class UcxWindows final : public RemoteWindows {
   void enlist();
 
  private:
-  enum Stage { kIdle = 0, kLanding = 1, kSending = 2 };
+  enum Stage { kIdle = 0, kSending = 1 };
   struct Peer {
     UcxWindows* owner = nullptr;
     int rank = -1;
     ucp_ep_h ep = nullptr;
-    ucp_rkey_h rkey = nullptr;
-    uint64_t base = 0;
-    Op* head = nullptr;  // puts whose data has not landed yet, oldest first
-    Op* tail = nullptr;
     std::atomic<bool> failed{false};
     ucs_status_t status = UCS_OK;  // why it failed, and in what
     const char* what = "";
@@ -168,13 +160,19 @@ class UcxWindows final : public RemoteWindows {
   static void onError(void* arg, ucp_ep_h ep, ucs_status_t status);
   static ucs_status_t onMessage(void* arg, const void* header, size_t headerBytes, void* data, size_t bytes,
                                 const ucp_am_recv_param_t* param);
+  // A large slice whose data UCX fetches after its message (rendezvous).
+  struct Fetch {
+    UcxWindows* owner;
+    uint64_t flagOffset, value;
+  };
+  static void onFetched(void* request, ucs_status_t status, size_t bytes, void* arg);
+  /// The counter at `flagOffset` in our window may show `value` (FlagOrder permitting).
+  void landed(uint64_t flagOffset, uint64_t value);
   void fail(int peer, const char* what, ucs_status_t status);
   /// True (and the request released) once *request is done or was never started.
   bool finished(void** request, int peer);
   /// Sends op's header, and `bytes` from `src` (maybe none), as one message.
   void send(Peer& p, Op* op, const void* src, size_t bytes);
-  /// Puts the flags of the oldest puts to `p` whose data has landed.
-  void advance(Peer& p);
   void progressLocked();
   /// Moves the other live workers of the process that nobody is using now.
   void progressOthers();
@@ -185,14 +183,12 @@ class UcxWindows final : public RemoteWindows {
   std::vector<int> remotes_;  // ranks we have an endpoint to
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
-  ucp_mem_h memh_ = nullptr;
   uint8_t* window_ = nullptr;  // ours, where messages land
   size_t windowBytes_ = 0;
   FlagOrder flags_;  // of our window's counters, by offset
-  std::vector<uint8_t> address_, rkey_;
+  std::vector<uint8_t> address_;
   std::vector<Op*> sending_;            // ops whose message is in flight
   std::vector<void*> closingRequests_;  // closes of endpoints whose peer failed
-  size_t queued_ = 0;                   // ops whose data has not landed yet
   bool enlisted_ = false;
   std::atomic<bool> closing_{false};  // peers going away now is expected
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> arenas_;
@@ -203,7 +199,7 @@ Status UcxWindows::open(uint8_t* window, size_t bytes, size_t endpoints) {
   COLLIE_CHECK_UCX(ucp_config_read(nullptr, nullptr, &config));
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
-  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM;
+  params.features = UCP_FEATURE_AM;
   params.mt_workers_shared = 0;
   params.estimated_num_eps = endpoints;
   const ucs_status_t st = ucp_init(&params, config, &context_);
@@ -224,31 +220,19 @@ Status UcxWindows::open(uint8_t* window, size_t bytes, size_t endpoints) {
   hp.arg = this;
   COLLIE_CHECK_UCX(ucp_worker_set_am_recv_handler(worker_, &hp));
 
-  ucp_mem_map_params_t mp{};
-  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-  mp.address = window;
-  mp.length = bytes;
-  COLLIE_CHECK_UCX(ucp_mem_map(context_, &mp, &memh_));
-
   ucp_address_t* addr = nullptr;
   size_t addrBytes = 0;
   COLLIE_CHECK_UCX(ucp_worker_get_address(worker_, &addr, &addrBytes));
   address_.assign(reinterpret_cast<const uint8_t*>(addr), reinterpret_cast<const uint8_t*>(addr) + addrBytes);
   ucp_worker_release_address(worker_, addr);
 
-  void* packed = nullptr;
-  size_t packedBytes = 0;
-  COLLIE_CHECK_UCX(ucp_rkey_pack(context_, memh_, &packed, &packedBytes));
-  rkey_.assign(static_cast<const uint8_t*>(packed), static_cast<const uint8_t*>(packed) + packedBytes);
-  ucp_rkey_buffer_release(packed);
   return Status();
 }
 
-Status UcxWindows::connect(int peer, const uint8_t* address, const uint8_t* rkey, uint64_t base) {
+Status UcxWindows::connect(int peer, const uint8_t* address) {
   Peer& p = peers_[static_cast<size_t>(peer)];
   p.owner = this;
   p.rank = peer;
-  p.base = base;
   ucp_ep_params_t ep{};
   ep.field_mask =
       UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
@@ -271,7 +255,6 @@ Status UcxWindows::connect(int peer, const uint8_t* address, const uint8_t* rkey
   }
   COLLIE_CHECK_UCX(st);
   remotes_.push_back(peer);
-  COLLIE_CHECK_UCX(ucp_ep_rkey_unpack(p.ep, rkey, &p.rkey));
   return Status();
 }
 
@@ -279,11 +262,7 @@ void UcxWindows::onError(void* arg, ucp_ep_h, ucs_status_t status) {
   Peer* p = static_cast<Peer*>(arg);
   UcxWindows* self = p->owner;
   self->fail(p->rank, "endpoint", status);
-  // Closed at once: UCX 1.13 aborts the process when a put from this peer,
-  // still queued, is answered on a failed endpoint; once it is closed such
-  // a put is dropped instead.
-  if (p->rkey != nullptr) ucp_rkey_destroy(p->rkey);
-  p->rkey = nullptr;
+  // Closed at once: nothing more goes to a peer that is gone.
   if (p->ep == nullptr) return;
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
@@ -313,8 +292,6 @@ std::string UcxWindows::failure(int peer) const {
 
 bool UcxWindows::quiet() const {
   std::lock_guard<std::mutex> lock(mu_);
-  for (int r : remotes_)
-    if (peers_[static_cast<size_t>(r)].head != nullptr && !failed(r)) return false;
   for (const Op* op : sending_)
     if (!failed(op->peer)) return false;
   return true;
@@ -333,50 +310,14 @@ bool UcxWindows::finished(void** request, int peer) {
 void UcxWindows::put(int peer, const void* src, size_t bytes, uint64_t offset, uint64_t flagOffset, uint64_t value,
                      Op* op) {
   std::lock_guard<std::mutex> lock(mu_);
-  op->request[0] = op->request[1] = nullptr;
+  op->request = nullptr;
   op->header[kWireOffset] = offset;
   op->header[kWireFlagOffset] = flagOffset;
   op->header[kWireValue] = value;
-  op->next = nullptr;
   op->peer = peer;
   op->stage = kIdle;
   if (failed(peer)) return;
-  Peer& p = peers_[static_cast<size_t>(peer)];
-  if (p.ep == nullptr) return fail(peer, "put", UCS_ERR_NOT_CONNECTED);
-  if (bytes <= kInlineBytes) return send(p, op, src, bytes);
-  ucp_request_param_t param{};
-  void* data = ucp_put_nbx(p.ep, src, bytes, p.base + offset, p.rkey, &param);
-  if (UCS_PTR_IS_ERR(data)) return fail(peer, "put", UCS_PTR_STATUS(data));
-  // The flush completes once the data is in the peer's memory, on every
-  // lane the put may have been split over; only then may the flag follow.
-  void* flush = ucp_ep_flush_nbx(p.ep, &param);
-  if (UCS_PTR_IS_ERR(flush)) {
-    if (data != nullptr) ucp_request_free(data);
-    return fail(peer, "flush", UCS_PTR_STATUS(flush));
-  }
-  op->request[0] = data;
-  op->request[1] = flush;
-  op->stage = kLanding;
-  if (p.tail != nullptr) {
-    p.tail->next = op;
-  } else {
-    p.head = op;
-  }
-  p.tail = op;
-  ++queued_;
-  advance(p);
-}
-
-void UcxWindows::advance(Peer& p) {
-  while (p.head != nullptr && !p.failed.load()) {
-    Op* op = p.head;
-    if (!finished(&op->request[0], p.rank) || !finished(&op->request[1], p.rank)) return;
-    p.head = op->next;
-    if (p.head == nullptr) p.tail = nullptr;
-    op->next = nullptr;
-    --queued_;
-    send(p, op, nullptr, 0);
-  }
+  send(peers_[static_cast<size_t>(peer)], op, src, bytes);
 }
 
 void UcxWindows::send(Peer& p, Op* op, const void* src, size_t bytes) {
@@ -384,11 +325,10 @@ void UcxWindows::send(Peer& p, Op* op, const void* src, size_t bytes) {
     op->stage = kIdle;
     return fail(p.rank, "send", UCS_ERR_NOT_CONNECTED);
   }
-  // Eager: the receiver's handler then always has the data in hand. No
-  // fence: the receiver orders a counter's values itself (FlagOrder).
+  // No fence: the receiver orders a counter's values itself (FlagOrder).
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  param.flags = UCP_AM_SEND_FLAG_EAGER;
+  param.flags = bytes <= kInlineBytes ? UCP_AM_SEND_FLAG_EAGER : UCP_AM_SEND_FLAG_RNDV;
   void* req = ucp_am_send_nbx(p.ep, kAmId, op->header, kHeaderBytes, src, bytes, &param);
   if (UCS_PTR_IS_ERR(req)) {
     op->stage = kIdle;
@@ -398,7 +338,7 @@ void UcxWindows::send(Peer& p, Op* op, const void* src, size_t bytes) {
     op->stage = kIdle;
     return;
   }
-  op->request[0] = req;
+  op->request = req;
   op->stage = kSending;
   sending_.push_back(op);
 }
@@ -411,7 +351,7 @@ ucs_status_t UcxWindows::onMessage(void* arg, const void* header, size_t headerB
   if (headerBytes == kHeaderBytes) memcpy(h, header, sizeof(h));
   // A message that does not fit our window is dropped, never written: it
   // cannot come from a peer running this code with our layout.
-  const bool fits = headerBytes == kHeaderBytes && eager && h[kWireOffset] <= self->windowBytes_ &&
+  const bool fits = headerBytes == kHeaderBytes && h[kWireOffset] <= self->windowBytes_ &&
                     bytes <= self->windowBytes_ - h[kWireOffset] && h[kWireFlagOffset] % 8 == 0 &&
                     self->windowBytes_ >= 8 && h[kWireFlagOffset] <= self->windowBytes_ - 8;
   if (!fits) {
@@ -420,22 +360,53 @@ ucs_status_t UcxWindows::onMessage(void* arg, const void* header, size_t headerB
     if (!eager) ucp_am_data_release(self->worker_, data);
     return UCS_OK;
   }
-  if (bytes > 0) memcpy(self->window_ + h[kWireOffset], data, bytes);
-  const uint64_t show = self->flags_.arrive(h[kWireFlagOffset], h[kWireValue]);
-  if (show != 0)
-    __atomic_store_n(reinterpret_cast<uint64_t*>(self->window_ + h[kWireFlagOffset]), show, __ATOMIC_RELEASE);
+  if (eager) {
+    if (bytes > 0) memcpy(self->window_ + h[kWireOffset], data, bytes);
+    self->landed(h[kWireFlagOffset], h[kWireValue]);
+    return UCS_OK;
+  }
+  // Rendezvous: UCX moves the data straight into the slot (zero-copy where
+  // the transport can), and the counter follows once it is there.
+  Fetch* fetch = new Fetch{self, h[kWireFlagOffset], h[kWireValue]};
+  ucp_request_param_t rp{};
+  rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  rp.cb.recv_am = onFetched;
+  rp.user_data = fetch;
+  void* req = ucp_am_recv_data_nbx(self->worker_, data, self->window_ + h[kWireOffset], bytes, &rp);
+  if (req == nullptr) {
+    self->landed(fetch->flagOffset, fetch->value);
+    delete fetch;
+  } else if (UCS_PTR_IS_ERR(req)) {
+    // The sender is gone or the transfer broke: the counter stays, and a wait
+    // on that peer ends by its endpoint's error or by COLLIE_TIMEOUT.
+    COLLIE_INFO("UCX: fetching a slice failed: %s", ucs_status_string(UCS_PTR_STATUS(req)));
+    delete fetch;
+  }
   return UCS_OK;
+}
+
+void UcxWindows::onFetched(void* request, ucs_status_t status, size_t, void* arg) {
+  Fetch* fetch = static_cast<Fetch*>(arg);
+  if (status == UCS_OK) {
+    fetch->owner->landed(fetch->flagOffset, fetch->value);
+  } else {
+    COLLIE_INFO("UCX: fetching a slice failed: %s", ucs_status_string(status));
+  }
+  delete fetch;
+  ucp_request_free(request);
+}
+
+void UcxWindows::landed(uint64_t flagOffset, uint64_t value) {
+  const uint64_t show = flags_.arrive(flagOffset, value);
+  if (show != 0) __atomic_store_n(reinterpret_cast<uint64_t*>(window_ + flagOffset), show, __ATOMIC_RELEASE);
 }
 
 void UcxWindows::progressLocked() {
   if (worker_ == nullptr) return;
   ucp_worker_progress(worker_);
-  if (queued_ > 0)
-    for (int r : remotes_)
-      if (peers_[static_cast<size_t>(r)].head != nullptr) advance(peers_[static_cast<size_t>(r)]);
   for (size_t i = 0; i < sending_.size();) {
     Op* op = sending_[i];
-    if (finished(&op->request[0], op->peer)) {
+    if (finished(&op->request, op->peer)) {
       op->stage = kIdle;
       sending_[i] = sending_.back();
       sending_.pop_back();
@@ -480,10 +451,9 @@ void UcxWindows::shutdown(bool healthy) {
     flush = ucp_worker_flush_nbx(worker_, &param);
     if (UCS_PTR_IS_ERR(flush)) flush = nullptr;
   }
-  // Our puts must land before our endpoints go, even on a broken
-  // communicator: a peer that takes one in afterwards answers it on an
-  // endpoint that failed, which UCX 1.13's software RMA (tcp) treats as
-  // fatal. Bounded: a dead or busy peer may not answer.
+  // Our messages must be taken in before our endpoints go, even on a broken
+  // communicator: a peer may still be fetching a large slice from our staging
+  // (rendezvous). Bounded: a dead or busy peer may not answer.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(healthy ? 5 : 1);
   long ns = 1000;
   for (;;) {
@@ -493,7 +463,7 @@ void UcxWindows::shutdown(bool healthy) {
       if (flush == nullptr || ucp_request_check_status(flush) != UCS_INPROGRESS) break;
     }
     if (std::chrono::steady_clock::now() > deadline) {
-      COLLIE_INFO("UCX: closing with puts the peers have not acknowledged after %d s", healthy ? 5 : 1);
+      COLLIE_INFO("UCX: closing with messages the peers have not taken in after %d s", healthy ? 5 : 1);
       break;
     }
     progressOthers();
@@ -516,22 +486,14 @@ void UcxWindows::close() {
   std::lock_guard<std::mutex> lock(mu_);
   closing_.store(true);
   // Requests still in flight are released now; the forced closes below complete them.
-  for (int r : remotes_)
-    for (Op* op = peers_[static_cast<size_t>(r)].head; op != nullptr; op = op->next)
-      for (void*& req : op->request)
-        if (req != nullptr) ucp_request_free(req), req = nullptr;
   for (Op* op : sending_)
-    if (op->request[0] != nullptr) ucp_request_free(op->request[0]), op->request[0] = nullptr;
+    if (op->request != nullptr) ucp_request_free(op->request), op->request = nullptr;
   sending_.clear();
-  queued_ = 0;
 
   std::vector<void*> closing;
   closing.swap(closingRequests_);
   for (int r : remotes_) {
     Peer& p = peers_[static_cast<size_t>(r)];
-    p.head = p.tail = nullptr;
-    if (p.rkey != nullptr) ucp_rkey_destroy(p.rkey);  // before its endpoint goes
-    p.rkey = nullptr;
     if (p.ep == nullptr) continue;
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
@@ -562,8 +524,6 @@ void UcxWindows::close() {
     while (ucp_worker_progress(worker_) != 0 && std::chrono::steady_clock::now() < settle) {
     }
   }
-  if (memh_ != nullptr) ucp_mem_unmap(context_, memh_);
-  memh_ = nullptr;
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
   worker_ = nullptr;
   if (context_ != nullptr) ucp_cleanup(context_);
@@ -584,32 +544,25 @@ Status createUcxWindows(Bootstrap* bootstrap, const std::vector<bool>& remote, u
   Hello& me = hellos[static_cast<size_t>(rank)];
   me.ok = opened.ok() ? 1 : 0;
   me.addressBytes = static_cast<uint32_t>(w->address().size());
-  me.rkeyBytes = static_cast<uint32_t>(w->rkey().size());
-  me.windowBase = reinterpret_cast<uint64_t>(window);
   COLLIE_RETURN_IF_ERROR(bootstrap->allGather(hellos.data(), sizeof(Hello)));
   if (!opened.ok()) return opened;
-  size_t maxAddress = 0, maxRkey = 0;
+  size_t stride = 0;
   for (int r = 0; r < n; ++r) {
     const Hello& h = hellos[static_cast<size_t>(r)];
     if (!h.ok) return Status::error(collieRemoteError, "rank %d could not start UCX (its log says why)", r);
-    maxAddress = std::max<size_t>(maxAddress, h.addressBytes);
-    maxRkey = std::max<size_t>(maxRkey, h.rkeyBytes);
+    stride = std::max<size_t>(stride, h.addressBytes);
   }
 
-  // Then the blobs, each padded to the longest.
-  const size_t stride = maxAddress + maxRkey;
+  // Then the worker addresses, each padded to the longest.
   std::vector<uint8_t> blobs(static_cast<size_t>(n) * stride);
-  uint8_t* mine = blobs.data() + static_cast<size_t>(rank) * stride;
-  memcpy(mine, w->address().data(), w->address().size());
-  memcpy(mine + maxAddress, w->rkey().data(), w->rkey().size());
+  memcpy(blobs.data() + static_cast<size_t>(rank) * stride, w->address().data(), w->address().size());
   COLLIE_RETURN_IF_ERROR(bootstrap->allGather(blobs.data(), stride));
 
   Status connected;
   for (int r = 0; r < n && connected.ok(); ++r) {
     if (!remote[static_cast<size_t>(r)]) continue;
     const uint8_t* blob = blobs.data() + static_cast<size_t>(r) * stride;
-    connected = w->connect(r, blob, blob + maxAddress, hellos[static_cast<size_t>(r)].windowBase)
-                    .withContext("endpoint to rank " + std::to_string(r));
+    connected = w->connect(r, blob).withContext("endpoint to rank " + std::to_string(r));
   }
   std::vector<uint8_t> ok(static_cast<size_t>(n));
   ok[static_cast<size_t>(rank)] = connected.ok() ? 1 : 0;
@@ -618,8 +571,7 @@ Status createUcxWindows(Bootstrap* bootstrap, const std::vector<bool>& remote, u
   for (int r = 0; r < n; ++r)
     if (!ok[static_cast<size_t>(r)])
       return Status::error(collieRemoteError, "rank %d could not open UCX endpoints to its peers on other hosts", r);
-  COLLIE_INFO("UCX: endpoints to %zu ranks on other hosts (worker address %zu bytes, rkey %zu bytes)", endpoints,
-              w->address().size(), w->rkey().size());
+  COLLIE_INFO("UCX: endpoints to %zu ranks on other hosts (worker address %zu bytes)", endpoints, w->address().size());
   w->enlist();
   *out = std::move(w);
   return Status();

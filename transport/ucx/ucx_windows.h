@@ -1,24 +1,23 @@
 // UCX windows: how a host rank reaches the windows of peers on other hosts.
 //
 // One UCP context and worker per communicator (nothing is created when all
-// ranks share a host). At init every rank maps its own window with
-// ucp_mem_map and the ranks exchange, over the bootstrap, their worker
-// addresses and packed rkeys (variable lengths: lengths first, then padded
-// blobs); each rank then opens an endpoint to every peer on another host with
-// UCP_ERR_HANDLING_MODE_PEER, so a peer that dies turns into an error here,
-// not a hang.
+// ranks share a host). At init the ranks exchange their worker addresses over
+// the bootstrap (lengths first, then padded blobs); each rank then opens an
+// endpoint to every peer on another host with UCP_ERR_HANDLING_MODE_PEER, so
+// a peer that dies turns into an error here, not a hang.
 //
-// Data path (see docs/design.md): a slice of up to ~8 KiB travels as one
-// UCP active message carrying data, offset and the new `ready` value; the
-// receiver's handler (run by its own progress calls) copies it into the slot
-// and then advances the counter. A larger slice goes out with ucp_put_nbx from
-// a local staging slot into the peer's slot; an ucp_ep_flush_nbx behind it
-// tells when it has landed (a fence would not do: in UCX 1.13 it orders
-// operations per transport lane only, and a large put may take other lanes),
-// and only then does its `ready` value follow as a message. Messages need not
+// Data path (see docs/design.md): every transfer is one UCP active message
+// whose header carries the slot's offset, the counter's offset and its new
+// value. The receiver's handler (run by its own progress calls) writes the
+// data into the slot and then advances the counter. Up to ~8 KiB the data
+// rides in the message (eager); a larger slice goes by rendezvous, UCX moving
+// it straight into the slot (zero-copy where it can) before the counter
+// moves. No RMA: in UCX 1.13 RMA over shared memory and tcp is emulated with
+// messages anyway, costs a flush round trip before each flag, and a target
+// answering a put from a peer that died aborts the process. Messages need not
 // arrive in order: the receiver moves a counter to v only once every value
-// below v has landed. Nothing here knows the window layout: offsets come from
-// the executor (executor/protocol.h).
+// below v has landed (flag_order.h). Nothing here knows the window layout:
+// offsets come from the executor (executor/protocol.h).
 #pragma once
 
 #include <cstddef>
