@@ -34,9 +34,11 @@ step() {  # step NAME COMMAND...: runs it, logs to $logs/NAME.log, records the o
 
 nvidia-smi -L >"$logs/gpu.txt" 2>&1 || true
 # UCX from .deps (scripts/gpu_deps.sh), for GPU communicators across fake nodes.
-export PKG_CONFIG_PATH=$prefix/lib/x86_64-linux-gnu/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
-export LD_LIBRARY_PATH=$prefix/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export UCX_MODULE_DIR=$prefix/lib/x86_64-linux-gnu/ucx
+if [ -e "$prefix/lib/x86_64-linux-gnu/libucp.so.0" ]; then
+  export PKG_CONFIG_PATH=$prefix/lib/x86_64-linux-gnu/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+  export LD_LIBRARY_PATH=$prefix/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export UCX_MODULE_DIR=$prefix/lib/x86_64-linux-gnu/ucx
+fi
 step configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_ARCHITECTURES="$arch" \
   -DCOLLIE_WITH_MPI=OFF -DCMAKE_PREFIX_PATH="$prefix" -DGTest_DIR="$prefix/lib/x86_64-linux-gnu/cmake/GTest"
 step build cmake --build "$build" -j 16
