@@ -324,11 +324,17 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
 
 Status HostExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& args) {
   if (work.empty()) return Status();
-  Status st = Status::error(collieInvalidArgument, "unknown data type %d", static_cast<int>(args.type));
+  Status st;
+  bool ran = false;  // the error sentence is made only when needed: this is every call's path
   visitType(args.type, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    visitOp(args.op, [&](auto op) { st = runTyped<T, decltype(op)::value>(work, args); });
+    visitOp(args.op, [&](auto op) {
+      st = runTyped<T, decltype(op)::value>(work, args);
+      ran = true;
+    });
   });
+  if (!ran)
+    return Status::error(collieInvalidArgument, "unknown data type %d or operator", static_cast<int>(args.type));
   return st;
 }
 
