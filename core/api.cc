@@ -179,7 +179,7 @@ collieResult_t collieCommDestroy(collieComm_t comm) {
     if (!collie::commIsLive(comm))
       return Status::error(collieInvalidArgument, "collieCommDestroy: comm %p is not a live communicator",
                            static_cast<void*>(comm));
-    collie::unregisterComm(comm);
+    collie::retireComm(comm);
     delete comm;
     return Status();
   });
@@ -194,7 +194,8 @@ collieResult_t collieCommAbort(collieComm_t comm) {
     comm->aborted.store(true);
     if (comm->executor) comm->executor->abort();
     if (comm->bootstrap) comm->bootstrap->abort();
-    collie::unregisterComm(comm);
+    // A call blocked on this comm in another thread now returns promptly; freeing waits for it.
+    collie::retireComm(comm);
     delete comm;
     return Status();
   });

@@ -16,8 +16,24 @@
 namespace collie {
 namespace api {
 
+// Keeps a live comm from being freed by collieCommAbort/Destroy in another
+// thread while a call runs on it (core/comm.h pinComm).
+class CommPin {
+ public:
+  explicit CommPin(collieComm_t comm) : comm_(comm != nullptr && collie::pinComm(comm) ? comm : nullptr) {}
+  ~CommPin() {
+    if (comm_ != nullptr) collie::unpinComm(comm_);
+  }
+  CommPin(const CommPin&) = delete;
+  CommPin& operator=(const CommPin&) = delete;
+
+ private:
+  collieComm_t comm_;
+};
+
 template <typename Body>
 inline collieResult_t guarded(collieComm_t comm, Body body) {
+  const CommPin pin(comm);
   try {
     return collie::report(body(), comm);
   } catch (const std::bad_alloc&) {

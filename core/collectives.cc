@@ -15,10 +15,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "algorithms/registry.h"
 #include "core/api_checks.h"
+#include "core/call_check.h"
 #include "core/group.h"
 #include "core/log.h"
 #include "core/redop.h"
@@ -176,22 +178,6 @@ Status executeScaled(collieComm_t comm, const Call& call, const collie::ScaleArg
   return executeCall(comm, sum);
 }
 
-// Runs the call now, or at collieGroupEnd when a group is open on this thread.
-// A pre-multiplied sum's operator is captured now: it may be destroyed before GroupEnd.
-Status runCall(collieComm_t comm, Call call, collieStream_t stream) {
-  call.stream = stream;
-  COLLIE_RETURN_IF_ERROR(collie::api::checkPlacement(comm, call.input, call.name, "sendbuff"));
-  COLLIE_RETURN_IF_ERROR(collie::api::checkPlacement(comm, call.output, call.name, "recvbuff"));
-  collie::ScaleArgs scale;
-  COLLIE_RETURN_IF_ERROR(collie::captureRedOp(comm, call.op, call.type, call.name, &scale));
-  auto run = [comm, call, scale] { return scale.active ? executeScaled(comm, call, scale) : executeCall(comm, call); };
-  if (collie::group::active()) {
-    collie::group::enqueue(comm, run);
-    return Status();
-  }
-  return run();
-}
-
 Status checkRoot(int root, collieComm_t comm, const char* call) {
   if (root < 0 || root >= comm->nranks)
     return Status::error(collieInvalidArgument, "%s: root %d is not a rank of this %d-rank communicator", call, root,
@@ -235,77 +221,123 @@ Status splits(collieComm_t comm, const char* call, const char* side, const size_
   return Status();
 }
 
+// What the ranks compare under COLLIE_CHECK (core/call_check.h).
+collie::CallShape shapeOf(collieComm_t comm, const Call& call, bool valid) {
+  collie::CallShape shape;
+  shape.call = call.name;
+  shape.collective = call.collective;
+  shape.type = call.type;
+  // Each rank has its own pre-multiplied sum (its own scalar, maybe its own id): compare the kind.
+  shape.op = call.op >= collieNumOps ? collieNumOps : call.op;
+  shape.root = call.root;
+  const bool v = call.collective == Collective::kAllToAllv;
+  shape.count = v ? 0 : call.count;
+  shape.sendCounts = &call.sendCounts;
+  shape.recvCounts = &call.recvCounts;
+  if (valid) {
+    const collie::AlgorithmInfo* algo = comm->algorithmFor(call.collective, call.count * collie::typeSize(call.type));
+    if (algo != nullptr) shape.algorithm = algo->name;
+  }
+  return shape;
+}
+
+// Every collective of the C API: checks the communicator, lets `build` check
+// the arguments and describe the call, then runs it now, or at collieGroupEnd
+// when a group is open on this thread. A pre-multiplied sum's operator is
+// captured now: it may be destroyed before GroupEnd.
+template <typename Build>
+collieResult_t submit(collieComm_t comm, const char* name, collieStream_t stream, Build build) {
+  return guarded(comm, [&] {
+    COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
+    Call call(name, Collective::kAllReduce, nullptr, nullptr, 0, collieUint8, collieSum, 0);
+    Status local = build(&call);
+    call.stream = stream;
+    if (local.ok()) local = collie::api::checkPlacement(comm, call.input, name, "sendbuff");
+    if (local.ok()) local = collie::api::checkPlacement(comm, call.output, name, "recvbuff");
+    collie::ScaleArgs scale;
+    if (local.ok()) local = collie::captureRedOp(comm, call.op, call.type, name, &scale);
+    // COLLIE_CHECK: the ranks compare where the call runs (inside a group, at
+    // GroupEnd, when one thread may drive several communicators). A rank whose
+    // arguments failed takes part too, so its peers learn why at once.
+    const bool check = comm->checkCalls;
+    if (!check) COLLIE_RETURN_IF_ERROR(local);
+    auto run = [comm, call = std::move(call), scale, local, check] {
+      if (check) COLLIE_RETURN_IF_ERROR(collie::checkAcrossRanks(comm, shapeOf(comm, call, local.ok()), local));
+      return scale.active ? executeScaled(comm, call, scale) : executeCall(comm, call);
+    };
+    if (collie::group::active()) {
+      collie::group::enqueue(comm, std::move(run));
+      return local;
+    }
+    return run();
+  });
+}
+
 }  // namespace
 
 extern "C" {
 
 collieResult_t collieAllReduce(const void* sendbuff, void* recvbuff, size_t count, collieDataType_t datatype,
                                collieRedOp_t op, collieComm_t comm, collieStream_t stream) {
-  return guarded(comm, [&] {
-    const char* name = "collieAllReduce";
-    COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
+  return submit(comm, "collieAllReduce", stream, [&](Call* call) {
+    const char* name = call->name;
     COLLIE_RETURN_IF_ERROR(checkType(datatype, name));
     COLLIE_RETURN_IF_ERROR(checkOp(op, name));
     COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, count, datatype, name, "sendbuff"));
     COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, count, datatype, name, "recvbuff"));
-    return runCall(comm, Call{name, Collective::kAllReduce, sendbuff, recvbuff, count, datatype, op, 0}, stream);
+    *call = Call{name, Collective::kAllReduce, sendbuff, recvbuff, count, datatype, op, 0};
+    return Status();
   });
 }
 
 collieResult_t collieReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, collieDataType_t datatype,
                                    collieRedOp_t op, collieComm_t comm, collieStream_t stream) {
-  return guarded(comm, [&] {
-    const char* name = "collieReduceScatter";
-    COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
+  return submit(comm, "collieReduceScatter", stream, [&](Call* call) {
+    const char* name = call->name;
     COLLIE_RETURN_IF_ERROR(checkType(datatype, name));
     COLLIE_RETURN_IF_ERROR(checkOp(op, name));
     size_t total = 0;
     COLLIE_RETURN_IF_ERROR(blockTotal(recvcount, comm, name, &total));
     COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, total, datatype, name, "sendbuff"));
     COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, recvcount, datatype, name, "recvbuff"));
-    return runCall(comm, Call{name, Collective::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0},
-                   stream);
+    *call = Call{name, Collective::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0};
+    return Status();
   });
 }
 
 collieResult_t collieAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, collieDataType_t datatype,
                                collieComm_t comm, collieStream_t stream) {
-  return guarded(comm, [&] {
-    const char* name = "collieAllGather";
-    COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
+  return submit(comm, "collieAllGather", stream, [&](Call* call) {
+    const char* name = call->name;
     COLLIE_RETURN_IF_ERROR(checkType(datatype, name));
     size_t total = 0;
     COLLIE_RETURN_IF_ERROR(blockTotal(sendcount, comm, name, &total));
     COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, sendcount, datatype, name, "sendbuff"));
     COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, total, datatype, name, "recvbuff"));
-    return runCall(comm, Call{name, Collective::kAllGather, sendbuff, recvbuff, sendcount, datatype, collieSum, 0},
-                   stream);
+    *call = Call{name, Collective::kAllGather, sendbuff, recvbuff, sendcount, datatype, collieSum, 0};
+    return Status();
   });
 }
 
 collieResult_t collieBroadcast(const void* sendbuff, void* recvbuff, size_t count, collieDataType_t datatype, int root,
                                collieComm_t comm, collieStream_t stream) {
-  return guarded(comm, [&] {
-    const char* name = "collieBroadcast";
-    COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
+  return submit(comm, "collieBroadcast", stream, [&](Call* call) {
+    const char* name = call->name;
     COLLIE_RETURN_IF_ERROR(checkType(datatype, name));
     COLLIE_RETURN_IF_ERROR(checkRoot(root, comm, name));
     // As in NCCL, sendbuff is read on the root only.
     const bool isRoot = comm->rank == root;
     if (isRoot) COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, count, datatype, name, "sendbuff"));
     COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, count, datatype, name, "recvbuff"));
-    return runCall(
-        comm,
-        Call{name, Collective::kBroadcast, isRoot ? sendbuff : nullptr, recvbuff, count, datatype, collieSum, root},
-        stream);
+    *call = Call{name, Collective::kBroadcast, isRoot ? sendbuff : nullptr, recvbuff, count, datatype, collieSum, root};
+    return Status();
   });
 }
 
 collieResult_t collieReduce(const void* sendbuff, void* recvbuff, size_t count, collieDataType_t datatype,
                             collieRedOp_t op, int root, collieComm_t comm, collieStream_t stream) {
-  return guarded(comm, [&] {
-    const char* name = "collieReduce";
-    COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
+  return submit(comm, "collieReduce", stream, [&](Call* call) {
+    const char* name = call->name;
     COLLIE_RETURN_IF_ERROR(checkType(datatype, name));
     COLLIE_RETURN_IF_ERROR(checkOp(op, name));
     COLLIE_RETURN_IF_ERROR(checkRoot(root, comm, name));
@@ -313,29 +345,26 @@ collieResult_t collieReduce(const void* sendbuff, void* recvbuff, size_t count, 
     const bool isRoot = comm->rank == root;
     COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, count, datatype, name, "sendbuff"));
     if (isRoot) COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, count, datatype, name, "recvbuff"));
-    return runCall(comm,
-                   Call{name, Collective::kReduce, sendbuff, isRoot ? recvbuff : nullptr, count, datatype, op, root},
-                   stream);
+    *call = Call{name, Collective::kReduce, sendbuff, isRoot ? recvbuff : nullptr, count, datatype, op, root};
+    return Status();
   });
 }
 
 collieResult_t collieBarrier(collieComm_t comm, collieStream_t stream) {
-  return guarded(comm, [&] {
-    const char* name = "collieBarrier";
-    COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
+  return submit(comm, "collieBarrier", stream, [&](Call* call) {
     // An allreduce of one byte: no rank can finish it before every rank has
     // started it. The byte is the communicator's, since in a group the call runs later.
     // On a GPU communicator the byte is in device memory.
     void* token = comm->deviceToken != nullptr ? comm->deviceToken : &comm->barrierToken;
-    return runCall(comm, Call{name, Collective::kAllReduce, token, token, 1, collieUint8, collieSum, 0}, stream);
+    *call = Call{call->name, Collective::kAllReduce, token, token, 1, collieUint8, collieSum, 0};
+    return Status();
   });
 }
 
 collieResult_t collieAllToAll(const void* sendbuff, void* recvbuff, size_t count, collieDataType_t datatype,
                               collieComm_t comm, collieStream_t stream) {
-  return guarded(comm, [&] {
-    const char* name = "collieAllToAll";
-    COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
+  return submit(comm, "collieAllToAll", stream, [&](Call* call) {
+    const char* name = call->name;
     COLLIE_RETURN_IF_ERROR(checkType(datatype, name));
     size_t total = 0;
     COLLIE_RETURN_IF_ERROR(blockTotal(count, comm, name, &total));
@@ -343,44 +372,44 @@ collieResult_t collieAllToAll(const void* sendbuff, void* recvbuff, size_t count
     COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, total, datatype, name, "recvbuff"));
     COLLIE_RETURN_IF_ERROR(checkDisjoint(sendbuff, total * collie::typeSize(datatype), recvbuff,
                                          total * collie::typeSize(datatype), name));
-    return runCall(comm, Call{name, Collective::kAllToAll, sendbuff, recvbuff, count, datatype, collieSum, 0}, stream);
+    *call = Call{name, Collective::kAllToAll, sendbuff, recvbuff, count, datatype, collieSum, 0};
+    return Status();
   });
 }
 
 collieResult_t collieAllToAllv(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls, void* recvbuff,
                                const size_t* recvcounts, const size_t* rdispls, collieDataType_t datatype,
                                collieComm_t comm, collieStream_t stream) {
-  return guarded(comm, [&] {
-    const char* name = "collieAllToAllv";
-    COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
+  return submit(comm, "collieAllToAllv", stream, [&](Call* call) {
+    const char* name = call->name;
     COLLIE_RETURN_IF_ERROR(checkType(datatype, name));
-    Call call{name, Collective::kAllToAllv, sendbuff, recvbuff, 0, datatype, collieSum, 0};
+    *call = Call{name, Collective::kAllToAllv, sendbuff, recvbuff, 0, datatype, collieSum, 0};
     size_t sendExtent = 0, recvExtent = 0;
     COLLIE_RETURN_IF_ERROR(
-        splits(comm, name, "send", sendcounts, sdispls, &call.sendCounts, &call.sendDispls, &sendExtent));
+        splits(comm, name, "send", sendcounts, sdispls, &call->sendCounts, &call->sendDispls, &sendExtent));
     COLLIE_RETURN_IF_ERROR(
-        splits(comm, name, "recv", recvcounts, rdispls, &call.recvCounts, &call.recvDispls, &recvExtent));
+        splits(comm, name, "recv", recvcounts, rdispls, &call->recvCounts, &call->recvDispls, &recvExtent));
     COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, sendExtent, datatype, name, "sendbuff"));
     COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, recvExtent, datatype, name, "recvbuff"));
     // The one pair of counts a rank can check alone: what it sends itself.
+    // COLLIE_CHECK=1 compares the others across ranks (core/call_check.h).
     const size_t me = static_cast<size_t>(comm->rank);
-    if (call.sendCounts[me] != call.recvCounts[me])
+    if (call->sendCounts[me] != call->recvCounts[me])
       return Status::error(collieInvalidArgument,
                            "%s: sendcounts[%d] = %llu but recvcounts[%d] = %llu (this rank's own block)", name,
-                           comm->rank, static_cast<unsigned long long>(call.sendCounts[me]), comm->rank,
-                           static_cast<unsigned long long>(call.recvCounts[me]));
+                           comm->rank, static_cast<unsigned long long>(call->sendCounts[me]), comm->rank,
+                           static_cast<unsigned long long>(call->recvCounts[me]));
     const size_t es = collie::typeSize(datatype);
     COLLIE_RETURN_IF_ERROR(checkDisjoint(sendbuff, sendExtent * es, recvbuff, recvExtent * es, name));
-    for (uint64_t c : call.sendCounts) call.count += c;  // what the algorithm choice sees
-    return runCall(comm, call, stream);
+    for (uint64_t c : call->sendCounts) call->count += c;  // what the algorithm choice sees
+    return Status();
   });
 }
 
 collieResult_t collieGather(const void* sendbuff, void* recvbuff, size_t count, collieDataType_t datatype, int root,
                             collieComm_t comm, collieStream_t stream) {
-  return guarded(comm, [&] {
-    const char* name = "collieGather";
-    COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
+  return submit(comm, "collieGather", stream, [&](Call* call) {
+    const char* name = call->name;
     COLLIE_RETURN_IF_ERROR(checkType(datatype, name));
     COLLIE_RETURN_IF_ERROR(checkRoot(root, comm, name));
     size_t total = 0;
@@ -389,17 +418,15 @@ collieResult_t collieGather(const void* sendbuff, void* recvbuff, size_t count, 
     const bool isRoot = comm->rank == root;
     COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, count, datatype, name, "sendbuff"));
     if (isRoot) COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, total, datatype, name, "recvbuff"));
-    return runCall(
-        comm, Call{name, Collective::kGather, sendbuff, isRoot ? recvbuff : nullptr, count, datatype, collieSum, root},
-        stream);
+    *call = Call{name, Collective::kGather, sendbuff, isRoot ? recvbuff : nullptr, count, datatype, collieSum, root};
+    return Status();
   });
 }
 
 collieResult_t collieScatter(const void* sendbuff, void* recvbuff, size_t count, collieDataType_t datatype, int root,
                              collieComm_t comm, collieStream_t stream) {
-  return guarded(comm, [&] {
-    const char* name = "collieScatter";
-    COLLIE_RETURN_IF_ERROR(checkComm(comm, name));
+  return submit(comm, "collieScatter", stream, [&](Call* call) {
+    const char* name = call->name;
     COLLIE_RETURN_IF_ERROR(checkType(datatype, name));
     COLLIE_RETURN_IF_ERROR(checkRoot(root, comm, name));
     size_t total = 0;
@@ -408,9 +435,8 @@ collieResult_t collieScatter(const void* sendbuff, void* recvbuff, size_t count,
     const bool isRoot = comm->rank == root;
     if (isRoot) COLLIE_RETURN_IF_ERROR(checkBuffer(sendbuff, total, datatype, name, "sendbuff"));
     COLLIE_RETURN_IF_ERROR(checkBuffer(recvbuff, count, datatype, name, "recvbuff"));
-    return runCall(
-        comm, Call{name, Collective::kScatter, isRoot ? sendbuff : nullptr, recvbuff, count, datatype, collieSum, root},
-        stream);
+    *call = Call{name, Collective::kScatter, isRoot ? sendbuff : nullptr, recvbuff, count, datatype, collieSum, root};
+    return Status();
   });
 }
 

@@ -1,12 +1,14 @@
 #include "core/comm.h"
 
 #include <cuda_runtime_api.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstring>
+#include <thread>
 #include <unordered_set>
 
 #include "algorithms/registry.h"
@@ -41,6 +43,12 @@ std::mutex gLiveMu;
 std::unordered_set<const collieComm*>& liveComms() {
   static std::unordered_set<const collieComm*> set;
   return set;
+}
+
+// The inode of our pid namespace: containers on one machine may number processes apart.
+uint64_t pidNamespace() {
+  struct stat st;
+  return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
 }
 
 // Reads the int config field at `offset` only if the caller's struct is big enough to have it.
@@ -81,6 +89,26 @@ void unregisterComm(collieComm* comm) {
 bool commIsLive(const collieComm* comm) {
   std::lock_guard<std::mutex> lock(gLiveMu);
   return liveComms().count(comm) != 0;
+}
+bool pinComm(collieComm* comm) {
+  std::lock_guard<std::mutex> lock(gLiveMu);
+  if (liveComms().count(comm) == 0) return false;
+  comm->users.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+void unpinComm(collieComm* comm) { comm->users.fetch_sub(1, std::memory_order_release); }
+void retireComm(collieComm* comm) {
+  unregisterComm(comm);  // no call pins it from now on
+  const auto start = std::chrono::steady_clock::now();
+  bool said = false;
+  while (comm->users.load(std::memory_order_acquire) > 0) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    if (!said && std::chrono::steady_clock::now() - start > std::chrono::seconds(1)) {
+      COLLIE_WARN("rank %d: destroying the communicator waits for %d call(s) still running on it in other threads",
+                  comm->rank, comm->users.load());
+      said = true;
+    }
+  }
 }
 
 // Without a driver cudaGetDeviceCount fails and leaves the count unwritten, hence the 0.
@@ -165,6 +193,11 @@ Status resolveConfig(const collieConfig_t* config, InitOptions* out) {
   if (initMs > 0) o.initTimeoutSec = initMs / 1000.0;
   if (!(o.timeoutSec > 0) || !(o.initTimeoutSec > 0))
     return Status::error(collieInvalidArgument, "COLLIE_TIMEOUT and COLLIE_INIT_TIMEOUT must be positive");
+  bool badCheck = false;
+  const int64_t check = env::getInt("COLLIE_CHECK", 0, &badCheck);
+  if (badCheck || check < 0 || check > 1)
+    return Status::error(collieInvalidArgument, "COLLIE_CHECK must be 0 or 1 (compare each call across ranks)");
+  o.checkCalls = check == 1;
   if (std::optional<std::string> algo = env::get("COLLIE_ALGO")) {
     COLLIE_RETURN_IF_ERROR(parseAlgorithmOverrides(*algo, &o.algoOverrides));
     o.algoSpec = *algo;
@@ -226,6 +259,8 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   me.pid = getpid();
   me.cudaDevice = comm->cudaDevice;
   me.backend = comm->backend;
+  me.checkCalls = options.checkCalls ? 1 : 0;
+  me.pidNamespace = pidNamespace();
   describeCpus(&me);
 
   WindowLayout layout;
@@ -254,6 +289,10 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
                            "rank %d was started with a different COLLIE_ALGO than rank %d (\"%s\"): all ranks must "
                            "choose the same algorithms",
                            r, rank, options.algoSpec.c_str());
+    if (p.checkCalls != me.checkCalls)
+      return Status::error(collieInvalidUsage,
+                           "rank %d runs with COLLIE_CHECK=%d, rank %d with COLLIE_CHECK=%d: set it alike on all ranks",
+                           r, p.checkCalls, rank, me.checkCalls);
     if (p.backend != me.backend)
       return Status::error(collieInvalidUsage,
                            "rank %d runs the %s backend, rank %d the %s one: set COLLIE_DEVICE (or config.backend) "
@@ -269,16 +308,15 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   }
 
   comm->algoOverrides = options.algoOverrides;
+  comm->checkCalls = options.checkCalls;
   comm->topology = *findTopology("host");
   comm->topology.nranks = nranks;
   comm->topology.ranksPerNode = nodeRanks(comm->peers);
   if (farPeer >= 0) {
-    // Between hosts a small slice is one UCX message, a large one a put, a flush
-    // round trip and a flag message, and all of them land only when the peer
-    // calls into UCX. The latency is a guess between what collie-bench measured
-    // across fake nodes over UCX shared memory on the 2-core build VM (about
-    // 0.3 us more than on one host for 2 ranks, 5-12 us per 8 B call for 4
-    // ranks, docs/PERFORMANCE.md) and a real network's few microseconds.
+    // Between hosts every slice is one UCX active message (a large one by
+    // rendezvous), and it lands only when the peer calls into UCX. The latency is a guess between what collie-bench
+    // measured across fake nodes over UCX shared memory on the 2-core build VM (about 0.3 us more than on one host for
+    // 2 ranks, 5-12 us per 8 B call for 4 ranks, docs/PERFORMANCE.md) and a real network's few microseconds.
     comm->topology.inter = LinkClass::kNetwork;
     comm->topology.link(LinkClass::kNetwork) = LinkCost{20e-6, 1.0 / 1.5e9};
   }
@@ -310,6 +348,14 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   auto host = std::make_unique<HostExecutor>(rank, layout, windows, &comm->aborted, options.timeoutSec,
                                              spinPolls(comm->peers, rank));
   const size_t staging = host->setRemote(comm->remote.get());
+  // Peers that are other processes of this very machine (never faked, unlike hostId): a dead one is noticed.
+  std::vector<int> pids(static_cast<size_t>(nranks), 0);
+  for (int r = 0; r < nranks; ++r) {
+    const PeerInfo& p = comm->peers[static_cast<size_t>(r)];
+    if (p.machine == me.machine && p.pidNamespace == me.pidNamespace && me.pidNamespace != 0 && p.pid != me.pid)
+      pids[static_cast<size_t>(r)] = p.pid;
+  }
+  host->setPeerProcesses(std::move(pids));
   host->initWindow();
   std::vector<WindowHeader> headers(static_cast<size_t>(nranks));  // of the windows we cannot map
   memcpy(&headers[static_cast<size_t>(rank)], windows[static_cast<size_t>(rank)], sizeof(WindowHeader));
@@ -366,22 +412,18 @@ Status readEnvInit(EnvInit* out) {
                          "the program with collie-run, mpirun or srun");
   }
   bool badRank = false, badSize = false;
-  e.rank = static_cast<int>(env::getInt(rankVar, -1, &badRank));
-  e.nranks = static_cast<int>(env::getInt(sizeVar, -1, &badSize));
-  if (badSize || e.nranks < 1 || e.nranks > (1 << 20))
+  // Range-checked as 64-bit values before the narrowing: COLLIE_WORLD_SIZE=4294967298 must not pass as 2.
+  const int64_t rank = env::getInt(rankVar, -1, &badRank);
+  const int64_t nranks = env::getInt(sizeVar, -1, &badSize);
+  if (badSize || nranks < 1 || nranks > (1 << 20))
     return Status::error(collieInvalidArgument, "environment init: %s must be a positive integer", sizeVar);
-  if (badRank || e.rank < 0 || e.rank >= e.nranks)
+  e.nranks = static_cast<int>(nranks);
+  if (badRank || rank < 0 || rank >= nranks)
     return Status::error(collieInvalidArgument, "environment init: %s must be in [0, %d)", rankVar, e.nranks);
+  e.rank = static_cast<int>(rank);
   if (std::optional<std::string> root = env::get("COLLIE_ROOT")) {
-    const size_t colon = root->rfind(':');
-    char* end = nullptr;
-    long port = colon == std::string::npos ? 0 : strtol(root->c_str() + colon + 1, &end, 10);
-    if (colon == std::string::npos || colon == 0 || end == nullptr || *end != '\0' || port <= 0 || port > 65535)
+    if (!parseHostPort(*root, &e.rootHost, &e.rootPort))
       return Status::error(collieInvalidArgument, "COLLIE_ROOT=%s: expected host:port", root->c_str());
-    e.rootHost = root->substr(0, colon);
-    if (e.rootHost.size() > 2 && e.rootHost.front() == '[' && e.rootHost.back() == ']')
-      e.rootHost = e.rootHost.substr(1, e.rootHost.size() - 2);  // [v6]:port
-    e.rootPort = static_cast<int>(port);
     e.haveRoot = true;
   }
   *out = e;

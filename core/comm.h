@@ -62,10 +62,13 @@ struct collieComm {
   uint64_t llMaxBytes = 0;      // CUDA backend: calls up to this size use the LL protocol (COLLIE_PROTO)
 
   std::atomic<bool> aborted{false};
+  std::atomic<int> users{0};  // API calls running on this comm now (pinComm): abort and destroy wait for them
   std::atomic<int> asyncError{collieSuccess};  // set when a collective fails mid-way: the comm is broken
   bool finalized = false;
-  uint64_t seq = 0;          // collectives issued so far
-  uint8_t barrierToken = 0;  // collieBarrier's one byte, here because a grouped call runs later
+  uint64_t seq = 0;           // collectives issued so far
+  bool checkCalls = false;    // COLLIE_CHECK: compare each collective's arguments across ranks first
+  uint64_t checkedCalls = 0;  // collectives compared so far (core/call_check.h)
+  uint8_t barrierToken = 0;   // collieBarrier's one byte, here because a grouped call runs later
 
   // COLLIE_ALGO: the algorithm to use per collective, overriding the tuner.
   std::map<collie::Collective, const collie::AlgorithmInfo*> algoOverrides;
@@ -102,6 +105,7 @@ struct InitOptions {
   double initTimeoutSec = 60;
   std::map<Collective, const AlgorithmInfo*> algoOverrides;  // COLLIE_ALGO
   std::string algoSpec;                                      // the same, as text for messages
+  bool checkCalls = false;                                   // COLLIE_CHECK (core/call_check.h)
 };
 
 /// Merges a caller's config (may be NULL) with COLLIE_DEVICE / COLLIE_TIMEOUT /
@@ -135,6 +139,14 @@ Status commInitFromEnv(const InitOptions& options, collieComm** out);
 void registerComm(collieComm* comm);
 void unregisterComm(collieComm* comm);
 bool commIsLive(const collieComm* comm);
+/// Marks a call running on `comm` when it is live (false when not), so that
+/// collieCommAbort or collieCommDestroy on another thread waits for the call
+/// to return before freeing it. unpinComm ends the mark.
+bool pinComm(collieComm* comm);
+void unpinComm(collieComm* comm);
+/// Unregisters `comm`, then waits until no call of another thread runs on it.
+/// Such a call ends promptly once the comm is aborted, else within COLLIE_TIMEOUT.
+void retireComm(collieComm* comm);
 
 /// Whether the CUDA runtime finds a device; then *device is the calling thread's current one.
 bool gpuUsable(int* device);

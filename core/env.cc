@@ -47,6 +47,7 @@ const std::vector<VarInfo>& knownVars() {
        "test feature: a host communicator runs its collectives through the staged path of CUDA communicators that "
        "span hosts, with memcpy for the copies"},
       {"COLLIE_ALGO", "algorithm per collective, overriding the tuner: allreduce:ring;broadcast:binomial"},
+      {"COLLIE_CHECK", "1: ranks compare each collective's call, type, op, count and root first (debugging)"},
       {"COLLIE_TEST_SEED", "seed of the random inputs of Collie's own tests (read by the tests, not the library)"},
       {"OMPI_COMM_WORLD_RANK", "OpenMPI's rank, used by environment init"},
       {"OMPI_COMM_WORLD_SIZE", "OpenMPI's size, used by environment init"},

@@ -47,6 +47,7 @@ InitOptions inherited(collieComm_t comm) {
   o.timeoutSec = comm->timeoutSec;
   o.initTimeoutSec = comm->initTimeoutSec;
   o.algoOverrides = comm->algoOverrides;
+  o.checkCalls = comm->checkCalls;
   for (const auto& a : comm->algoOverrides)
     o.algoSpec += std::string(collectiveName(a.first)) + ":" + a.second->name + ";";
   return o;

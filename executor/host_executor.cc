@@ -1,9 +1,11 @@
 #include "executor/host_executor.h"
 
 #include <sched.h>
+#include <signal.h>
 #include <time.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <new>
@@ -33,9 +35,10 @@ inline void cpuRelax() {
 // rank that keeps spinning holds the core its peer needs to make progress.
 // Spin briefly (`spins` polls: the peer is usually a few hundred ns away; fewer
 // when ranks outnumber CPUs, core/cpu_share.h), then yield the core, then sleep
-// in growing steps up to 100 us. Bounded by timeoutSec and the abort flag.
-template <typename Ready>
-int waitFor(Ready ready, int spins, const std::atomic<bool>* abort, double timeoutSec) {
+// in growing steps up to 100 us. Bounded by timeoutSec and the abort flag;
+// once sleeping, gone() is asked every 10 ms whether the awaited peer is dead.
+template <typename Ready, typename Gone>
+int waitFor(Ready ready, int spins, const std::atomic<bool>* abort, double timeoutSec, Gone gone) {
   for (int i = 0; i < spins; ++i) {
     if (ready()) return collieSuccess;
     cpuRelax();
@@ -45,11 +48,16 @@ int waitFor(Ready ready, int spins, const std::atomic<bool>* abort, double timeo
   const Clock::time_point deadline =
       start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeoutSec));
   long sleepNs = 1000;
+  Clock::time_point asked = start;
   for (uint64_t i = 0;; ++i) {
     if (ready()) return collieSuccess;
     if (abort != nullptr && abort->load(std::memory_order_relaxed)) return collieRemoteError;
     const Clock::time_point now = Clock::now();
     if (now > deadline) return collieTimeout;
+    if (now - asked > std::chrono::milliseconds(10)) {
+      asked = now;
+      if (gone()) return collieRemoteError;
+    }
     if (now - start < std::chrono::milliseconds(2)) {
       sched_yield();
     } else {
@@ -59,6 +67,11 @@ int waitFor(Ready ready, int spins, const std::atomic<bool>* abort, double timeo
     }
   }
 }
+
+// Whether process `pid` of this machine no longer exists (0: not a process we can ask about).
+// A rank killed by SIGKILL or gone without destroying its communicator leaves its
+// window mapped but silent; this turns a wait on it into an error long before COLLIE_TIMEOUT.
+bool processGone(int pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
 
 // dst[i] = src[i] (/ divisor). dst and src may be the same range (in-place).
 template <typename T>
@@ -150,7 +163,7 @@ class HostPrims {
  public:
   HostPrims(int rank, int channel, const WindowLayout& layout, const std::vector<uint8_t*>& windows, uint64_t* posted,
             uint64_t* consumed, const std::atomic<bool>* abort, double timeoutSec, int spins,
-            const HostExecutor::Remote& remote)
+            const HostExecutor::Remote& remote, const std::vector<int>& pids)
       : rank_(rank),
         channel_(channel),
         layout_(layout),
@@ -161,7 +174,8 @@ class HostPrims {
         abort_(abort),
         timeoutSec_(timeoutSec),
         spins_(spins),
-        remote_(remote) {}
+        remote_(remote),
+        pids_(pids) {}
 
   // For a remote peer, a slot is usable only once the transfer that last
   // used the same staging slot / credit op is done with it.
@@ -235,10 +249,14 @@ class HostPrims {
   bool lost(int peer) const { return peer >= 0 && isRemote(peer) && remote_.windows->failed(peer); }
   // Waits until ready(), or until a remote peer it waits on (a, b; -1: none)
   // is lost: then collieRemoteError at once rather than COLLIE_TIMEOUT later.
+  bool exited(int peer) const {
+    return peer >= 0 && static_cast<size_t>(peer) < pids_.size() && processGone(pids_[static_cast<size_t>(peer)]);
+  }
   template <typename Ready>
   int wait(Ready ready, int a, int b) const {
     RemoteWindows* w = remote_.windows;
-    if (w == nullptr) return waitFor(ready, spins_, abort_, timeoutSec_);
+    const auto died = [&] { return exited(a) || exited(b); };
+    if (w == nullptr) return waitFor(ready, spins_, abort_, timeoutSec_, died);
     bool gone = false;
     const int rc = waitFor(
         [&] {
@@ -247,7 +265,7 @@ class HostPrims {
           gone = lost(a) || lost(b);
           return gone;
         },
-        spins_, abort_, timeoutSec_);
+        spins_, abort_, timeoutSec_, died);
     return rc == collieSuccess && gone ? collieRemoteError : rc;
   }
 
@@ -262,6 +280,7 @@ class HostPrims {
   double timeoutSec_;
   int spins_;
   const HostExecutor::Remote& remote_;
+  const std::vector<int>& pids_;
 };
 
 template <typename T, ReduceOp Op>
@@ -282,7 +301,7 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
                         reinterpret_cast<T*>(scratch_.data())};
     const size_t at = static_cast<size_t>(c) * layout_.nranks;
     HostPrims<T, Op> prims(rank_, c, layout_, windows_, posted_.data() + at, consumed_.data() + at, abort_, timeoutSec_,
-                           spinPolls_, remote_);
+                           spinPolls_, remote_, peerPids_);
     f = runSteps<T>(prims, w.program->steps.data(), static_cast<int>(w.program->steps.size()), bufs,
                     layout_.slotBytes / sizeof(T), args.divisor, args.splitSteps ? c : 0, args.splitSteps ? nch : 1,
                     16 / sizeof(T));
@@ -299,7 +318,7 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
           remote->progress();
           return remote->quiet();
         },
-        spinPolls_, abort_, timeoutSec_);
+        spinPolls_, abort_, timeoutSec_, [] { return false; });
     if (f.code != collieSuccess) f.step = static_cast<int>(program.steps.size());
   }
   if (f.code == collieSuccess) return Status();
@@ -312,12 +331,17 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
   };
   why = remoteFailure(f.peer);
   for (int r = 0; why.empty() && r < static_cast<int>(windows_.size()); ++r) why = remoteFailure(r);
-  const char* what = code == collieTimeout ? "timed out" : !why.empty() ? "failed" : "was aborted";
+  for (int r = 0; why.empty() && r < static_cast<int>(peerPids_.size()); ++r)
+    if (code == collieRemoteError && processGone(peerPids_[static_cast<size_t>(r)]))
+      why = "rank " + std::to_string(r) + " (pid " + std::to_string(peerPids_[static_cast<size_t>(r)]) + ") exited";
+  char timedOut[64];
+  snprintf(timedOut, sizeof(timedOut), "timed out after %.1f s", timeoutSec_);
+  const char* what = code == collieTimeout ? timedOut : !why.empty() ? "failed" : "was aborted";
   if (!why.empty()) why = ": " + why;
   const std::string on = f.peer >= 0 ? "on rank " + std::to_string(f.peer) : "on peers on other hosts";
-  Status st = Status::error(code, "rank %d waiting %s at step %d of %s %s #%llu %s after %.1f s%s", rank_, on.c_str(),
-                            f.step, program.algorithm.c_str(), collectiveName(program.collective),
-                            static_cast<unsigned long long>(args.seq), what, timeoutSec_, why.c_str());
+  Status st = Status::error(code, "rank %d waiting %s at step %d of %s %s #%llu %s%s", rank_, on.c_str(), f.step,
+                            program.algorithm.c_str(), collectiveName(program.collective),
+                            static_cast<unsigned long long>(args.seq), what, why.c_str());
   COLLIE_WARN("%s", st.message().c_str());
   return st;
 }

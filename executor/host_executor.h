@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "algorithms/program.h"
@@ -36,6 +37,10 @@ class HostExecutor : public Executor {
   /// Peers whose windows[r] is nullptr are on other hosts, reached through
   /// `remote`, which must outlive this executor. Returns the staging bytes.
   size_t setRemote(RemoteWindows* remote);
+  /// pids[r] > 0: rank r is another process of this machine. A wait on it
+  /// then fails with collieRemoteError within about 10 ms of that process
+  /// being gone (killed, or exited without destroying), not after COLLIE_TIMEOUT.
+  void setPeerProcesses(std::vector<int> pids) { peerPids_ = std::move(pids); }
 
   /// Runs `program`. On failure the communicator's counters are no longer in
   /// step with its peers', so the caller must treat the communicator as broken.
@@ -63,6 +68,7 @@ class HostExecutor : public Executor {
   std::vector<uint64_t> posted_;    // [channel][peer]: slices we have posted to the peer
   std::vector<uint64_t> consumed_;  // [channel][peer]: slices we have consumed from the peer
   std::vector<uint8_t> scratch_;    // Buffer::kScratch, grown to the largest program run so far
+  std::vector<int> peerPids_;       // [peer]: its pid when another process of this machine, else 0
 
  public:
   /// What the primitives need of the peers on other hosts (all null without any).

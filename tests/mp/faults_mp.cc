@@ -1,0 +1,138 @@
+// One rank of a job in which one rank (the victim) fails on purpose; run by
+// tests/mp/faults_test.sh, which starts the ranks itself (collie-run would stop
+// the survivors as soon as one rank dies). Every survivor must return an error
+// from its collective within COLLIE_TIMEOUT plus a margin (never hang), and
+// destroy its communicator promptly.
+//
+//   faults_mp MODE VICTIM
+//   before  the victim is killed (SIGKILL) right after init, before any collective
+//   during  the victim is killed while allreduces of 4 MiB run back to back
+//   after   the victim is killed after a collective all ranks completed
+//   never   the victim stays alive but never calls the collective (its peers time out)
+//   exit    the victim returns from main after a collective, without destroying
+//   init    only init: the script kills the rendezvous root (rank 0) meanwhile
+//
+// Prints one line per outcome; exit code 0 when this rank behaved as required.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collie.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double envSeconds(const char* name, double fallback) {
+  const char* v = getenv(name);
+  return v != nullptr ? atof(v) : fallback;
+}
+
+collieResult_t allreduce(collieComm_t comm, std::vector<float>* buf) {
+  return collieAllReduce(buf->data(), buf->data(), buf->size(), collieFloat32, collieSum, comm, nullptr);
+}
+
+// A survivor's failing call: the right kind of error, in time, and a prompt destroy.
+int survivorVerdict(int rank, const char* what, collieResult_t rc, double took, collieComm_t comm, double bound) {
+  printf("rank %d: %s returned %s after %.2f s: %s\n", rank, what, collieGetErrorString(rc), took,
+         rc == collieSuccess ? "" : collieGetLastError(comm));
+  const Clock::time_point d = Clock::now();
+  collieCommDestroy(comm);
+  const double destroy = since(d);
+  printf("rank %d: destroy took %.2f s\n", rank, destroy);
+  fflush(stdout);
+  const bool ok = (rc == collieRemoteError || rc == collieTimeout) && took <= bound && destroy < 5;
+  if (!ok)
+    printf("rank %d: FAIL (error %s within %.0f s and a destroy under 5 s expected)\n", rank, "remote/timeout", bound);
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: faults_mp before|during|after|never|exit|init VICTIM\n");
+    return 2;
+  }
+  const std::string mode = argv[1];
+  const int victim = atoi(argv[2]);
+  const double timeoutSec = envSeconds("COLLIE_TIMEOUT", 300);
+  const double initTimeoutSec = envSeconds("COLLIE_INIT_TIMEOUT", 60);
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+
+  collieComm_t comm = nullptr;
+  const Clock::time_point initStart = Clock::now();
+  const collieResult_t init = collieCommInitFromEnv(&comm, nullptr);
+  if (mode == "init") {
+    // The root died during init: every surviving rank fails within the init timeout.
+    const double took = since(initStart);
+    printf("init returned %s after %.2f s: %s\n", collieGetErrorString(init), took,
+           init == collieSuccess ? "" : collieGetLastError(nullptr));
+    if (init == collieSuccess) collieCommDestroy(comm);
+    return init != collieSuccess && took <= initTimeoutSec + 5 ? 0 : 1;
+  }
+  if (init != collieSuccess) {
+    printf("init failed: %s\n", collieGetLastError(nullptr));
+    return 1;
+  }
+  int rank = 0;
+  collieCommUserRank(comm, &rank);
+  const bool isVictim = rank == victim;
+  std::vector<float> buf(mode == "during" ? (1 << 20) : 1024, 1.0f);
+  const double bound = timeoutSec + 5;
+
+  if (mode == "before" && isVictim) raise(SIGKILL);
+  if (mode == "never" && isVictim) {
+    printf("rank %d: alive, not calling\n", rank);
+    std::this_thread::sleep_for(std::chrono::duration<double>(timeoutSec + 3));
+    collieCommDestroy(comm);
+    return 0;
+  }
+  if (mode == "after" || mode == "exit") {
+    const collieResult_t rc = allreduce(comm, &buf);
+    if (rc != collieSuccess) {
+      printf("rank %d: the first allreduce failed: %s\n", rank, collieGetLastError(comm));
+      return 1;
+    }
+    if (isVictim) {
+      printf("rank %d: leaving after one allreduce (%s)\n", rank, mode.c_str());
+      if (mode == "after") raise(SIGKILL);
+      return 0;  // "exit": no collieCommDestroy; the process ends with the communicator alive
+    }
+    // Let the victim go first, so the next call finds it gone.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  if (mode == "during" && isVictim) {
+    // Dies at a random moment while the allreduces below run.
+    std::thread([] {
+      std::mt19937 rng(static_cast<unsigned>(getpid()));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng() % 400));
+      raise(SIGKILL);
+    }).detach();
+  }
+  const Clock::time_point start = Clock::now();
+  for (int iter = 0;; ++iter) {
+    const Clock::time_point callStart = Clock::now();
+    const collieResult_t rc = allreduce(comm, &buf);
+    if (rc != collieSuccess) {
+      const std::string what = "allreduce #" + std::to_string(iter) + " (" + mode + ")";
+      return survivorVerdict(rank, what.c_str(), rc, since(callStart), comm, bound);
+    }
+    for (float& v : buf) v = 1.0f;  // keep values small and exact
+    if (mode != "during" || since(start) > 2 * timeoutSec + 30) {
+      printf("rank %d: FAIL: allreduce #%d succeeded without the victim (%s)\n", rank, iter, mode.c_str());
+      collieCommDestroy(comm);
+      return 1;
+    }
+  }
+}
