@@ -69,6 +69,9 @@ inline Status checkComm(collieComm_t comm, const char* call) {
 /// memory on the host backend (core/placement.cc).
 Status checkPlacement(collieComm_t comm, const void* p, const char* call, const char* what);
 
+/// On the CUDA backend, the stream is one of the communicator's GPU (core/placement.cc).
+Status checkStream(collieComm_t comm, collieStream_t stream, const char* call);
+
 inline Status checkType(collieDataType_t type, const char* call) {
   if (collie::typeSize(type) == 0)
     return Status::error(collieInvalidArgument, "%s: datatype %d is not a collieDataType_t (0..%d)", call,

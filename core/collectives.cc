@@ -254,6 +254,7 @@ collieResult_t submit(collieComm_t comm, const char* name, collieStream_t stream
     call.stream = stream;
     if (local.ok()) local = collie::api::checkPlacement(comm, call.input, name, "sendbuff");
     if (local.ok()) local = collie::api::checkPlacement(comm, call.output, name, "recvbuff");
+    if (local.ok()) local = collie::api::checkStream(comm, stream, name);
     collie::ScaleArgs scale;
     if (local.ok()) local = collie::captureRedOp(comm, call.op, call.type, name, &scale);
     // COLLIE_CHECK: the ranks compare where the call runs (inside a group, at

@@ -56,10 +56,11 @@ struct collieComm {
   std::unique_ptr<collie::RemoteWindows> remote;         // UCX to ranks on other hosts; null when all share ours
   std::unique_ptr<collie::DeviceWindows> deviceWindows;  // CUDA backend
   std::unique_ptr<collie::Executor> executor;
-  size_t hostFootprint = 0;     // bytes of windows this rank owns
-  size_t deviceFootprint = 0;   // CUDA backend: device bytes this rank holds at init
-  void* deviceToken = nullptr;  // CUDA backend: collieBarrier's byte, in device memory
-  uint64_t llMaxBytes = 0;      // CUDA backend: calls up to this size use the LL protocol (COLLIE_PROTO)
+  size_t hostFootprint = 0;                // bytes of windows this rank owns
+  size_t deviceFootprint = 0;              // CUDA backend: device bytes this rank holds at init
+  void* deviceToken = nullptr;             // CUDA backend: collieBarrier's byte, in device memory
+  collieStream_t streamChecked = nullptr;  // CUDA backend: the last stream found to be of our GPU
+  uint64_t llMaxBytes = 0;                 // CUDA backend: calls up to this size use the LL protocol (COLLIE_PROTO)
 
   std::atomic<bool> aborted{false};
   std::atomic<int> users{0};  // API calls running on this comm now (pinComm): abort and destroy wait for them

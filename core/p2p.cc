@@ -96,6 +96,7 @@ Status queueP2p(bool send, void* buf, size_t count, collieDataType_t type, int p
     return Status::error(collieInvalidArgument, "%s: peer %d is not a rank of this %d-rank communicator", name, peer,
                          comm->nranks);
   COLLIE_RETURN_IF_ERROR(collie::api::checkPlacement(comm, buf, name, send ? "sendbuff" : "recvbuff"));
+  COLLIE_RETURN_IF_ERROR(collie::api::checkStream(comm, stream, name));
   const collie::group::P2pOp op{send, buf, count * collie::typeSize(type), peer, stream};
   if (collie::group::active()) {
     collie::group::enqueueP2p(comm, op);

@@ -63,5 +63,24 @@ Status checkPlacement(collieComm_t comm, const void* p, const char* call, const 
   }
 }
 
+Status checkStream(collieComm_t comm, collieStream_t stream, const char* call) {
+  if (comm->backend != collieBackendCuda || stream == nullptr || stream == comm->streamChecked) return Status();
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  // The special handles mean "the current device's": there is nothing to compare.
+  if (s == cudaStreamLegacy || s == cudaStreamPerThread) return Status();
+  int device = -1;
+  const cudaError_t e = cudaStreamGetDevice(s, &device);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Status::error(collieInvalidArgument, "%s: stream %p is not a usable CUDA stream (%s)", call, stream,
+                         cudaGetErrorString(e));
+  }
+  if (device != comm->cudaDevice)
+    return Status::error(collieInvalidArgument, "%s: stream %p belongs to GPU %d, but this communicator uses GPU %d",
+                         call, stream, device, comm->cudaDevice);
+  comm->streamChecked = stream;  // a loop on one stream asks the runtime once
+  return Status();
+}
+
 }  // namespace api
 }  // namespace collie

@@ -260,6 +260,30 @@ TEST(CudaBackend, BuffersInTheWrongPlaceAreErrors) {
   cudaFree(devBuf);
 }
 
+// A stream of another GPU than the communicator's is an error naming it, not a
+// kernel launched where the windows are not (needs two GPUs).
+TEST(CudaBackend, AStreamOfAnotherGpuIsAnError) {
+  SKIP_WITHOUT_GPU();
+  int gpus = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&gpus), cudaSuccess);
+  if (gpus < 2) GTEST_SKIP() << "needs two GPUs; this machine has " << gpus;
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  collie::test::Comms gpu(1);
+  ASSERT_EQ(gpu.result, collieSuccess) << collieGetLastError(nullptr);
+  float* buf = nullptr;
+  ASSERT_EQ(cudaMalloc(&buf, 16 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  cudaStream_t other = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&other), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  EXPECT_EQ(collieAllReduce(buf, buf, 16, collieFloat32, collieSum, gpu[0], other), collieInvalidArgument);
+  EXPECT_NE(std::string(collieGetLastError(gpu[0])).find("belongs to GPU 1"), std::string::npos)
+      << collieGetLastError(gpu[0]);
+  cudaStreamDestroy(other);
+  cudaFree(buf);
+}
+
 // Rank 1 never calls: rank 0's kernel gives up after COLLIE_TIMEOUT and the
 // error, naming the peer, comes back through collieCommGetAsyncError.
 TEST(CudaBackend, MissingPeerTimesOutWithAsyncError) {
