@@ -1,6 +1,7 @@
 #include "bench/traffic.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -110,8 +111,11 @@ bool parseTraffic(const std::string& spec, Traffic* out, std::string* err) {
   } else if (name == "moe") {
     t.kind = Traffic::Kind::kMoe;
     if (colon != std::string::npos) {
-      if (!parseNumbers(arg, &nums) || nums.size() != 3 || nums[0] < 1 || nums[1] < 1 || nums[2] < 1 || nums[0] > 1e7 ||
-          nums[2] > 1e6 || nums[1] > nums[2]) {
+      // Each a whole number in range, tested so that NaN fails too: "nan" would pass `< 1` and `> 1e7` alike,
+      // and converting it to int is undefined behaviour.
+      auto whole = [](double v, double max) { return v >= 1 && v <= max && v == std::floor(v); };
+      if (!parseNumbers(arg, &nums) || nums.size() != 3 || !whole(nums[0], 1e7) || !whole(nums[2], 1e6) ||
+          !whole(nums[1], nums[2])) {
         *err = "moe:TOKENS,TOPK,EXPERTS takes three positive integers with TOPK <= EXPERTS, e.g. moe:4096,2,8";
         return false;
       }
@@ -130,14 +134,11 @@ bool parseTraffic(const std::string& spec, Traffic* out, std::string* err) {
   return true;
 }
 
-bool loadTraffic(Traffic* t, int nranks, std::string* err) {
-  if (!t->fromFile()) return true;
-  std::ifstream f(t->path);
-  if (!f) {
-    *err = "cannot read traffic file " + t->path;
-    return false;
-  }
+bool parseTrafficCounts(const std::string& text, const std::string& source, int nranks, std::vector<size_t>* out,
+                        std::string* err) {
   std::vector<size_t> counts;
+  std::vector<uint64_t> colSums(static_cast<size_t>(std::max(nranks, 0)), 0);
+  std::istringstream f(text);
   std::string line;
   int rows = 0, lineNo = 0;
   while (std::getline(f, line)) {
@@ -147,18 +148,29 @@ bool loadTraffic(Traffic* t, int nranks, std::string* err) {
     std::stringstream in(line);
     std::vector<size_t> row;
     std::string tok;
+    uint64_t rowSum = 0;
     while (in >> tok) {
       char* end = nullptr;
+      errno = 0;
       const unsigned long long v = strtoull(tok.c_str(), &end, 10);
-      if (tok[0] == '-' || end == nullptr || *end != '\0') {
-        *err = t->path + ":" + std::to_string(lineNo) + ": '" + tok + "' is not a non-negative integer";
+      // ERANGE: strtoull saturates at 2^64-1 rather than fail, which would pass as a count.
+      if (tok[0] == '-' || errno == ERANGE || end != tok.c_str() + tok.size()) {
+        *err = source + ":" + std::to_string(lineNo) + ": '" + tok + "' is not a non-negative integer";
         return false;
+      }
+      if (static_cast<int>(row.size()) < nranks) {
+        rowSum += std::min<uint64_t>(v, kMaxTrafficElems + 1);
+        colSums[row.size()] += std::min<uint64_t>(v, kMaxTrafficElems + 1);
+        if (rowSum > kMaxTrafficElems || colSums[row.size()] > kMaxTrafficElems) {
+          *err = source + ":" + std::to_string(lineNo) + ": a row or column holds more than 2^40 elements";
+          return false;
+        }
       }
       row.push_back(static_cast<size_t>(v));
     }
     if (row.empty()) continue;
     if (static_cast<int>(row.size()) != nranks) {
-      *err = t->path + ":" + std::to_string(lineNo) + ": " + std::to_string(row.size()) + " counts, expected " +
+      *err = source + ":" + std::to_string(lineNo) + ": " + std::to_string(row.size()) + " counts, expected " +
              std::to_string(nranks) + " (one per rank)";
       return false;
     }
@@ -166,9 +178,24 @@ bool loadTraffic(Traffic* t, int nranks, std::string* err) {
     ++rows;
   }
   if (rows != nranks) {
-    *err = t->path + ": " + std::to_string(rows) + " rows, expected " + std::to_string(nranks) + " (one per rank)";
+    *err = source + ": " + std::to_string(rows) + " rows, expected " + std::to_string(nranks) + " (one per rank)";
     return false;
   }
+  *out = counts;
+  return true;
+}
+
+bool loadTraffic(Traffic* t, int nranks, std::string* err) {
+  if (!t->fromFile()) return true;
+  std::ifstream f(t->path);
+  if (!f) {
+    *err = "cannot read traffic file " + t->path;
+    return false;
+  }
+  std::ostringstream text;
+  text << f.rdbuf();
+  std::vector<size_t> counts;
+  if (!parseTrafficCounts(text.str(), t->path, nranks, &counts, err)) return false;
   t->fileCounts = counts;
   t->fileRanks = nranks;
   return true;

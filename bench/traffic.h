@@ -39,6 +39,15 @@ struct Traffic {
 /// Parses --traffic's value; on error *err says why.
 bool parseTraffic(const std::string& spec, Traffic* out, std::string* err);
 
+/// Bound on the elements of one row or one column of a file's matrix (2^40), so that a rank's
+/// buffer sizes, in bytes of any type, cannot overflow.
+constexpr uint64_t kMaxTrafficElems = uint64_t{1} << 40;
+
+/// Parses the text of a count file: nranks rows of nranks non-negative counts (row = sender);
+/// blank lines and '#' comments are skipped. `source` (the path) starts error sentences.
+bool parseTrafficCounts(const std::string& text, const std::string& source, int nranks, std::vector<size_t>* counts,
+                        std::string* err);
+
 /// Reads a file:PATH matrix and checks it has nranks rows of nranks counts.
 bool loadTraffic(Traffic* t, int nranks, std::string* err);
 

@@ -49,6 +49,10 @@ const std::vector<VarInfo>& knownVars() {
       {"COLLIE_ALGO", "algorithm per collective, overriding the tuner: allreduce:ring;broadcast:binomial"},
       {"COLLIE_CHECK", "1: ranks compare each collective's call, type, op, count and root first (debugging)"},
       {"COLLIE_TEST_SEED", "seed of the random inputs of Collie's own tests (read by the tests, not the library)"},
+      {"COLLIE_SOAK_SEED", "tests/unit/soak_test.cc: seed of its random cases (read by the test, not the library)"},
+      {"COLLIE_SOAK_ITERS", "tests/unit/soak_test.cc: number of random cases"},
+      {"COLLIE_SOAK_ONLY", "tests/unit/soak_test.cc: run only this iteration (a replay)"},
+      {"COLLIE_SOAK_SECONDS", "tests/unit/soak_test.cc: time budget when COLLIE_SOAK_ITERS is not set"},
       {"OMPI_COMM_WORLD_RANK", "OpenMPI's rank, used by environment init"},
       {"OMPI_COMM_WORLD_SIZE", "OpenMPI's size, used by environment init"},
       {"OMPI_COMM_WORLD_LOCAL_RANK", "OpenMPI's local rank"},
@@ -89,14 +93,30 @@ std::optional<std::string> get(const char* name) {
   return it->second;
 }
 
+// Both parsers want the whole text: its end, not its first NUL (a std::string may hold one).
+bool parseInt(const std::string& text, int64_t* out) {
+  errno = 0;
+  char* end = nullptr;
+  const long long x = strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str() || end != text.c_str() + text.size()) return false;
+  *out = x;
+  return true;
+}
+
+bool parseDouble(const std::string& text, double* out) {
+  char* end = nullptr;
+  const double x = strtod(text.c_str(), &end);
+  if (end == text.c_str() || end != text.c_str() + text.size()) return false;
+  *out = x;
+  return true;
+}
+
 int64_t getInt(const char* name, int64_t fallback, bool* bad) {
   if (bad) *bad = false;
   std::optional<std::string> v = get(name);
   if (!v) return fallback;
-  errno = 0;
-  char* end = nullptr;
-  long long x = strtoll(v->c_str(), &end, 10);
-  if (errno != 0 || end == v->c_str() || *end != '\0') {
+  int64_t x = 0;
+  if (!parseInt(*v, &x)) {
     if (bad) *bad = true;
     COLLIE_WARN("%s=%s is not an integer; using %lld", name, v->c_str(), static_cast<long long>(fallback));
     return fallback;
@@ -107,9 +127,8 @@ int64_t getInt(const char* name, int64_t fallback, bool* bad) {
 double getDouble(const char* name, double fallback) {
   std::optional<std::string> v = get(name);
   if (!v) return fallback;
-  char* end = nullptr;
-  double x = strtod(v->c_str(), &end);
-  if (end == v->c_str() || *end != '\0') {
+  double x = 0;
+  if (!parseDouble(*v, &x)) {
     COLLIE_WARN("%s=%s is not a number; using %g", name, v->c_str(), fallback);
     return fallback;
   }

@@ -23,6 +23,12 @@ const std::vector<VarInfo>& knownVars();
 /// Asking for a name not in knownVars() is a programming error (aborts in debug builds).
 std::optional<std::string> get(const char* name);
 
+/// The text of an integer value: base 10, all of it (leading blanks and a sign allowed, as strtoll);
+/// false when malformed or out of the int64 range.
+bool parseInt(const std::string& text, int64_t* out);
+/// The text of a floating value: all of it, as strtod reads it; false when malformed.
+bool parseDouble(const std::string& text, double* out);
+
 /// Integer value; `fallback` when unset. Sets *bad (if given) when the text is not an integer.
 int64_t getInt(const char* name, int64_t fallback, bool* bad = nullptr);
 

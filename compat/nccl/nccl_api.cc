@@ -103,20 +103,17 @@ bool commIdFromEnv(collie::UniqueIdInfo* info, Status* st) {
   const char* value = getenv("NCCL_COMM_ID");
   if (value == nullptr || *value == '\0') return false;
   const std::string text(value);
-  const size_t colon = text.rfind(':');
-  char* end = nullptr;
-  const long port = colon == std::string::npos ? 0 : strtol(text.c_str() + colon + 1, &end, 10);
-  if (colon == std::string::npos || colon == 0 || end == nullptr || *end != '\0' || port <= 0 || port > 65535) {
+  std::string host;
+  int port = 0;
+  if (!collie::parseHostPort(text, &host, &port)) {
     *st = Status::error(collieInvalidArgument, "NCCL_COMM_ID=%s: expected host:port", value);
     return true;
   }
-  std::string host = text.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   collie::SockAddr addr;
-  *st = collie::resolveAddress(host, static_cast<int>(port), &addr).withContext("NCCL_COMM_ID");
+  *st = collie::resolveAddress(host, port, &addr).withContext("NCCL_COMM_ID");
   if (!st->ok()) return true;
   info->host = addr.host();
-  info->port = static_cast<int>(port);
+  info->port = port;
   if (std::optional<std::string> hex = collie::env::get("COLLIE_SECRET")) {
     if (!collie::parseSecretHex(*hex, &info->secret))
       *st = Status::error(collieInvalidArgument, "COLLIE_SECRET must be 32 hexadecimal digits");

@@ -14,8 +14,14 @@ if env -u COLLIE_RANK COLLIE_WORLD_SIZE=2 COLLIE_RANK=1 "$prog" --quick 2>"$err"
   echo "FAIL: 2 ranks without COLLIE_ROOT should not start"; exit 1
 fi
 grep -q "needs COLLIE_ROOT" "$err" || { echo "FAIL: no COLLIE_ROOT message"; cat "$err"; exit 1; }
-rm -f "$err"
 echo "PASS: missing COLLIE_ROOT is explained"
+# 2^32 + 2 would pass as 2 ranks if it were narrowed to int before its range check.
+if env -u COLLIE_RANK -u COLLIE_ROOT COLLIE_WORLD_SIZE=4294967298 COLLIE_RANK=1 "$prog" --quick 2>"$err"; then
+  echo "FAIL: COLLIE_WORLD_SIZE=4294967298 should not start"; exit 1
+fi
+grep -q "COLLIE_WORLD_SIZE must be a positive integer" "$err" || { echo "FAIL: no range message"; cat "$err"; exit 1; }
+rm -f "$err"
+echo "PASS: an out-of-range COLLIE_WORLD_SIZE is refused"
 
 # COLLIE_DEBUG=INFO with COLLIE_DEBUG_FILE: one log per process (%p), carrying the
 # footprint line, and an unknown COLLIE_ variable reported.

@@ -20,58 +20,6 @@ namespace {
 constexpr double kRootReplyMarginSec = 2;  // a rank waits this much longer than the root's own timeout
 constexpr double kRingAuthTimeoutSec = 5;  // per accepted ring connection, so a silent stranger cannot stall us
 
-// ---------------------------------------------------------------- ring helpers
-
-const char* opName(uint32_t op) {
-  static const char* const kNames[] = {"an unknown operation", "allGather", "broadcast", "barrier"};
-  return op <= wire::kOpBarrier ? kNames[op] : kNames[0];
-}
-
-std::vector<uint8_t> ringAuth(const Secret& secret, int from, int to, int nranks) {
-  std::vector<uint8_t> out;
-  putBe32(&out, wire::kRingAuthMagic);
-  putBytes(&out, secret.bytes, sizeof(secret.bytes));
-  putBe32(&out, static_cast<uint32_t>(from));
-  putBe32(&out, static_cast<uint32_t>(to));
-  putBe32(&out, static_cast<uint32_t>(nranks));
-  return out;
-}
-
-void ringHeader(uint8_t out[wire::kRingHeaderBytes], uint32_t op, uint32_t aux, uint64_t length) {
-  std::vector<uint8_t> v;
-  putBe32(&v, wire::kRingMsgMagic);
-  putBe32(&v, op);
-  putBe32(&v, aux);
-  putBe32(&v, 0);
-  putBe64(&v, length);
-  memcpy(out, v.data(), wire::kRingHeaderBytes);
-}
-
-// A mismatch means the ranks called different operations or sizes, i.e. a bug above us.
-Status checkRingHeader(const uint8_t h[wire::kRingHeaderBytes], uint32_t op, uint32_t aux, uint64_t length,
-                       const std::string& peer) {
-  if (getBe32(h) != wire::kRingMsgMagic) {
-    return Status::error(collieInternalError, "%s sent a malformed message header; the ring is out of step",
-                         peer.c_str());
-  }
-  if (getBe32(h + 4) != op) {
-    return Status::error(collieInternalError,
-                         "%s is running %s while this rank runs %s; ranks disagree on the order of bootstrap calls",
-                         peer.c_str(), opName(getBe32(h + 4)), opName(op));
-  }
-  if (getBe32(h + 8) != aux) {
-    const char* what = op == wire::kOpBroadcast ? "root" : "step";
-    return Status::error(collieInternalError, "%s used %s %u where this rank used %u; ranks disagree", peer.c_str(),
-                         what, getBe32(h + 8), aux);
-  }
-  if (getBe64(h + 16) != length) {
-    return Status::error(collieInternalError,
-                         "%s sent %llu bytes where this rank expected %llu; ranks disagree on the size", peer.c_str(),
-                         static_cast<unsigned long long>(getBe64(h + 16)), static_cast<unsigned long long>(length));
-  }
-  return Status();
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------- Bootstrap::create
@@ -101,17 +49,11 @@ Status BootstrapBuilder::rendezvous(Bootstrap* b, const UniqueIdInfo& rootInfo, 
   Socket sock;
   COLLIE_RETURN_IF_ERROR(connectTo(rootAddr, deadline, nullptr, &sock).withContext("cannot reach the rendezvous root"));
 
-  std::vector<uint8_t> hello;
-  putBytes(&hello, b->secret_.bytes, sizeof(b->secret_.bytes));
-  putBe32(&hello, static_cast<uint32_t>(b->rank_));
-  putBe32(&hello, static_cast<uint32_t>(b->nranks_));
-  putBe32(&hello, static_cast<uint32_t>(b->infoBytes_));
   uint8_t family = 0, raw[16] = {0};
   if (listener.valid()) addressToRaw(listenAddr, &family, raw);
-  putBe16(&hello, family);
-  putBe16(&hello, static_cast<uint16_t>(listener.valid() ? listenAddr.port() : 0));
-  putBytes(&hello, raw, sizeof(raw));
-  putBytes(&hello, info, b->infoBytes_);
+  const std::vector<uint8_t> hello =
+      wire::helloPayload(b->secret_, b->rank_, b->nranks_, b->infoBytes_, family,
+                         static_cast<uint16_t>(listener.valid() ? listenAddr.port() : 0), raw, info);
   std::vector<uint8_t> msg = wire::frame(wire::kHelloMagic, wire::kTypeHello, hello);
   COLLIE_RETURN_IF_ERROR(
       sendAll(sock.fd(), msg.data(), msg.size(), deadline, nullptr, root).withContext("sending the hello"));
@@ -131,48 +73,20 @@ Status BootstrapBuilder::rendezvous(Bootstrap* b, const UniqueIdInfo& rootInfo, 
                          root.c_str());
   }
   COLLIE_RETURN_IF_ERROR(st);
-  const uint32_t type = getBe32(header + 4);
-  const uint32_t len = getBe32(header + 8);
-  const size_t tableBytes = 8 + static_cast<size_t>(b->nranks_) * (wire::kAddrEntryBytes + b->infoBytes_);
-  if (getBe32(header) != wire::kReplyMagic || (type != wire::kTypeTable && type != wire::kTypeError) ||
-      (type == wire::kTypeError && (len < 4 || len > 4 + wire::kMaxErrorText)) ||
-      (type == wire::kTypeTable && len != tableBytes)) {
-    return Status::error(collieInternalError,
-                         "%s sent a malformed reply (type %u, %u bytes; expected a %zu-byte table); does it run the "
-                         "same Collie version?",
-                         root.c_str(), type, len, tableBytes);
-  }
+  uint32_t type = 0;
+  size_t len = 0;
+  COLLIE_RETURN_IF_ERROR(wire::parseReplyHeader(header, b->nranks_, b->infoBytes_, root, &type, &len));
   std::vector<uint8_t> payload(len);
   COLLIE_RETURN_IF_ERROR(
       recvAll(sock.fd(), payload.data(), len, replyDeadline, nullptr, root).withContext("receiving the address table"));
-  if (type == wire::kTypeError) {
-    uint32_t code = getBe32(payload.data());
-    std::string text(payload.begin() + 4, payload.end());
-    if (code == collieSuccess || code >= collieNumResults) code = collieInternalError;
-    return Status::error(static_cast<collieResult_t>(code), "rendezvous failed: %s (reported by %s)", text.c_str(),
-                         root.c_str());
-  }
-  if (getBe32(payload.data()) != static_cast<uint32_t>(b->nranks_) ||
-      getBe32(payload.data() + 4) != static_cast<uint32_t>(b->infoBytes_)) {
-    return Status::error(collieInternalError,
-                         "%s sent a table for %u ranks with %u-byte info blocks; this rank expected %d and %zu",
-                         root.c_str(), getBe32(payload.data()), getBe32(payload.data() + 4), b->nranks_, b->infoBytes_);
-  }
-  b->infos_.resize(static_cast<size_t>(b->nranks_) * b->infoBytes_);
+  if (type == wire::kTypeError) return wire::parseErrorReply(payload.data(), len, root);
+  wire::Table table;
+  COLLIE_RETURN_IF_ERROR(wire::parseTable(payload.data(), len, b->nranks_, b->infoBytes_, root, &table));
+  b->infos_ = std::move(table.infos);
   b->addrs_.resize(b->nranks_);
-  peers->resize(b->nranks_);
-  const uint8_t* p = payload.data() + 8;
-  for (int r = 0; r < b->nranks_; ++r, p += wire::kAddrEntryBytes + b->infoBytes_) {
-    if (b->nranks_ > 1) {
-      COLLIE_RETURN_IF_ERROR(
-          addressFromRaw(static_cast<uint8_t>(getBe16(p)), p + 4, getBe16(p + 2), &(*peers)[r])
-              .withContext("the table from " + root + " has a bad address for rank " + std::to_string(r)));
-      b->addrs_[r] = (*peers)[r].toString();
-    }
-    if (b->infoBytes_ > 0) {
-      memcpy(b->infos_.data() + static_cast<size_t>(r) * b->infoBytes_, p + wire::kAddrEntryBytes, b->infoBytes_);
-    }
-  }
+  if (b->nranks_ > 1)
+    for (int r = 0; r < b->nranks_; ++r) b->addrs_[r] = table.peers[r].toString();
+  *peers = std::move(table.peers);
   return Status();
 }
 
@@ -189,7 +103,7 @@ Status BootstrapBuilder::buildRing(Bootstrap* b, const Socket& listener, const s
   Socket nextSock;
   COLLIE_RETURN_IF_ERROR(connectTo(peers[next], deadline, &b->aborted_, &nextSock)
                              .withContext("cannot connect to " + b->peerName(next) + ", next in the ring"));
-  std::vector<uint8_t> auth = ringAuth(b->secret_, b->rank_, next, n);
+  std::vector<uint8_t> auth = wire::ringAuth(b->secret_, b->rank_, next, n);
   COLLIE_RETURN_IF_ERROR(sendAll(nextSock.fd(), auth.data(), auth.size(), deadline, &b->aborted_, b->peerName(next))
                              .withContext("ring setup"));
 
@@ -206,17 +120,8 @@ Status BootstrapBuilder::buildRing(Bootstrap* b, const Socket& listener, const s
     uint8_t got[wire::kRingAuthBytes];
     const Deadline authDeadline = std::min(deadline, deadlineAfter(kRingAuthTimeoutSec));
     st = recvAll(conn.fd(), got, sizeof(got), authDeadline, &b->aborted_, from.toString());
-    std::string reason;
-    if (!st.ok()) {
-      reason = st.message();
-    } else if (getBe32(got) != wire::kRingAuthMagic || !wire::secretEquals(got + 4, b->secret_.bytes)) {
-      reason = "it did not present this communicator's secret";
-    } else if (getBe32(got + 20) != static_cast<uint32_t>(prev) ||
-               getBe32(got + 24) != static_cast<uint32_t>(b->rank_) || getBe32(got + 28) != static_cast<uint32_t>(n)) {
-      reason = "it claims to be rank " + std::to_string(getBe32(got + 20)) + " of " +
-               std::to_string(getBe32(got + 28)) + " connecting to rank " + std::to_string(getBe32(got + 24)) +
-               ", but rank " + std::to_string(prev) + " of " + std::to_string(n) + " was expected";
-    }
+    if (st.ok()) st = wire::checkRingAuth(got, b->secret_, prev, b->rank_, n);
+    const std::string reason = st.ok() ? "" : st.message();
     if (reason.empty()) {
       prevSock = std::move(conn);
       break;
@@ -319,10 +224,10 @@ Status Bootstrap::ringAllGather(void* data, size_t bytesPerRank, uint32_t op, co
     const int sendBlock = (rank_ - s + n) % n;
     const int recvBlock = (rank_ - s - 1 + 2 * n) % n;
     uint8_t mine[wire::kRingHeaderBytes], theirs[wire::kRingHeaderBytes];
-    ringHeader(mine, op, static_cast<uint32_t>(s), bytesPerRank);
+    wire::ringHeader(mine, op, static_cast<uint32_t>(s), bytesPerRank);
     Status st =
         sendRecv(nextFd_, mine, sizeof(mine), nextName, prevFd_, theirs, sizeof(theirs), prevName, deadline, &aborted_);
-    if (st.ok()) st = checkRingHeader(theirs, op, static_cast<uint32_t>(s), bytesPerRank, prevName);
+    if (st.ok()) st = wire::checkRingHeader(theirs, op, static_cast<uint32_t>(s), bytesPerRank, prevName);
     if (st.ok()) {
       st = sendRecv(nextFd_, base + static_cast<size_t>(sendBlock) * bytesPerRank, bytesPerRank, nextName, prevFd_,
                     base + static_cast<size_t>(recvBlock) * bytesPerRank, bytesPerRank, prevName, deadline, &aborted_);
@@ -358,13 +263,13 @@ Status Bootstrap::broadcast(void* data, size_t bytes, int root) {
   if (rank_ != root) {
     const std::string prevName = peerName(prev);
     Status st = recvAll(prevFd_, header, sizeof(header), deadline, &aborted_, prevName);
-    if (st.ok()) st = checkRingHeader(header, wire::kOpBroadcast, static_cast<uint32_t>(root), bytes, prevName);
+    if (st.ok()) st = wire::checkRingHeader(header, wire::kOpBroadcast, static_cast<uint32_t>(root), bytes, prevName);
     if (st.ok()) st = recvAll(prevFd_, data, bytes, deadline, &aborted_, prevName);
     if (!st.ok()) return st.withContext(context);
   }
   if (next != root) {
     const std::string nextName = peerName(next);
-    ringHeader(header, wire::kOpBroadcast, static_cast<uint32_t>(root), bytes);
+    wire::ringHeader(header, wire::kOpBroadcast, static_cast<uint32_t>(root), bytes);
     Status st = sendAll(nextFd_, header, sizeof(header), deadline, &aborted_, nextName);
     if (st.ok()) st = sendAll(nextFd_, data, bytes, deadline, &aborted_, nextName);
     if (!st.ok()) return st.withContext(context);

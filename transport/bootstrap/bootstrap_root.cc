@@ -138,19 +138,10 @@ bool RendezvousRoot::readPending(Pending* p) {
   p->buf.resize(have + static_cast<size_t>(k));
   if (p->buf.size() < p->need) return true;
   if (p->need == wire::kFrameHeaderBytes) {
-    uint32_t magic = getBe32(p->buf.data());
-    uint32_t type = getBe32(p->buf.data() + 4);
-    uint32_t len = getBe32(p->buf.data() + 8);
-    if (magic != wire::kHelloMagic || type != wire::kTypeHello) {
-      char hex[64];
-      snprintf(hex, sizeof(hex), "%02x %02x %02x %02x", p->buf[0], p->buf[1], p->buf[2], p->buf[3]);
-      drop(p->peer, std::string("it is not speaking the Collie bootstrap protocol (first bytes ") + hex + ")");
-      return false;
-    }
-    if (len < wire::kHelloFixedBytes || len > wire::kHelloFixedBytes + wire::kMaxInfoBytes) {
-      drop(p->peer, "it announced a " + std::to_string(len) + "-byte hello; a hello has " +
-                        std::to_string(wire::kHelloFixedBytes) + " to " +
-                        std::to_string(wire::kHelloFixedBytes + wire::kMaxInfoBytes) + " bytes");
+    size_t len = 0;
+    Status st = wire::parseHelloHeader(p->buf.data(), &len);
+    if (!st.ok()) {
+      drop(p->peer, st.message());
       return false;
     }
     p->need = wire::kFrameHeaderBytes + len;
@@ -161,41 +152,17 @@ bool RendezvousRoot::readPending(Pending* p) {
 }
 
 void RendezvousRoot::processHello(Pending* p) {
-  const uint8_t* h = p->buf.data() + wire::kFrameHeaderBytes;
-  const size_t len = p->buf.size() - wire::kFrameHeaderBytes;
-  if (!wire::secretEquals(h, secret_.bytes)) {
-    drop(p->peer, "wrong secret (a rank of another communicator, or a stranger)");
-    return;
-  }
-  const uint32_t rank = getBe32(h + 16);
-  const uint32_t nranks = getBe32(h + 20);
-  const uint32_t infoBytes = getBe32(h + 24);
-  const uint8_t* listenRaw = h + 28;
+  wire::Hello hello;
+  bool authenticated = false;
+  Status st = wire::parseHello(p->buf.data() + wire::kFrameHeaderBytes, p->buf.size() - wire::kFrameHeaderBytes,
+                               secret_, &hello, &authenticated);
+  if (!authenticated) return drop(p->peer, st.message());
+  if (!st.ok()) return reject(&p->sock, p->peer, st.code(), st.message());
+  // The hello is well formed; what is left is its agreement with the ranks that came before it.
+  const uint32_t rank = hello.rank;
+  const uint32_t nranks = hello.nranks;
+  const uint32_t infoBytes = hello.infoBytes;
   char why[256];
-  if (nranks < 1 || nranks > static_cast<uint32_t>(wire::kMaxRanks)) {
-    snprintf(why, sizeof(why), "nranks %u is not in 1..%d", nranks, wire::kMaxRanks);
-    return reject(&p->sock, p->peer, collieInvalidArgument, why);
-  }
-  if (rank >= nranks) {
-    snprintf(why, sizeof(why), "rank %u is not in 0..%u", rank, nranks - 1);
-    return reject(&p->sock, p->peer, collieInvalidArgument, why);
-  }
-  if (infoBytes > wire::kMaxInfoBytes || len != wire::kHelloFixedBytes + infoBytes) {
-    snprintf(why, sizeof(why), "the hello of rank %u is %zu bytes but announces a %u-byte info block", rank, len,
-             infoBytes);
-    return reject(&p->sock, p->peer, collieInvalidArgument, why);
-  }
-  if (static_cast<uint64_t>(nranks) * (wire::kAddrEntryBytes + infoBytes) + 8 > wire::kMaxTableBytes) {
-    snprintf(why, sizeof(why), "%u ranks with %u-byte info blocks exceed the %zu-byte table limit", nranks, infoBytes,
-             wire::kMaxTableBytes);
-    return reject(&p->sock, p->peer, collieInvalidArgument, why);
-  }
-  const uint16_t family = getBe16(listenRaw);
-  const uint16_t port = getBe16(listenRaw + 2);
-  if (nranks > 1 && ((family != 4 && family != 6) || port == 0)) {
-    snprintf(why, sizeof(why), "rank %u announced an unusable listen address (family %u, port %u)", rank, family, port);
-    return reject(&p->sock, p->peer, collieInvalidArgument, why);
-  }
   if (started_ && static_cast<int>(nranks) != nranks_) {
     snprintf(why, sizeof(why), "rank %u says there are %u ranks, but the first rank to arrive said %d", rank, nranks,
              nranks_);
@@ -220,8 +187,8 @@ void RendezvousRoot::processHello(Pending* p) {
   Member& m = members_[rank];
   m.sock = std::move(p->sock);
   m.peer = p->peer;
-  memcpy(m.listenRaw, listenRaw, wire::kAddrEntryBytes);
-  m.info.assign(h + wire::kHelloFixedBytes, h + wire::kHelloFixedBytes + infoBytes);
+  memcpy(m.listenRaw, hello.listenRaw, wire::kAddrEntryBytes);
+  m.info.assign(hello.info, hello.info + infoBytes);
   ++joined_;
   COLLIE_INFO("rendezvous root %s: rank %u of %d joined from %s (%d of %d in)", addr_.c_str(), rank, nranks_,
               m.peer.c_str(), joined_, nranks_);

@@ -146,6 +146,20 @@ Status resolveAddress(const std::string& hostIn, int port, SockAddr* out) {
   return Status();
 }
 
+bool parseHostPort(const std::string& text, std::string* host, int* port) {
+  const size_t colon = text.rfind(':');
+  char* end = nullptr;
+  const long value = colon == std::string::npos ? 0 : strtol(text.c_str() + colon + 1, &end, 10);
+  // The end of the whole text, not the first NUL: a std::string may hold one.
+  if (colon == std::string::npos || colon == 0 || end != text.c_str() + text.size() || value <= 0 || value > 65535)
+    return false;
+  std::string h = text.substr(0, colon);
+  if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);  // [v6]:port
+  *host = h;
+  *port = static_cast<int>(value);
+  return true;
+}
+
 void addressToRaw(const SockAddr& addr, uint8_t* family, uint8_t raw[16]) {
   memset(raw, 0, 16);
   if (addr.family() == AF_INET) {

@@ -51,6 +51,10 @@ struct SockAddr {
 /// Builds an address from a numeric IPv4/IPv6 host or, failing that, a host name (getaddrinfo, IPv4 preferred).
 Status resolveAddress(const std::string& host, int port, SockAddr* out);
 
+/// Splits "host:port" (COLLIE_ROOT, NCCL_COMM_ID) at its last ':'; "[v6]:port" loses its brackets.
+/// False unless the host is non-empty and the port a number in 1..65535. Resolves nothing.
+bool parseHostPort(const std::string& text, std::string* host, int* port);
+
 /// Packs/unpacks an address into the 16 raw bytes + family (4 or 6) used on the wire.
 void addressToRaw(const SockAddr& addr, uint8_t* family, uint8_t raw[16]);
 Status addressFromRaw(uint8_t family, const uint8_t raw[16], int port, SockAddr* out);
