@@ -14,6 +14,8 @@ namespace bench {
 
 namespace {
 
+constexpr double kMaxMoeDraws = 1e7;  // tokens x topk per rank (moe traffic)
+
 uint64_t mix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -117,6 +119,11 @@ bool parseTraffic(const std::string& spec, Traffic* out, std::string* err) {
       if (!parseNumbers(arg, &nums) || nums.size() != 3 || !whole(nums[0], 1e7) || !whole(nums[2], 1e6) ||
           !whole(nums[1], nums[2])) {
         *err = "moe:TOKENS,TOPK,EXPERTS takes three positive integers with TOPK <= EXPERTS, e.g. moe:4096,2,8";
+        return false;
+      }
+      // The generator draws TOKENS x TOPK experts per rank: bounded, so a sweep cannot stall in it.
+      if (nums[0] * nums[1] > kMaxMoeDraws) {
+        *err = "moe:TOKENS,TOPK,EXPERTS draws TOKENS x TOPK experts per rank; keep that at most 10^7";
         return false;
       }
       t.tokens = static_cast<int>(nums[0]);
@@ -224,15 +231,17 @@ std::vector<size_t> trafficMatrix(const Traffic& t, int nranks, size_t rowElems,
     case Traffic::Kind::kMoe: {
       const size_t experts = static_cast<size_t>(expertsFor(t, nranks));
       std::fill(w.begin(), w.end(), 0.0);
-      std::vector<size_t> picked;
+      // TOPK distinct experts per token by a partial shuffle: O(TOPK) draws, where rejecting repeats
+      // would take ever longer as TOPK nears EXPERTS.
+      std::vector<size_t> order(experts);
+      for (size_t e = 0; e < experts; ++e) order[e] = e;
+      const size_t k = static_cast<size_t>(t.topk);
       for (size_t s = 0; s < n; ++s) {
         for (int tok = 0; tok < t.tokens; ++tok) {
-          picked.clear();
-          while (picked.size() < static_cast<size_t>(t.topk)) {
-            const size_t e = rng.below(experts);
-            if (std::find(picked.begin(), picked.end(), e) == picked.end()) picked.push_back(e);
+          for (size_t i = 0; i < k; ++i) {
+            std::swap(order[i], order[i + rng.below(experts - i)]);
+            w[s * n + order[i] * n / experts] += 1.0;  // expert e lives on rank e*n/experts
           }
-          for (size_t e : picked) w[s * n + e * n / experts] += 1.0;  // expert e lives on rank e*n/experts
         }
       }
       break;
