@@ -50,3 +50,18 @@ for r in 0 1 2; do
 done
 wait -n && wait -n && wait -n || { echo "FAIL: OpenMPI environment init"; exit 1; }
 echo "PASS: OpenMPI environment init"
+
+# COLLIE_CHECK set on one rank only: the checking rank would wait for a comparison its peer never
+# sends, so init refuses it on both ranks, naming the setting.
+port=$(( 20000 + RANDOM % 20000 ))
+logs=$(mktemp -d)
+for r in 0 1; do
+  env -u COLLIE_RANK -u COLLIE_WORLD_SIZE COLLIE_RANK=$r COLLIE_WORLD_SIZE=2 COLLIE_ROOT=127.0.0.1:$port \
+    COLLIE_CHECK=$r "$prog" --quick >"$logs/$r" 2>&1 &
+done
+if wait -n || wait -n; then echo "FAIL: ranks with different COLLIE_CHECK started"; cat "$logs"/*; exit 1; fi
+for r in 0 1; do
+  grep -q "COLLIE_CHECK=.*set it alike on all ranks" "$logs/$r" || { echo "FAIL: rank $r: no COLLIE_CHECK message"; cat "$logs/$r"; exit 1; }
+done
+rm -rf "$logs"
+echo "PASS: COLLIE_CHECK on one rank only is refused at init"
