@@ -17,18 +17,31 @@ namespace collie {
 namespace api {
 
 // Keeps a live comm from being freed by collieCommAbort/Destroy in another
-// thread while a call runs on it (core/comm.h pinComm).
+// thread while a call runs on it (core/comm.h pinComm). The pin also proves
+// the comm live, so checkComm need not ask the registry (its lock) again.
 class CommPin {
  public:
-  explicit CommPin(collieComm_t comm) : comm_(comm != nullptr && collie::pinComm(comm) ? comm : nullptr) {}
+  explicit CommPin(collieComm_t comm)
+      : comm_(comm != nullptr && collie::pinComm(comm) ? comm : nullptr), outer_(pinned()) {
+    if (comm_ != nullptr) pinned() = comm_;
+  }
   ~CommPin() {
-    if (comm_ != nullptr) collie::unpinComm(comm_);
+    if (comm_ == nullptr) return;
+    pinned() = outer_;
+    collie::unpinComm(comm_);
   }
   CommPin(const CommPin&) = delete;
   CommPin& operator=(const CommPin&) = delete;
 
+  /// The comm the innermost call of this thread has pinned (nullptr: none).
+  static collieComm_t& pinned() {
+    static thread_local collieComm_t comm = nullptr;
+    return comm;
+  }
+
  private:
   collieComm_t comm_;
+  collieComm_t outer_;
 };
 
 template <typename Body>
@@ -45,7 +58,7 @@ inline collieResult_t guarded(collieComm_t comm, Body body) {
 
 inline Status checkComm(collieComm_t comm, const char* call) {
   if (comm == nullptr) return Status::error(collieInvalidArgument, "%s: comm is NULL", call);
-  if (!collie::commIsLive(comm))
+  if (comm != CommPin::pinned() && !collie::commIsLive(comm))
     return Status::error(collieInvalidArgument, "%s: comm %p is not a live communicator (destroyed or never created)",
                          call, static_cast<void*>(comm));
   if (comm->aborted.load()) return Status::error(collieInvalidUsage, "%s: comm was aborted", call);

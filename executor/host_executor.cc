@@ -74,11 +74,14 @@ int waitFor(Ready ready, int spins, const std::atomic<bool>* abort, double timeo
 bool processGone(int pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
 
 // dst[i] = src[i] (/ divisor). dst and src may be the same range (in-place).
+// n may be 0 with a null dst or src (a rank's empty block of a count smaller than
+// the rank count, in a buffer never allocated): memmove's pointers must not be
+// null even for 0 bytes (UBSan's nonnull-attribute), so it is skipped.
 template <typename T>
 void copyElements(T* dst, const T* src, uint64_t n, int divisor) {
   if (divisor > 0) {
     for (uint64_t i = 0; i < n; ++i) dst[i] = divideBy(src[i], divisor);
-  } else if (dst != src) {
+  } else if (dst != src && n > 0) {
     memmove(dst, src, n * sizeof(T));
   }
 }
@@ -227,7 +230,7 @@ class HostPrims {
     reduceElements<T, Op>(dst, a, b, n, divisor);
   }
   void copy2(T* dst1, T* dst2, const T* src, uint64_t n, int divisor) const {
-    memcpy(dst1, src, n * sizeof(T));
+    if (n > 0) memcpy(dst1, src, n * sizeof(T));  // as in copyElements: no null pointer to memcpy
     copyElements(dst2, src, n, divisor);
   }
 

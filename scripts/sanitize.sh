@@ -14,7 +14,7 @@ if [ ! -f "$build/build.ninja" ]; then
     -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread >/dev/null
 fi
 cmake --build "$build" --target allreduce_test collectives_test bootstrap_test shm_window_test p2p_test algorithms_api_test \
-  comm_create_test premulsum_test
+  comm_create_test premulsum_test call_check_test abort_test
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 # The tests link UCX, whose libucm patches mmap at load time; under TSan, which
 # intercepts mmap too, every test then crashes at start. None of these tests
@@ -36,4 +36,7 @@ COLLIE_CHANNELS=3 COLLIE_SLOT_BYTES=4096 COLLIE_SLOTS=2 "$build/tests/p2p_test" 
 # Split and init inside groups (a thread per queued init), pre-multiplied sums queued in groups.
 "$build/tests/comm_create_test" --gtest_brief=1
 "$build/tests/premulsum_test" --gtest_brief=1
+# COLLIE_CHECK's comparison (inside groups too) and collieCommAbort from another thread while a call waits.
+"$build/tests/call_check_test" --gtest_brief=1
+"$build/tests/abort_test" --gtest_brief=1
 echo "thread sanitizer: clean in $(( $(date +%s) - start )) s"

@@ -322,7 +322,10 @@ collieResult_t callCollective(Coll c, const void* send, void* recv, size_t count
   return collieInternalError;
 }
 
-void poison(void* buf, size_t bytes) { memset(buf, 0x7b, bytes); }
+// A zero-count case passes no buffer: memset's pointer must not be null even for 0 bytes.
+void poison(void* buf, size_t bytes) {
+  if (bytes > 0) memset(buf, 0x7b, bytes);
+}
 
 double elementAsDouble(collieDataType_t type, const void* buf, size_t i) {
   if (isFloat(type)) return loadFloat(type, buf, i);
