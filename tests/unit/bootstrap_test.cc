@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "transport/bootstrap/socket.h"
+#include "transport/bootstrap/wire.h"
 
 namespace collie {
 namespace {
@@ -358,6 +359,65 @@ TEST(Bootstrap, RootSurvivesStrangers) {
     return exerciseRank(b.get(), 11);
   });
   for (const Status& s : results) EXPECT_TRUE(s.ok()) << s.message();
+}
+
+// Every ring connection must start with the secret: a stranger that reaches a
+// rank's listening port (here: a wrong secret, then the right secret claiming
+// another rank) is dropped, and the real predecessor still gets in. Rank 0 is
+// played by hand with the wire format, so the strangers come first for sure.
+TEST(Bootstrap, RingListenerDropsStrangers) {
+  collieUniqueId id = startRoot(10);
+  UniqueIdInfo rootInfo;
+  ASSERT_TRUE(decodeUniqueId(id, &rootInfo).ok());
+  std::unique_ptr<Bootstrap> rank1;
+  Status rank1St;
+  std::thread t([&] { rank1St = createRank(id, 1, 2, 10, &rank1); });
+
+  // Rank 0 by hand: a listener, a hello to the root, the table back.
+  Socket listener;
+  SockAddr mine;
+  ASSERT_TRUE(listenOn("127.0.0.1", 0, 4, &listener, &mine).ok());
+  uint8_t family = 0, raw[16] = {0};
+  addressToRaw(mine, &family, raw);
+  Info info{0, 0x1234567890abcdefull};
+  const std::vector<uint8_t> hello = wire::frame(
+      wire::kHelloMagic, wire::kTypeHello,
+      wire::helloPayload(rootInfo.secret, 0, 2, sizeof(info), family, static_cast<uint16_t>(mine.port()), raw, &info));
+  Socket root = rawConnect(id);
+  ASSERT_TRUE(sendAll(root.fd(), hello.data(), hello.size(), deadlineAfter(5), nullptr, "root").ok());
+  uint8_t header[wire::kFrameHeaderBytes];
+  ASSERT_TRUE(recvAll(root.fd(), header, sizeof(header), deadlineAfter(10), nullptr, "root").ok());
+  uint32_t type = 0;
+  size_t bytes = 0;
+  ASSERT_TRUE(wire::parseReplyHeader(header, 2, sizeof(info), "root", &type, &bytes).ok());
+  ASSERT_EQ(type, wire::kTypeTable);
+  std::vector<uint8_t> payload(bytes);
+  ASSERT_TRUE(recvAll(root.fd(), payload.data(), bytes, deadlineAfter(5), nullptr, "root").ok());
+  wire::Table table;
+  ASSERT_TRUE(wire::parseTable(payload.data(), bytes, 2, sizeof(info), "root", &table).ok());
+
+  // Strangers at rank 1's ring port: dropped.
+  Secret wrong = rootInfo.secret;
+  wrong.bytes[7] ^= 0x40;
+  for (const std::vector<uint8_t>& auth : {wire::ringAuth(wrong, 0, 1, 2), wire::ringAuth(rootInfo.secret, 1, 1, 2)}) {
+    Socket stranger;
+    ASSERT_TRUE(connectTo(table.peers[1], deadlineAfter(5), nullptr, &stranger).ok());
+    ASSERT_TRUE(sendAll(stranger.fd(), auth.data(), auth.size(), deadlineAfter(5), nullptr, "rank 1").ok());
+    EXPECT_TRUE(closedByPeer(stranger));
+  }
+  // The real rank 0: rank 1 accepts it, and its own connection to us carries the secret.
+  Socket next;
+  ASSERT_TRUE(connectTo(table.peers[1], deadlineAfter(5), nullptr, &next).ok());
+  const std::vector<uint8_t> auth = wire::ringAuth(rootInfo.secret, 0, 1, 2);
+  ASSERT_TRUE(sendAll(next.fd(), auth.data(), auth.size(), deadlineAfter(5), nullptr, "rank 1").ok());
+  Socket prev;
+  SockAddr from;
+  ASSERT_TRUE(acceptOne(listener, deadlineAfter(10), nullptr, &prev, &from).ok());
+  uint8_t got[wire::kRingAuthBytes];
+  ASSERT_TRUE(recvAll(prev.fd(), got, sizeof(got), deadlineAfter(5), nullptr, "rank 1").ok());
+  EXPECT_TRUE(wire::checkRingAuth(got, rootInfo.secret, 1, 0, 2).ok());
+  t.join();
+  EXPECT_TRUE(rank1St.ok()) << rank1St.message();
 }
 
 TEST(Bootstrap, DuplicateRankIsRefused) {
