@@ -11,7 +11,6 @@
 #include <new>
 #include <string>
 
-#include "core/log.h"
 #include "executor/step_runner.h"
 
 namespace collie {
@@ -345,8 +344,7 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
   Status st = Status::error(code, "rank %d waiting %s at step %d of %s %s #%llu %s%s", rank_, on.c_str(), f.step,
                             program.algorithm.c_str(), collectiveName(program.collective),
                             static_cast<unsigned long long>(args.seq), what, why.c_str());
-  COLLIE_WARN("%s", st.message().c_str());
-  return st;
+  return st;  // logged once, with the call's name, where the C API reports it (core/errors.cc)
 }
 
 Status HostExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& args) {
