@@ -369,6 +369,10 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
     COLLIE_RETURN_IF_ERROR(cudaStatus(cudaSetDevice(comm->cudaDevice), "cudaSetDevice"));
     COLLIE_RETURN_IF_ERROR(allocateDeviceToken(comm.get()));
     comm->executor = std::make_unique<StagedExecutor>(std::move(host), cudaMover(comm->cudaDevice));
+    COLLIE_INFO(
+        "rank %d: UCX %s CUDA memory; device buffers go through pinned host staging either way (the GPU "
+        "proxy that could hand them to UCX is not built)",
+        rank, comm->remote && comm->remote->cudaMemory() ? "can move" : "cannot move");
   } else if (stageHost) {
     comm->executor = std::make_unique<StagedExecutor>(std::move(host), hostMover());
   } else {

@@ -56,6 +56,10 @@ class RemoteWindows {
   /// `healthy`: the communicator did not fail), until the peers have taken
   /// in everything we put, then closes the connections.
   virtual void shutdown(bool healthy) = 0;
+  /// The transport can move CUDA device memory itself (UCX built with CUDA
+  /// support). Detected and logged; device buffers still go through host
+  /// staging (executor/staged_executor.h) until the GPU proxy exists.
+  virtual bool cudaMemory() const { return false; }
 };
 
 }  // namespace collie

@@ -137,6 +137,7 @@ class UcxWindows final : public RemoteWindows {
     progressLocked();
   }
   bool quiet() const override;
+  bool cudaMemory() const override { return cudaMemory_; }
   bool failed(int peer) const override {
     return peers_[static_cast<size_t>(peer)].failed.load(std::memory_order_acquire);
   }
@@ -190,6 +191,7 @@ class UcxWindows final : public RemoteWindows {
   std::vector<Op*> sending_;            // ops whose message is in flight
   std::vector<void*> closingRequests_;  // closes of endpoints whose peer failed
   bool enlisted_ = false;
+  bool cudaMemory_ = false;           // UCX reports UCS_MEMORY_TYPE_CUDA among its memory types
   std::atomic<bool> closing_{false};  // peers going away now is expected
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> arenas_;
 };
@@ -205,6 +207,11 @@ Status UcxWindows::open(uint8_t* window, size_t bytes, size_t endpoints) {
   const ucs_status_t st = ucp_init(&params, config, &context_);
   ucp_config_release(config);
   COLLIE_CHECK_UCX(st);
+  // Whether this UCX can move CUDA memory itself (Debian's cannot): reported at init.
+  ucp_context_attr_t attr{};
+  attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+  if (ucp_context_query(context_, &attr) == UCS_OK)
+    cudaMemory_ = (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
 
   // Serialized: calls on a communicator come from one thread at a time, not always the same one.
   ucp_worker_params_t wp{};
@@ -571,7 +578,8 @@ Status createUcxWindows(Bootstrap* bootstrap, const std::vector<bool>& remote, u
   for (int r = 0; r < n; ++r)
     if (!ok[static_cast<size_t>(r)])
       return Status::error(collieRemoteError, "rank %d could not open UCX endpoints to its peers on other hosts", r);
-  COLLIE_INFO("UCX: endpoints to %zu ranks on other hosts (worker address %zu bytes)", endpoints, w->address().size());
+  COLLIE_INFO("UCX: endpoints to %zu ranks on other hosts (worker address %zu bytes); this UCX %s CUDA memory",
+              endpoints, w->address().size(), w->cudaMemory() ? "can move" : "cannot move");
   w->enlist();
   *out = std::move(w);
   return Status();
