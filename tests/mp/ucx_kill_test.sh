@@ -45,13 +45,15 @@ for ((r = 0; r < np; ++r)); do
   wait "${pids[$r]}" || rc=$?
   sed "s/^/[$r] /" "$out/$r"
   if [ "$rc" = 0 ]; then
-    grep -q "returned remote process exited" "$out/$r" && detected=$((detected + 1))
+    # Told by UCX itself: ranks of this machine also notice a dead process by its pid
+    # (executor/host_executor.cc), which must not stand in for UCX's detection here.
+    grep -q "returned remote process exited.*UCX endpoint to rank" "$out/$r" && detected=$((detected + 1))
   else
     echo "FAIL: rank $r exited with $rc"
     fail=1
   fi
 done
-echo "survivors done within $((SECONDS - start)) s of the kill: $detected saw collieRemoteError"
+echo "survivors done within $((SECONDS - start)) s of the kill: $detected were told by a UCX endpoint error"
 if [ -n "$detects" ] && [ "$detected" = 0 ]; then
   echo "FAIL: no survivor was told of the dead peer by UCX"
   fail=1
