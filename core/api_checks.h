@@ -33,6 +33,9 @@ class CommPin {
   CommPin(const CommPin&) = delete;
   CommPin& operator=(const CommPin&) = delete;
 
+  /// Whether the comm was live and is now pinned.
+  bool held() const { return comm_ != nullptr; }
+
   /// The comm the innermost call of this thread has pinned (nullptr: none).
   static collieComm_t& pinned() {
     static thread_local collieComm_t comm = nullptr;

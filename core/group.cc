@@ -4,6 +4,7 @@
 #include <thread>
 #include <utility>
 
+#include "core/api_checks.h"
 #include "core/comm.h"
 #include "core/errors.h"
 
@@ -29,13 +30,10 @@ thread_local State tState;
 // Runs one communicator's queue in issue order, batching runs of p2p operations.
 Status runQueue(collieComm_t comm, const std::vector<Queued>& ops) {
   // Pinned while its calls run, so an abort from another thread waits for them to return (core/comm.h).
-  if (!pinComm(comm))
+  const api::CommPin pin(comm);
+  if (!pin.held())
     return Status::error(collieInvalidUsage,
                          "collieGroupEnd: a communicator used in the group was destroyed before it");
-  struct Unpin {
-    collieComm_t comm;
-    ~Unpin() { unpinComm(comm); }
-  } unpin{comm};
   std::vector<P2pOp> batch;
   auto flush = [&]() -> Status {
     if (batch.empty()) return Status();
