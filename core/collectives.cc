@@ -58,6 +58,8 @@ struct Call {
   collieStream_t stream = nullptr;  // CUDA backend: where the kernels go
   // All-to-all-v: per-peer counts and displacements, copied so the call can wait in a group.
   std::vector<uint64_t> sendCounts, sendDispls, recvCounts, recvDispls;
+  // Looked up once per call: by COLLIE_CHECK's comparison when it is on, else when the call runs.
+  const collie::AlgorithmInfo* algo = nullptr;
 
   Call(const char* name_, Collective collective_, const void* input_, void* output_, uint64_t count_,
        collieDataType_t type_, collieRedOp_t op_, int root_)
@@ -85,7 +87,7 @@ Status executeCall(collieComm_t comm, const Call& call) {
                static_cast<unsigned long long>(call.count), collie::typeName(call.type), collie::opName(call.op),
                call.root);
   const size_t es = collie::typeSize(call.type);
-  const collie::AlgorithmInfo* chosen = comm->algorithmFor(call.collective, call.count * es);
+  const collie::AlgorithmInfo* chosen = call.algo ? call.algo : comm->algorithmFor(call.collective, call.count * es);
   if (chosen == nullptr)
     return Status::error(collieInternalError, "%s: no algorithm is registered for %s", call.name,
                          collie::collectiveName(call.collective));
@@ -221,8 +223,10 @@ Status splits(collieComm_t comm, const char* call, const char* side, const size_
   return Status();
 }
 
-// What the ranks compare under COLLIE_CHECK (core/call_check.h).
-collie::CallShape shapeOf(collieComm_t comm, const Call& call, bool valid) {
+// What the ranks compare under COLLIE_CHECK (core/call_check.h). The algorithm
+// it looks up is kept in call->algo, so running the call does not look again.
+collie::CallShape shapeOf(collieComm_t comm, Call* callp, bool valid) {
+  Call& call = *callp;
   collie::CallShape shape;
   shape.call = call.name;
   shape.collective = call.collective;
@@ -235,8 +239,8 @@ collie::CallShape shapeOf(collieComm_t comm, const Call& call, bool valid) {
   shape.sendCounts = &call.sendCounts;
   shape.recvCounts = &call.recvCounts;
   if (valid) {
-    const collie::AlgorithmInfo* algo = comm->algorithmFor(call.collective, call.count * collie::typeSize(call.type));
-    if (algo != nullptr) shape.algorithm = algo->name;
+    call.algo = comm->algorithmFor(call.collective, call.count * collie::typeSize(call.type));
+    if (call.algo != nullptr) shape.algorithm = call.algo->name;
   }
   return shape;
 }
@@ -262,8 +266,8 @@ collieResult_t submit(collieComm_t comm, const char* name, collieStream_t stream
     // arguments failed takes part too, so its peers learn why at once.
     const bool check = comm->checkCalls;
     if (!check) COLLIE_RETURN_IF_ERROR(local);
-    auto run = [comm, call = std::move(call), scale, local, check] {
-      if (check) COLLIE_RETURN_IF_ERROR(collie::checkAcrossRanks(comm, shapeOf(comm, call, local.ok()), local));
+    auto run = [comm, call = std::move(call), scale, local, check]() mutable {
+      if (check) COLLIE_RETURN_IF_ERROR(collie::checkAcrossRanks(comm, shapeOf(comm, &call, local.ok()), local));
       return scale.active ? executeScaled(comm, call, scale) : executeCall(comm, call);
     };
     if (collie::group::active()) {

@@ -23,9 +23,17 @@ collieResult_t report(const Status& status, collieComm_t comm) {
 }
 
 const char* lastErrorText(collieComm_t comm) {
-  if (comm != nullptr && commIsLive(comm)) {
-    std::lock_guard<std::mutex> lock(comm->errorMu);
-    if (!comm->lastError.empty()) return comm->lastError.c_str();
+  // The comm's text is copied out under a pin, so the pointer handed back stays
+  // valid even when another thread destroys the comm right after: it lives in
+  // this thread's storage until this thread's next call.
+  static thread_local std::string commText;
+  if (comm != nullptr && pinComm(comm)) {
+    {
+      std::lock_guard<std::mutex> lock(comm->errorMu);
+      commText = comm->lastError;
+    }
+    unpinComm(comm);
+    if (!commText.empty()) return commText.c_str();
   }
   return tlsLastError.c_str();
 }

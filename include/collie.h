@@ -138,7 +138,9 @@ const char* collieGetErrorString(collieResult_t result);
 /**
  * The sentence describing the last failed call: of that communicator when comm
  * is not NULL, else of the calling thread. Empty string when nothing failed.
- * The pointer stays valid until the next failing call on the same thread/comm.
+ * The text is copied into the calling thread's storage: the pointer stays
+ * valid until this thread's next collieGetLastError or failing call, even when
+ * another thread destroys comm meanwhile.
  */
 const char* collieGetLastError(collieComm_t comm);
 

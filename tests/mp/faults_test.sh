@@ -1,25 +1,17 @@
 #!/usr/bin/env bash
-# Faults on one host (shared-memory windows), ranks started here as separate
-# processes by environment init (collie-run would stop the survivors when one
-# rank dies). See tests/mp/faults_mp.cc for the modes. Passes when every
+# Faults on one host (shared-memory windows), each rank a process of its own
+# started by tests/mp/local_ranks.sh. See tests/mp/faults_mp.cc for the modes. Passes when every
 # survivor returns an error within COLLIE_TIMEOUT (+5 s) and destroys promptly,
 # no process is left behind, and no Collie shm segment outlives the job.
 # $1 = faults_mp, $2 = mode, $3 = ranks, $4 = victim rank.
 set -euo pipefail
 prog=$1 mode=$2 np=$3 victim=$4
-out=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  rm -rf "$out"
-}
-trap cleanup EXIT
+source "$(dirname "$0")/local_ranks.sh" "$np"
+out=$ranks_out
 shmList() { ls /dev/shm 2>/dev/null | grep '^collie-' | sort || true; }
 shmBefore=$(shmList)
-export COLLIE_ROOT=127.0.0.1:$((20000 + RANDOM % 20000)) COLLIE_WORLD_SIZE=$np
-export COLLIE_SECRET=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 export COLLIE_TIMEOUT=${COLLIE_TIMEOUT:-4} COLLIE_INIT_TIMEOUT=${COLLIE_INIT_TIMEOUT:-6}
-start() { COLLIE_RANK=$1 "$prog" "$mode" "$victim" >"$out/$1" 2>&1 & pids[$1]=$!; }
+start() { start_rank "$1" "$prog" "$mode" "$victim"; }
 start_time=$SECONDS
 if [ "$mode" = init ]; then
   # Rank 0 serves the rendezvous. Kill it once rank 1 is waiting on it, then start the rest.

@@ -3,8 +3,7 @@
 # every survivor must get an error (collieRemoteError from UCX's peer-failure
 # detection, or collieTimeout where the transport has none) within
 # COLLIE_TIMEOUT, and destroy its communicator promptly: no hang.
-# The ranks are started here, not by collie-run, which would stop the
-# survivors as soon as one rank dies.
+# The ranks are started here (tests/mp/local_ranks.sh), not by collie-run.
 # $1 = ucx_kill_mp, $2 = UCX_TLS, $3 = fake nodes, $4 = ranks, $5 = victim rank,
 # $6 = "detects" when UCX must report the dead peer (collieRemoteError) to at
 # least one survivor, rather than every survivor timing out.
@@ -15,20 +14,10 @@
 # other than cleanly now fails it.
 set -euo pipefail
 prog=$1 tls=$2 nodes=$3 np=$4 victim=$5 detects=${6:-}
-out=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  rm -rf "$out"
-}
-trap cleanup EXIT
-export COLLIE_ROOT=127.0.0.1:$((20000 + RANDOM % 20000)) COLLIE_WORLD_SIZE=$np
-export COLLIE_SECRET=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+source "$(dirname "$0")/local_ranks.sh" "$np"
+out=$ranks_out
 export COLLIE_TIMEOUT=${COLLIE_TIMEOUT:-8} UCX_TLS=$tls UCX_NET_DEVICES=lo
-for ((r = 0; r < np; ++r)); do
-  COLLIE_RANK=$r COLLIE_HOSTID=node$((r * nodes / np)) "$prog" >"$out/$r" 2>&1 &
-  pids+=($!)
-done
+for ((r = 0; r < np; ++r)); do COLLIE_HOSTID=node$((r * nodes / np)) start_rank "$r" "$prog"; done
 for ((i = 0; i < 300; ++i)); do
   grep -q looping "$out/$victim" && break
   sleep 0.1

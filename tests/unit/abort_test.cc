@@ -70,4 +70,16 @@ TEST(Abort, ADestroyedCommunicatorIsRefusedNotTouched) {
   EXPECT_EQ(collieCommDestroy(comm), collieInvalidArgument);
 }
 
+// collieGetLastError(comm) hands out a copy: destroying the comm afterwards
+// leaves the text readable (ASan in CI reports a use after free otherwise).
+TEST(Abort, TheLastErrorTextOutlivesItsCommunicator) {
+  collieComm_t comm = nullptr;
+  ASSERT_EQ(collieCommInitAll(&comm, 1, nullptr), collieSuccess);
+  float x = 1;
+  ASSERT_EQ(collieAllReduce(nullptr, &x, 1, collieFloat32, collieSum, comm, nullptr), collieInvalidArgument);
+  const char* text = collieGetLastError(comm);
+  ASSERT_EQ(collieCommDestroy(comm), collieSuccess);
+  EXPECT_NE(std::string(text).find("sendbuff is NULL"), std::string::npos) << text;
+}
+
 }  // namespace
