@@ -20,6 +20,7 @@
 #include "core/hash.h"
 #include "core/log.h"
 #include "executor/host_executor.h"
+#include "executor/remote_proxy.h"
 #include "executor/remote_window.h"
 #include "executor/staged_executor.h"
 #include "transport/bootstrap/bootstrap.h"
@@ -30,8 +31,11 @@
 
 collieComm::~collieComm() {
   executor.reset();  // the CUDA executor waits for its kernels here
+  const bool healthy = !aborted.load() && asyncError.load() == collieSuccess;
+  // The proxy sends what the executor left in its outboxes, then lets go of the transport.
+  if (proxy) proxy->stop(healthy ? 5 : 1);
   // Lets the peers on other hosts take in our last puts (bounded), then closes.
-  if (remote) remote->shutdown(!aborted.load() && asyncError.load() == collieSuccess);
+  if (remote) remote->shutdown(healthy);
   if (backend == collieBackendCuda) collie::teardownCudaBackend(this);
 }
 
@@ -340,14 +344,22 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   if (farPeer >= 0 && !ucxBuilt())  // the stub's error says how to get UCX
     return createUcxWindows(nullptr, {}, nullptr, 0, nullptr).withContext(spanning);
   COLLIE_RETURN_IF_ERROR(ShmWindows::create(comm->bootstrap.get(), layout.totalBytes(), &comm->windows, sameHost));
+  // COLLIE_PROXY_HOST (a test mode): the host executor reaches other hosts the
+  // way the GPU kernels would, through a proxy thread (executor/remote_proxy.h).
+  bool badProxy = false;
+  const bool proxyHost = farPeer >= 0 && comm->backend != collieBackendCuda &&
+                         env::getInt("COLLIE_PROXY_HOST", 0, &badProxy) != 0 && !badProxy;
+  if (proxyHost)
+    COLLIE_RETURN_IF_ERROR(RemoteProxy::create(rank, layout, otherHost, RemoteProxy::hostMemory(), &comm->proxy));
   if (farPeer >= 0)
-    COLLIE_RETURN_IF_ERROR(createUcxWindows(comm->bootstrap.get(), otherHost, comm->windows->window(rank),
+    COLLIE_RETURN_IF_ERROR(createUcxWindows(comm->bootstrap.get(), otherHost,
+                                            proxyHost ? comm->proxy->inboxHost() : comm->windows->window(rank),
                                             layout.totalBytes(), &comm->remote));
   std::vector<uint8_t*> windows(static_cast<size_t>(nranks));
   for (int r = 0; r < nranks; ++r) windows[static_cast<size_t>(r)] = comm->windows->window(r);
-  auto host = std::make_unique<HostExecutor>(rank, layout, windows, &comm->aborted, options.timeoutSec,
-                                             spinPolls(comm->peers, rank));
-  const size_t staging = host->setRemote(comm->remote.get());
+  const int spins = spinPolls(comm->peers, rank);
+  auto host = std::make_unique<HostExecutor>(rank, layout, windows, &comm->aborted, options.timeoutSec, spins);
+  const size_t staging = proxyHost ? comm->proxy->footprint() : host->setRemote(comm->remote.get());
   // Peers that are other processes of this very machine (never faked, unlike hostId): a dead one is noticed.
   std::vector<int> pids(static_cast<size_t>(nranks), 0);
   for (int r = 0; r < nranks; ++r) {
@@ -362,6 +374,10 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   COLLIE_RETURN_IF_ERROR(farPeer >= 0 ? comm->bootstrap->allGather(headers.data(), sizeof(WindowHeader))
                                       : comm->bootstrap->barrier());
   COLLIE_RETURN_IF_ERROR(host->checkPeers(headers.data()));
+  if (proxyHost) {
+    host->attachProxy(comm->proxy.get());
+    comm->proxy->start(comm->remote.get(), spins);
+  }
   bool badStage = false;
   const bool stageHost = env::getInt("COLLIE_STAGE_HOST", 0, &badStage) != 0 && !badStage;
   if (comm->backend == collieBackendCuda) {
@@ -370,8 +386,8 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
     COLLIE_RETURN_IF_ERROR(allocateDeviceToken(comm.get()));
     comm->executor = std::make_unique<StagedExecutor>(std::move(host), cudaMover(comm->cudaDevice));
     COLLIE_INFO(
-        "rank %d: UCX %s CUDA memory; device buffers go through pinned host staging either way (the GPU "
-        "proxy that could hand them to UCX is not built)",
+        "rank %d: UCX %s CUDA memory; device buffers go through pinned host staging either way (the kernels do "
+        "not drive the proxy yet)",
         rank, comm->remote && comm->remote->cudaMemory() ? "can move" : "cannot move");
   } else if (stageHost) {
     comm->executor = std::make_unique<StagedExecutor>(std::move(host), hostMover());
@@ -385,9 +401,10 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   COLLIE_INFO(
       "comm rank %d/%d ready in %.1f ms: host %s, window %zu bytes (%u slots x %llu bytes per peer), %zu staging "
-      "bytes for UCX",
+      "bytes for UCX (proxy: inbox, outboxes, tables)",
       rank, nranks, ms,
       comm->backend == collieBackendCuda ? "executor over staged copies of device buffers (ranks span hosts)"
+      : proxyHost                        ? "executor through the proxy thread (COLLIE_PROXY_HOST)"
       : stageHost                        ? "executor over staged copies (COLLIE_STAGE_HOST)"
                                          : "backend",
       static_cast<size_t>(layout.totalBytes()), layout.nslots, static_cast<unsigned long long>(layout.slotBytes),

@@ -27,6 +27,7 @@ struct AlgorithmInfo;
 class Bootstrap;
 class ShmWindows;
 class RemoteWindows;
+class RemoteProxy;
 class DeviceWindows;
 class Executor;
 }  // namespace collie
@@ -53,6 +54,7 @@ struct collieComm {
   std::unique_ptr<collie::Bootstrap> bootstrap;
   std::vector<collie::PeerInfo> peers;
   std::unique_ptr<collie::ShmWindows> windows;
+  std::unique_ptr<collie::RemoteProxy> proxy;  // COLLIE_PROXY_HOST: forwards to `remote` (declared first: freed last)
   std::unique_ptr<collie::RemoteWindows> remote;         // UCX to ranks on other hosts; null when all share ours
   std::unique_ptr<collie::DeviceWindows> deviceWindows;  // CUDA backend
   std::unique_ptr<collie::Executor> executor;

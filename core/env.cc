@@ -46,6 +46,9 @@ const std::vector<VarInfo>& knownVars() {
       {"COLLIE_STAGE_HOST",
        "test feature: a host communicator runs its collectives through the staged path of CUDA communicators that "
        "span hosts, with memcpy for the copies"},
+      {"COLLIE_PROXY_HOST",
+       "test feature: a host communicator reaches peers on other hosts through the proxy thread the GPU's kernels "
+       "would use (executor/remote_proxy.h)"},
       {"COLLIE_ALGO", "algorithm per collective, overriding the tuner: allreduce:ring;broadcast:binomial"},
       {"COLLIE_CHECK", "1: ranks compare each collective's call, type, op, count and root first (debugging)"},
       {"COLLIE_TEST_SEED", "seed of the random inputs of Collie's own tests (read by the tests, not the library)"},

@@ -11,6 +11,7 @@
 #include <new>
 #include <string>
 
+#include "executor/remote_proxy.h"
 #include "executor/step_runner.h"
 
 namespace collie {
@@ -106,7 +107,21 @@ HostExecutor::HostExecutor(int rank, const WindowLayout& layout, std::vector<uin
       timeoutSec_(timeoutSec),
       spinPolls_(spinPolls),
       posted_(static_cast<size_t>(layout.nranks) * layout.nchannels, 0),
-      consumed_(static_cast<size_t>(layout.nranks) * layout.nchannels, 0) {}
+      consumed_(static_cast<size_t>(layout.nranks) * layout.nchannels, 0) {
+  inbound_.inboxes.assign(windows_.size(), windows_[static_cast<size_t>(rank)]);
+}
+
+void HostExecutor::attachProxy(RemoteProxy* proxy) {
+  for (size_t r = 0; r < windows_.size(); ++r) {
+    if (!proxy->remote(static_cast<int>(r))) continue;
+    windows_[r] = proxy->outbox(static_cast<int>(r));
+    inbound_.inboxes[r] = proxy->inbox();
+  }
+  inbound_.sliceBytes = proxy->sliceBytes();
+  inbound_.lost = proxy->lost();
+  inbound_.proxy = proxy;
+  remote_ = Remote();  // every peer is now addressed by loads and stores
+}
 
 void HostExecutor::initWindow() {
   WindowHeader h{kWindowMagic,      layout_.nranks,    layout_.nslots,
@@ -156,7 +171,9 @@ size_t HostExecutor::setRemote(RemoteWindows* remote) {
 
 // The host's primitives for the shared step runner (executor/step_runner.h):
 // one thread, flags through acquire/release atomics on the mapped windows.
-// A peer on another host (windows[q] == nullptr) gets the same protocol
+// With a proxy (attachProxy) every peer looks mapped: a remote one's window is
+// an outbox the proxy thread forwards, and its slices arrive in the proxy's
+// inbox. Without one, a peer on another host (windows[q] == nullptr) gets the same protocol
 // through the transport: the slice is staged locally, then sent into the
 // peer's slot with the new `ready` behind it; our release sends `credit`. Either
 // way we poll only our own window, and every wait moves the transport along.
@@ -165,12 +182,14 @@ class HostPrims {
  public:
   HostPrims(int rank, int channel, const WindowLayout& layout, const std::vector<uint8_t*>& windows, uint64_t* posted,
             uint64_t* consumed, const std::atomic<bool>* abort, double timeoutSec, int spins,
-            const HostExecutor::Remote& remote, const std::vector<int>& pids)
+            const HostExecutor::Remote& remote, const std::vector<int>& pids, const HostExecutor::Inbound& inbound)
       : rank_(rank),
         channel_(channel),
         layout_(layout),
         windows_(windows),
-        mine_(windows[static_cast<size_t>(rank)]),
+        inbox_(inbound.inboxes.data()),
+        sliceBytes_(inbound.sliceBytes),
+        lost_(inbound.lost),
         posted_(posted),
         consumed_(consumed),
         abort_(abort),
@@ -182,11 +201,11 @@ class HostPrims {
   // For a remote peer, a slot is usable only once the transfer that last
   // used the same staging slot / credit op is done with it.
   bool arrived(int p) const {
-    if (!sliceReady(consumed_[p], loadAcquire(mine_ + layout_.readyOffset(channel_, p)))) return false;
+    if (!sliceReady(consumed_[p], loadAcquire(inbox_[p] + layout_.readyOffset(channel_, p)))) return false;
     return !isRemote(p) || opIdle(creditOp(p, consumed_[p]));
   }
   bool room(int q) const {
-    if (!slotFree(posted_[q], loadAcquire(mine_ + layout_.creditOffset(channel_, q)), layout_.nslots)) return false;
+    if (!slotFree(posted_[q], loadAcquire(inbox_[q] + layout_.creditOffset(channel_, q)), layout_.nslots)) return false;
     return !isRemote(q) || opIdle(sendOp(q, posted_[q]));
   }
   int waitArrived(int p) const {
@@ -200,7 +219,7 @@ class HostPrims {
                 receiving ? p : -1);
   }
   const T* inSlot(int p) const {
-    return reinterpret_cast<const T*>(mine_ + layout_.slotOffset(channel_, p, consumed_[p]));
+    return reinterpret_cast<const T*>(inbox_[p] + layout_.slotOffset(channel_, p, consumed_[p]));
   }
   T* outSlot(int q) const {
     if (isRemote(q)) return reinterpret_cast<T*>(staging(q, posted_[q]));
@@ -221,6 +240,9 @@ class HostPrims {
                            layout_.readyOffset(channel_, rank_), seq + 1, &sendOp(q, seq));
       return;
     }
+    // A proxy sends only the bytes posted (as the kernels record them), published by the ready store.
+    if (sliceBytes_ != nullptr)
+      sliceBytes_[layout_.connection(channel_, q) * layout_.nslots + seq % layout_.nslots] = n * sizeof(T);
     storeRelease(windows_[static_cast<size_t>(q)] + layout_.readyOffset(channel_, rank_), seq + 1);
   }
 
@@ -249,11 +271,13 @@ class HostPrims {
     return remote_.windows->idle(op);
   }
   bool lost(int peer) const { return peer >= 0 && isRemote(peer) && remote_.windows->failed(peer); }
-  // Waits until ready(), or until a remote peer it waits on (a, b; -1: none)
-  // is lost: then collieRemoteError at once rather than COLLIE_TIMEOUT later.
+  // A peer known dead: its process of this machine is gone, or the proxy lost it.
   bool exited(int peer) const {
+    if (peer >= 0 && lost_ != nullptr && __atomic_load_n(lost_ + peer, __ATOMIC_ACQUIRE) != 0) return true;
     return peer >= 0 && static_cast<size_t>(peer) < pids_.size() && processGone(pids_[static_cast<size_t>(peer)]);
   }
+  // Waits until ready(), or until a peer it waits on (a, b; -1: none) is
+  // lost: then collieRemoteError at once rather than COLLIE_TIMEOUT later.
   template <typename Ready>
   int wait(Ready ready, int a, int b) const {
     RemoteWindows* w = remote_.windows;
@@ -275,7 +299,9 @@ class HostPrims {
   int channel_;
   const WindowLayout& layout_;
   const std::vector<uint8_t*>& windows_;
-  uint8_t* mine_;
+  uint8_t* const* inbox_;  // [peer]: where its slices and flags for us land
+  uint64_t* sliceBytes_;
+  const uint32_t* lost_;
   uint64_t* posted_;
   uint64_t* consumed_;
   const std::atomic<bool>* abort_;
@@ -303,7 +329,7 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
                         reinterpret_cast<T*>(scratch_.data())};
     const size_t at = static_cast<size_t>(c) * layout_.nranks;
     HostPrims<T, Op> prims(rank_, c, layout_, windows_, posted_.data() + at, consumed_.data() + at, abort_, timeoutSec_,
-                           spinPolls_, remote_, peerPids_);
+                           spinPolls_, remote_, peerPids_, inbound_);
     f = runSteps<T>(prims, w.program->steps.data(), static_cast<int>(w.program->steps.size()), bufs,
                     layout_.slotBytes / sizeof(T), args.divisor, args.splitSteps ? c : 0, args.splitSteps ? nch : 1,
                     16 / sizeof(T));
@@ -328,6 +354,7 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
   // The reason a remote peer was lost: the one waited on first, else any (it may be why we waited in vain).
   std::string why;
   const auto remoteFailure = [&](int r) {
+    if (inbound_.proxy != nullptr && r >= 0) return inbound_.proxy->failure(r);
     return remote != nullptr && r >= 0 && windows_[static_cast<size_t>(r)] == nullptr ? remote->failure(r)
                                                                                       : std::string();
   };

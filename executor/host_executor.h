@@ -21,6 +21,8 @@
 
 namespace collie {
 
+class RemoteProxy;
+
 class HostExecutor : public Executor {
  public:
   /// windows[r] is rank r's window (ours at windows[rank]), laid out by `layout`.
@@ -37,6 +39,11 @@ class HostExecutor : public Executor {
   /// Peers whose windows[r] is nullptr are on other hosts, reached through
   /// `remote`, which must outlive this executor. Returns the staging bytes.
   size_t setRemote(RemoteWindows* remote);
+  /// The GPU's way across hosts, run by the host (COLLIE_PROXY_HOST, a test
+  /// mode): peers on other hosts get `proxy`'s outboxes as their windows and
+  /// their slices are read from its inbox; the proxy thread does the rest.
+  /// After checkPeers; `proxy` must outlive this executor.
+  void attachProxy(RemoteProxy* proxy);
   /// pids[r] > 0: rank r is another process of this machine. A wait on it
   /// then fails with collieRemoteError within about 10 ms of that process
   /// being gone (killed, or exited without destroying), not after COLLIE_TIMEOUT.
@@ -69,6 +76,18 @@ class HostExecutor : public Executor {
   std::vector<uint64_t> consumed_;  // [channel][peer]: slices we have consumed from the peer
   std::vector<uint8_t> scratch_;    // Buffer::kScratch, grown to the largest program run so far
   std::vector<int> peerPids_;       // [peer]: its pid when another process of this machine, else 0
+
+ public:
+  /// Where a peer's slices and flags for us land, and what the proxy needs to see (attachProxy).
+  struct Inbound {
+    std::vector<uint8_t*> inboxes;   // [peer]: our window, or the proxy's inbox for a peer across hosts
+    uint64_t* sliceBytes = nullptr;  // the proxy's table of posted slice sizes; null without a proxy
+    const uint32_t* lost = nullptr;  // [peer]: set by the proxy when a peer is lost; null without one
+    const RemoteProxy* proxy = nullptr;
+  };
+
+ private:
+  Inbound inbound_;
 
  public:
   /// What the primitives need of the peers on other hosts (all null without any).

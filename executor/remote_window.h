@@ -58,7 +58,8 @@ class RemoteWindows {
   virtual void shutdown(bool healthy) = 0;
   /// The transport can move CUDA device memory itself (UCX built with CUDA
   /// support). Detected and logged; device buffers still go through host
-  /// staging (executor/staged_executor.h) until the GPU proxy exists.
+  /// staging (executor/staged_executor.h) until the kernels use the proxy
+  /// (executor/remote_proxy.h).
   virtual bool cudaMemory() const { return false; }
 };
 

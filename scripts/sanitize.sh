@@ -14,11 +14,11 @@ if [ ! -f "$build/build.ninja" ]; then
     -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread >/dev/null
 fi
 cmake --build "$build" --target allreduce_test collectives_test bootstrap_test shm_window_test p2p_test algorithms_api_test \
-  comm_create_test premulsum_test call_check_test abort_test
+  comm_create_test premulsum_test call_check_test abort_test remote_proxy_test
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 # The tests link UCX, whose libucm patches mmap at load time; under TSan, which
-# intercepts mmap too, every test then crashes at start. None of these tests
-# crosses hosts, so UCX's memory hooks are not needed here.
+# intercepts mmap too, every test then crashes at start. Collie registers no
+# memory with UCX, so its memory hooks are not needed here.
 export UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no
 start=$(date +%s)
 "$build/tests/bootstrap_test" --gtest_brief=1
@@ -39,4 +39,9 @@ COLLIE_CHANNELS=3 COLLIE_SLOT_BYTES=4096 COLLIE_SLOTS=2 "$build/tests/p2p_test" 
 # COLLIE_CHECK's comparison (inside groups too) and collieCommAbort from another thread while a call waits.
 "$build/tests/call_check_test" --gtest_brief=1
 "$build/tests/abort_test" --gtest_brief=1
+# The proxy thread (executor/remote_proxy.h): alone, then between ranks as threads cut into 2 fake nodes over UCX
+# shared memory, with send/recv and all-to-all-v split across 3 channels of tiny slots.
+"$build/tests/remote_proxy_test" --gtest_brief=1
+COLLIE_FAKE_NODES=2 COLLIE_PROXY_HOST=1 UCX_TLS=sm,self COLLIE_CHANNELS=3 COLLIE_SLOT_BYTES=4096 COLLIE_SLOTS=2 \
+  "$build/tests/p2p_test" --gtest_brief=1
 echo "thread sanitizer: clean in $(( $(date +%s) - start )) s"
