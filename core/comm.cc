@@ -330,8 +330,16 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
                                          std::string(comm->peers[static_cast<size_t>(farPeer)].hostId,
                                                      strnlen(comm->peers[static_cast<size_t>(farPeer)].hostId, 64)) +
                                          "', rank " + std::to_string(rank) + " on '" + hostId + "'";
-  if (comm->backend == collieBackendCuda && farPeer < 0) {
-    COLLIE_RETURN_IF_ERROR(setupCudaBackend(comm.get(), options));
+  if (farPeer >= 0 && !ucxBuilt())  // the stub's error says how to get UCX
+    return createUcxWindows(nullptr, {}, nullptr, 0, nullptr).withContext(spanning);
+  // A CUDA communicator spanning hosts takes the staged path below unless
+  // COLLIE_GPU_REMOTE=proxy asks for the kernels to reach the other hosts
+  // through the proxy thread (not yet run on a GPU, hence not the default).
+  const std::string gpuRemote = env::get("COLLIE_GPU_REMOTE").value_or("staged");
+  if (gpuRemote != "staged" && gpuRemote != "proxy")
+    return Status::error(collieInvalidArgument, "COLLIE_GPU_REMOTE=%s: expected staged or proxy", gpuRemote.c_str());
+  if (comm->backend == collieBackendCuda && (farPeer < 0 || gpuRemote == "proxy")) {
+    COLLIE_RETURN_IF_ERROR(setupCudaBackend(comm.get(), options, otherHost, spinPolls(comm->peers, rank)));
     *out = comm.release();
     registerComm(*out);
     return Status();
@@ -341,8 +349,6 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   // All on one host (the common case) creates no UCX object at all. A CUDA
   // communicator spanning hosts comes here too: it runs the host executor on
   // host copies of its device buffers (executor/staged_executor.h).
-  if (farPeer >= 0 && !ucxBuilt())  // the stub's error says how to get UCX
-    return createUcxWindows(nullptr, {}, nullptr, 0, nullptr).withContext(spanning);
   COLLIE_RETURN_IF_ERROR(ShmWindows::create(comm->bootstrap.get(), layout.totalBytes(), &comm->windows, sameHost));
   // COLLIE_PROXY_HOST (a test mode): the host executor reaches other hosts the
   // way the GPU kernels would, through a proxy thread (executor/remote_proxy.h).
@@ -386,8 +392,8 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
     COLLIE_RETURN_IF_ERROR(allocateDeviceToken(comm.get()));
     comm->executor = std::make_unique<StagedExecutor>(std::move(host), cudaMover(comm->cudaDevice));
     COLLIE_INFO(
-        "rank %d: UCX %s CUDA memory; device buffers go through pinned host staging either way (the kernels do "
-        "not drive the proxy yet)",
+        "rank %d: UCX %s CUDA memory; device buffers go through pinned host staging either way "
+        "(COLLIE_GPU_REMOTE=proxy: through the proxy thread instead)",
         rank, comm->remote && comm->remote->cudaMemory() ? "can move" : "cannot move");
   } else if (stageHost) {
     comm->executor = std::make_unique<StagedExecutor>(std::move(host), hostMover());

@@ -116,8 +116,10 @@ struct InitOptions {
 Status resolveConfig(const collieConfig_t* config, InitOptions* out);
 
 /// The CUDA half of commInit (core/comm_cuda.cc): device windows, the CUDA
-/// executor, the barrier byte. Collective over the bootstrap.
-Status setupCudaBackend(collieComm* comm, const InitOptions& options);
+/// executor, the barrier byte; for peers on other hosts (otherHost[r]) the
+/// proxy and UCX, its thread polling `spins` times before it yields.
+/// Collective over the bootstrap.
+Status setupCudaBackend(collieComm* comm, const InitOptions& options, const std::vector<bool>& otherHost, int spins);
 /// collieBarrier's byte in device memory (CUDA backend, also on the staged path).
 Status allocateDeviceToken(collieComm* comm);
 /// Frees what setupCudaBackend made, after the peers stopped using it.

@@ -10,8 +10,11 @@
 #include "core/env.h"
 #include "core/log.h"
 #include "executor/cuda_executor.h"
+#include "executor/remote_proxy.h"
+#include "executor/remote_window.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/cuda_ipc/device_windows.h"
+#include "transport/ucx/ucx_windows.h"
 
 namespace collie {
 
@@ -68,7 +71,7 @@ Status deviceLayout(const collieComm* comm, WindowLayout* layout) {
 
 }  // namespace
 
-Status setupCudaBackend(collieComm* comm, const InitOptions& options) {
+Status setupCudaBackend(collieComm* comm, const InitOptions& options, const std::vector<bool>& otherHost, int spins) {
   WindowLayout layout;
   COLLIE_RETURN_IF_ERROR(deviceLayout(comm, &layout));
   // The protocol: LL for calls up to 64 KiB (auto), never (simple) or as far
@@ -83,23 +86,47 @@ Status setupCudaBackend(collieComm* comm, const InitOptions& options) {
   } else {
     return Status::error(collieInvalidArgument, "COLLIE_PROTO=%s: expected simple, ll or auto", proto.c_str());
   }
+  const bool spans = std::find(otherHost.begin(), otherHost.end(), true) != otherHost.end();
+  // Across hosts the proxy forwards Simple slices only: an LL slice carries no byte count it could read.
+  if (spans) comm->llMaxBytes = 0;
   COLLIE_RETURN_IF_ERROR(DeviceWindows::create(comm->bootstrap.get(), comm->peers, comm->cudaDevice,
                                                layout.totalBytes(), &comm->deviceWindows));
   std::unique_ptr<CudaExecutor> exec;
   COLLIE_RETURN_IF_ERROR(
       CudaExecutor::create(comm->rank, comm->cudaDevice, layout, *comm->deviceWindows, options.timeoutSec, &exec));
+  if (spans) {
+    COLLIE_RETURN_IF_ERROR(
+        RemoteProxy::create(comm->rank, layout, otherHost, RemoteProxy::pinnedMemory(comm->cudaDevice), &comm->proxy));
+    COLLIE_RETURN_IF_ERROR(createUcxWindows(comm->bootstrap.get(), otherHost, comm->proxy->inboxHost(),
+                                            layout.totalBytes(), &comm->remote));
+  }
   COLLIE_RETURN_IF_ERROR(exec->initWindow());
-  COLLIE_RETURN_IF_ERROR(comm->bootstrap->barrier());
-  COLLIE_RETURN_IF_ERROR(exec->checkPeers());
+  if (spans) {
+    // Windows on other hosts cannot be read: every rank's header travels over the bootstrap (GPUs of different
+    // models would pick different channel counts, which the protocol cannot bridge).
+    std::vector<WindowHeader> headers(static_cast<size_t>(comm->nranks));
+    headers[static_cast<size_t>(comm->rank)] = windowHeader(layout);
+    COLLIE_RETURN_IF_ERROR(comm->bootstrap->allGather(headers.data(), sizeof(WindowHeader)));
+    COLLIE_RETURN_IF_ERROR(exec->checkPeers(headers.data()));
+    COLLIE_RETURN_IF_ERROR(exec->attachProxy(*comm->proxy));
+    comm->proxy->start(comm->remote.get(), spins);
+    comm->hostFootprint = comm->proxy->footprint();
+  } else {
+    COLLIE_RETURN_IF_ERROR(comm->bootstrap->barrier());
+    COLLIE_RETURN_IF_ERROR(exec->checkPeers());
+  }
   COLLIE_RETURN_IF_ERROR(allocateDeviceToken(comm));
   comm->deviceFootprint = layout.totalBytes() + exec->deviceExtraBytes() + 16;
   comm->topology.slotBytes = layout.slotBytes;
   comm->topology.slots = layout.nslots;
   COLLIE_INFO(
       "comm rank %d/%d ready: cuda backend on device %d, %u channels x %u slots x %llu bytes per peer, device "
-      "footprint %zu bytes (%d peer windows through cudaIpc)",
+      "footprint %zu bytes (%d peer windows through cudaIpc)%s",
       comm->rank, comm->nranks, comm->cudaDevice, layout.nchannels, layout.nslots,
-      static_cast<unsigned long long>(layout.slotBytes), comm->deviceFootprint, comm->deviceWindows->ipcPeers());
+      static_cast<unsigned long long>(layout.slotBytes), comm->deviceFootprint, comm->deviceWindows->ipcPeers(),
+      spans ? "; peers on other hosts through the proxy thread (COLLIE_GPU_REMOTE=proxy), pinned host memory "
+              "held for it in the host footprint, no LL protocol"
+            : "");
   comm->executor = std::move(exec);
   return Status();
 }

@@ -46,6 +46,9 @@ const std::vector<VarInfo>& knownVars() {
       {"COLLIE_STAGE_HOST",
        "test feature: a host communicator runs its collectives through the staged path of CUDA communicators that "
        "span hosts, with memcpy for the copies"},
+      {"COLLIE_GPU_REMOTE",
+       "CUDA communicators spanning hosts: staged (default: host executor over pinned copies) or proxy (the kernels "
+       "reach other hosts through the proxy thread; not yet run on a GPU)"},
       {"COLLIE_PROXY_HOST",
        "test feature: a host communicator reaches peers on other hosts through the proxy thread the GPU's kernels "
        "would use (executor/remote_proxy.h)"},

@@ -7,6 +7,7 @@
 #include "core/cuda_check.h"
 #include "core/hash.h"
 #include "core/log.h"
+#include "executor/remote_proxy.h"
 #include "transport/cuda_ipc/device_windows.h"
 
 namespace collie {
@@ -57,17 +58,17 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
   const size_t n = layout.nranks;
   e->windows_.resize(n);
   for (size_t r = 0; r < n; ++r) e->windows_[r] = windows.window(static_cast<int>(r));
+  e->inboxes_.assign(n, e->windows_[static_cast<size_t>(rank)]);
   void* p = nullptr;
-  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&p, n * sizeof(uint8_t*)), "cudaMalloc of the window table"));
+  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&p, 2 * n * sizeof(uint8_t*)), "cudaMalloc of the window table"));
   e->deviceWindows_ = static_cast<uint8_t**>(p);
-  COLLIE_RETURN_IF_ERROR(cudaStatus(
-      cudaMemcpy(e->deviceWindows_, e->windows_.data(), n * sizeof(uint8_t*), cudaMemcpyHostToDevice), "cudaMemcpy"));
+  COLLIE_RETURN_IF_ERROR(e->uploadWindowTable());
   const size_t counterBytes = 2 * sizeof(uint64_t) * layout.nchannels * n;
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&p, counterBytes + 64), "cudaMalloc of the flag counters"));
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMemset(p, 0, counterBytes + 64), "cudaMemset"));
   e->counters_ = static_cast<uint64_t*>(p);
   e->failed_ = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(p) + counterBytes);
-  e->extraBytes_ = n * sizeof(uint8_t*) + counterBytes + 64;
+  e->extraBytes_ = 2 * n * sizeof(uint8_t*) + counterBytes + 64;
   COLLIE_RETURN_IF_ERROR(
       cudaStatus(cudaHostAlloc(&p, sizeof(DeviceStatus), cudaHostAllocMapped | cudaHostAllocPortable),
                  "cudaHostAlloc of the status block"));
@@ -99,20 +100,45 @@ CudaExecutor::~CudaExecutor() {
   (void)cudaGetLastError();
 }
 
+Status CudaExecutor::uploadWindowTable() {
+  const size_t n = windows_.size();
+  std::vector<uint8_t*> table(windows_);
+  table.insert(table.end(), inboxes_.begin(), inboxes_.end());
+  return cudaStatus(cudaMemcpy(deviceWindows_, table.data(), 2 * n * sizeof(uint8_t*), cudaMemcpyHostToDevice),
+                    "uploading the window table");
+}
+
+Status CudaExecutor::attachProxy(const RemoteProxy& proxy) {
+  DeviceGuard guard(device_);
+  for (size_t r = 0; r < windows_.size(); ++r) {
+    if (!proxy.remote(static_cast<int>(r))) continue;
+    windows_[r] = proxy.outbox(static_cast<int>(r));
+    inboxes_[r] = proxy.inbox();
+  }
+  sliceBytes_ = proxy.sliceBytes();
+  lost_ = proxy.lost();
+  return uploadWindowTable();
+}
+
 Status CudaExecutor::initWindow() {
   DeviceGuard guard(device_);
-  WindowHeader h{kWindowMagic,      layout_.nranks,    layout_.nslots,
-                 layout_.slotBytes, layout_.nchannels, layout_.llSlotBytes};
+  const WindowHeader h = windowHeader(layout_);
   return cudaStatus(cudaMemcpy(windows_[static_cast<size_t>(rank_)], &h, sizeof(h), cudaMemcpyHostToDevice),
                     "writing the window header");
 }
 
-Status CudaExecutor::checkPeers() const {
+Status CudaExecutor::checkPeers(const WindowHeader* gathered) const {
   DeviceGuard guard(device_);
   for (size_t r = 0; r < windows_.size(); ++r) {
     WindowHeader h;
-    COLLIE_RETURN_IF_ERROR(
-        cudaStatus(cudaMemcpy(&h, windows_[r], sizeof(h), cudaMemcpyDeviceToHost), "reading a peer's window header"));
+    if (windows_[r] == nullptr) {
+      if (gathered == nullptr)
+        return Status::error(collieInternalError, "rank %zu's device window is neither mapped nor gathered", r);
+      h = gathered[r];
+    } else {
+      COLLIE_RETURN_IF_ERROR(
+          cudaStatus(cudaMemcpy(&h, windows_[r], sizeof(h), cudaMemcpyDeviceToHost), "reading a peer's window header"));
+    }
     if (h.magic != kWindowMagic || h.nranks != layout_.nranks || h.nslots != layout_.nslots ||
         h.slotBytes != layout_.slotBytes || h.nchannels != layout_.nchannels || h.llSlotBytes != layout_.llSlotBytes)
       return Status::error(collieInvalidUsage,
@@ -228,10 +254,13 @@ Status CudaExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& a
   a.rank = rank_;
   a.divisor = args.divisor;
   a.seq = args.seq;
-  a.lowLatency = args.lowLatency && layout_.llSlotBytes > 0 ? 1 : 0;
+  a.lowLatency = args.lowLatency && layout_.llSlotBytes > 0 && lost_ == nullptr ? 1 : 0;
   a.bufs[0] = const_cast<void*>(args.input);
   a.bufs[1] = args.output;
   a.windows = deviceWindows_;
+  a.inboxes = deviceWindows_ + windows_.size();
+  a.sliceBytes = sliceBytes_;
+  a.lost = lost_;
   a.counters = counters_;
   a.failed = failed_;
   a.status = statusDevice_;

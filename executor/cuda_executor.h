@@ -22,6 +22,7 @@
 namespace collie {
 
 class DeviceWindows;
+class RemoteProxy;
 
 class CudaExecutor : public Executor {
  public:
@@ -32,12 +33,20 @@ class CudaExecutor : public Executor {
 
   /// Writes our window header (device memory); peers check it with checkPeers().
   Status initWindow();
-  Status checkPeers() const;
+  /// Checks every peer's window header against our layout: the mapped ones in
+  /// place, the others (peers on other hosts) in `gathered`, every rank's
+  /// header as the bootstrap gathered them (may be null when all are mapped).
+  Status checkPeers(const WindowHeader* gathered = nullptr) const;
+  /// Peers on other hosts are reached through `proxy` (executor/remote_proxy.h,
+  /// in mapped pinned memory): their windows become its outboxes, and their
+  /// slices are read from its inbox. The LL protocol is then off: an LL slice
+  /// carries no byte count the proxy could read. `proxy` must outlive this executor.
+  Status attachProxy(const RemoteProxy& proxy);
 
   Status run(const std::vector<ChannelWork>& work, const ExecArgs& args) override;
   int channels() const override { return static_cast<int>(layout_.nchannels); }
   uint64_t roundElemsLL(size_t typeSize) const override {
-    return layout_.nchannels * (llPayloadBytes(layout_.llSlotBytes) / typeSize);
+    return lost_ != nullptr ? 0 : layout_.nchannels * (llPayloadBytes(layout_.llSlotBytes) / typeSize);
   }
   uint64_t roundElems(size_t typeSize) const override { return layout_.nchannels * (layout_.slotBytes / typeSize); }
   void setTimeout(double seconds) override { timeoutSec_ = seconds; }
@@ -56,13 +65,17 @@ class CudaExecutor : public Executor {
   CudaExecutor() = default;
   Status programOnDevice(const Program& program, const Step** out);
   Status scratchFor(size_t bytes, void** out);
+  Status uploadWindowTable();
 
   int rank_ = 0;
   int device_ = -1;
   WindowLayout layout_;
   double timeoutSec_ = 300;
-  std::vector<uint8_t*> windows_;         // as this rank addresses them
-  uint8_t** deviceWindows_ = nullptr;     // the same array in device memory
+  std::vector<uint8_t*> windows_;         // as this rank addresses them (null: a peer on another host)
+  std::vector<uint8_t*> inboxes_;         // where each peer's slices for us land: our window, or the proxy's inbox
+  uint8_t** deviceWindows_ = nullptr;     // windows_ then inboxes_, in device memory
+  uint64_t* sliceBytes_ = nullptr;        // with a proxy: its slice size table (device address)
+  const uint32_t* lost_ = nullptr;        // with a proxy: its lost flags (device address)
   uint64_t* counters_ = nullptr;          // device: posted/consumed per channel per peer
   uint32_t* failed_ = nullptr;            // device
   DeviceStatus* status_ = nullptr;        // mapped pinned host memory (host address)

@@ -124,8 +124,7 @@ void HostExecutor::attachProxy(RemoteProxy* proxy) {
 }
 
 void HostExecutor::initWindow() {
-  WindowHeader h{kWindowMagic,      layout_.nranks,    layout_.nslots,
-                 layout_.slotBytes, layout_.nchannels, layout_.llSlotBytes};
+  const WindowHeader h = windowHeader(layout_);
   memcpy(windows_[static_cast<size_t>(rank_)], &h, sizeof(h));
 }
 

@@ -76,6 +76,11 @@ struct WindowLayout {
   }
 };
 
+/// The header a rank writes at the start of its window (and gathers for peers it cannot map).
+inline WindowHeader windowHeader(const WindowLayout& l) {
+  return WindowHeader{kWindowMagic, l.nranks, l.nslots, l.slotBytes, l.nchannels, l.llSlotBytes};
+}
+
 // The LL (low-latency) protocol, for small slices: a slot is a run of 8-byte
 // lines, each {4 data bytes, 4 flag bytes} written by one 64-bit store, so a
 // line is valid exactly when its flag is that of the expected slice and no

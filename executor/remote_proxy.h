@@ -50,6 +50,9 @@ class RemoteProxy {
   };
   /// Plain zero-filled host memory (the CPU test mode).
   static Memory hostMemory();
+  /// Pinned host memory mapped into `device`'s address space, for the kernels
+  /// (executor/remote_proxy_cuda.cc; needs a GPU).
+  static Memory pinnedMemory(int device);
 
   /// remote[r]: rank r is on another host. Allocates the inbox, one outbox per
   /// remote peer, the slice byte counts and the lost flags.

@@ -95,12 +95,7 @@ class DevicePrims {
   /// `counters` points at this block's shared copy: posted[n] then consumed[n].
   /// `shared` is one int of shared memory for handing thread 0's answers out.
   __device__ DevicePrims(const KernelArgs& a, int channel, uint64_t* counters, int* shared)
-      : a_(a),
-        channel_(channel),
-        mine_(a.windows[a.rank]),
-        posted_(counters),
-        consumed_(counters + a.layout.nranks),
-        shared_(shared) {}
+      : a_(a), channel_(channel), posted_(counters), consumed_(counters + a.layout.nranks), shared_(shared) {}
 
   __device__ bool arrived(int p) { return share(threadIdx.x == 0 && pollArrived(p)); }
   __device__ bool room(int q) { return share(threadIdx.x == 0 && pollRoom(q)); }
@@ -109,7 +104,7 @@ class DevicePrims {
   __device__ int waitEither(bool sending, int q, bool receiving, int p) { return wait(sending, q, receiving, p); }
 
   __device__ const T* inSlot(int p) const {
-    return reinterpret_cast<const T*>(mine_ + a_.layout.slotOffset(channel_, p, consumed_[p]));
+    return reinterpret_cast<const T*>(a_.inboxes[p] + a_.layout.slotOffset(channel_, p, consumed_[p]));
   }
   __device__ T* outSlot(int q) const {
     return reinterpret_cast<T*>(a_.windows[q] + a_.layout.slotOffset(channel_, a_.rank, posted_[q]));
@@ -122,9 +117,13 @@ class DevicePrims {
   }
   // The block's writes into the slot are done, and visible system-wide,
   // before thread 0 publishes the slice.
-  __device__ void post(int q, uint64_t /*n*/) {
+  __device__ void post(int q, uint64_t n) {
     __syncthreads();
     if (threadIdx.x == 0) {
+      // A proxy (peer on another host) sends only the bytes recorded here; null when there is none.
+      if (a_.sliceBytes != nullptr)
+        a_.sliceBytes[a_.layout.connection(channel_, q) * a_.layout.nslots + posted_[q] % a_.layout.nslots] =
+            n * sizeof(T);
       __threadfence_system();
       storeReleaseSys(a_.windows[q] + a_.layout.readyOffset(channel_, a_.rank), ++posted_[q]);
     }
@@ -139,12 +138,13 @@ class DevicePrims {
     int rc = 0;
     if (threadIdx.x == 0) {
       for (int q = 0; q < static_cast<int>(a_.layout.nranks) && rc == 0; ++q) {
-        const uint8_t* credit = mine_ + a_.layout.creditOffset(channel_, q);
+        const uint8_t* credit = a_.inboxes[q] + a_.layout.creditOffset(channel_, q);
         if (loadAcquireSys(credit) >= posted_[q]) continue;
         const uint64_t deadline = globalTimerNs() + a_.timeoutNs;
         for (uint32_t i = 0; loadAcquireSys(credit) < posted_[q]; ++i) {
           if ((i & 1023) != 1023) continue;
-          if (a_.status->abort != 0 || *reinterpret_cast<volatile uint32_t*>(a_.failed) != 0) rc = collieRemoteError;
+          if (a_.status->abort != 0 || *reinterpret_cast<volatile uint32_t*>(a_.failed) != 0 || lost(q))
+            rc = collieRemoteError;
           if (globalTimerNs() > deadline) rc = collieTimeout;
           if (rc != 0) {
             *peer = q;
@@ -167,10 +167,14 @@ class DevicePrims {
 
  private:
   __device__ bool pollArrived(int p) const {
-    return sliceReady(consumed_[p], loadAcquireSys(mine_ + a_.layout.readyOffset(channel_, p)));
+    return sliceReady(consumed_[p], loadAcquireSys(a_.inboxes[p] + a_.layout.readyOffset(channel_, p)));
   }
   __device__ bool pollRoom(int q) const {
-    return slotFree(posted_[q], loadAcquireSys(mine_ + a_.layout.creditOffset(channel_, q)), a_.layout.nslots);
+    return slotFree(posted_[q], loadAcquireSys(a_.inboxes[q] + a_.layout.creditOffset(channel_, q)), a_.layout.nslots);
+  }
+  // The proxy lost this peer (another host): waits on it give up, others go on.
+  __device__ bool lost(int peer) const {
+    return a_.lost != nullptr && *reinterpret_cast<const volatile uint32_t*>(a_.lost + peer) != 0;
   }
   // Thread 0's value, seen by every thread of the block.
   __device__ int share(int v) {
@@ -189,7 +193,8 @@ class DevicePrims {
       for (uint32_t i = 0;; ++i) {
         if ((sending && pollRoom(q)) || (receiving && pollArrived(p))) break;
         if ((i & 1023) == 1023) {
-          if (a_.status->abort != 0 || *reinterpret_cast<volatile uint32_t*>(a_.failed) != 0) {
+          if (a_.status->abort != 0 || *reinterpret_cast<volatile uint32_t*>(a_.failed) != 0 || (sending && lost(q)) ||
+              (receiving && lost(p))) {
             rc = collieRemoteError;
             break;
           }
@@ -205,7 +210,6 @@ class DevicePrims {
 
   const KernelArgs& a_;
   int channel_;
-  uint8_t* mine_;
   uint64_t* posted_;
   uint64_t* consumed_;
   int* shared_;

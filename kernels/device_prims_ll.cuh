@@ -4,6 +4,8 @@
 // the receiver no separate flag round trip. A slice is staged in shared
 // memory on both sides, which is what lets outSlot/inSlot stay plain arrays
 // for the step runner. Slot reuse still goes through the credit counters.
+// Never used when peers on other hosts go through the proxy (executor/remote_proxy.h):
+// an LL slice has no byte count the proxy could read, so the CUDA executor turns LL off.
 #pragma once
 
 #include <cuda_runtime.h>

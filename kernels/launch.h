@@ -48,9 +48,14 @@ struct KernelArgs {
   uint64_t seq = 0;
   void* bufs[3] = {nullptr, nullptr, nullptr};  // input, output, scratch (Buffer order)
   uint8_t* const* windows = nullptr;            // device array: every rank's window as we address it
-  uint64_t* counters = nullptr;                 // device: posted[C][n], then consumed[C][n]
-  uint32_t* failed = nullptr;                   // device: set by the first failing block; others stop
-  DeviceStatus* status = nullptr;               // device address of the mapped DeviceStatus
+  // device array: where rank p's slices, ready and credits for us land: our own window, or for a peer on
+  // another host the proxy's inbox (executor/remote_proxy.h)
+  uint8_t* const* inboxes = nullptr;
+  uint64_t* sliceBytes = nullptr;  // the proxy's table of posted slice sizes (device address); null without one
+  const uint32_t* lost = nullptr;  // [peer]: the proxy lost it (device address); null without a proxy
+  uint64_t* counters = nullptr;    // device: posted[C][n], then consumed[C][n]
+  uint32_t* failed = nullptr;      // device: set by the first failing block; others stop
+  DeviceStatus* status = nullptr;  // device address of the mapped DeviceStatus
   WindowLayout layout;
   uint64_t timeoutNs = 0;
   Step inlineSteps[kInlineSteps];

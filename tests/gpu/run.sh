@@ -51,10 +51,13 @@ step gpu_reduce_ops "$build/tests/reduce_ops_gpu_test" --gtest_brief=1
 for np in 2 3 4; do
   step "gpu_processes_np$np" "$build/tools/collie-run" -np "$np" "$build/tests/collectives_gpu_mp"
 done
-# Across 2 fake nodes: the staged path (host copies of device buffers, UCX between the nodes).
+# Across 2 fake nodes: the staged path (host copies of device buffers, UCX between the nodes), then the proxy.
 if grep -q 'COLLIE_WITH_UCX:BOOL=ON' "$build/CMakeCache.txt"; then
   step gpu_fake_nodes_2x2 env UCX_TLS=sm,self "$build/tools/collie-run" --nodes 2 -np 4 \
     "$build/tests/collectives_gpu_mp"
+  # The same through the proxy thread (kernels <-> pinned outboxes/inbox <-> UCX).
+  step gpu_fake_nodes_2x2_proxy env UCX_TLS=sm,self COLLIE_GPU_REMOTE=proxy "$build/tools/collie-run" --nodes 2 \
+    -np 4 "$build/tests/collectives_gpu_mp"
 fi
 if [ "$quick" = 0 ] && command -v compute-sanitizer >/dev/null; then
   step memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/collectives_gpu_test" \

@@ -169,4 +169,19 @@ TEST(ApiStatic, CollieAlgoIsCheckedAtInit) {
   for (collieComm_t c : comms) collieCommDestroy(c);
 }
 
+// COLLIE_GPU_REMOTE (how GPU buffers cross hosts) is checked on every init, so
+// a typo shows on the first run rather than on the first multi-host one.
+TEST(ApiStatic, CollieGpuRemoteIsCheckedAtInit) {
+  collieComm_t comms[2] = {nullptr, nullptr};
+  {
+    collie::test::ScopedEnv remote("COLLIE_GPU_REMOTE", "proxi");
+    EXPECT_EQ(collieCommInitAll(comms, 2, nullptr), collieInvalidArgument);
+    const std::string msg = collieGetLastError(nullptr);
+    EXPECT_NE(msg.find("COLLIE_GPU_REMOTE=proxi: expected staged or proxy"), std::string::npos) << msg;
+  }
+  collie::test::ScopedEnv remote("COLLIE_GPU_REMOTE", "proxy");
+  ASSERT_EQ(collieCommInitAll(comms, 2, nullptr), collieSuccess) << collieGetLastError(nullptr);
+  for (collieComm_t c : comms) collieCommDestroy(c);
+}
+
 }  // namespace

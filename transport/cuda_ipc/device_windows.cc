@@ -54,8 +54,11 @@ Status DeviceWindows::create(Bootstrap* bootstrap, const std::vector<PeerInfo>& 
       w->windows_[static_cast<size_t>(r)] = w->own_;
       continue;
     }
-    if (rec.pid == mine.pid && memcmp(peers[static_cast<size_t>(r)].hostId, peers[static_cast<size_t>(rank)].hostId,
-                                      sizeof(peers[0].hostId)) == 0) {
+    // A peer on another host (or fake node) cannot be mapped: the proxy reaches it (executor/remote_proxy.h).
+    const bool sameHost = memcmp(peers[static_cast<size_t>(r)].hostId, peers[static_cast<size_t>(rank)].hostId,
+                                 sizeof(peers[0].hostId)) == 0;
+    if (!sameHost) continue;
+    if (rec.pid == mine.pid) {
       if (rec.device != device) {
         int can = 0;
         COLLIE_RETURN_IF_ERROR(

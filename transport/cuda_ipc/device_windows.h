@@ -7,8 +7,8 @@
 //   another process (same host)      cudaIpcGetMemHandle -> bootstrap -> cudaIpcOpenMemHandle
 //
 // Two devices without P2P would need a staged copy through host memory; that
-// path is not written yet and init says so. Peers on other hosts are the UCX
-// transport's (not here).
+// path is not written yet and init says so. Peers on other hosts get no window
+// here (window(r) is null): the proxy and UCX reach them (executor/remote_proxy.h).
 #pragma once
 
 #include <cstddef>
