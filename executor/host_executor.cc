@@ -11,25 +11,13 @@
 #include <new>
 #include <string>
 
+#include "executor/host_flags.h"
 #include "executor/remote_proxy.h"
 #include "executor/step_runner.h"
 
 namespace collie {
 
 namespace {
-
-uint64_t loadAcquire(const uint8_t* p) {
-  return __atomic_load_n(reinterpret_cast<const uint64_t*>(p), __ATOMIC_ACQUIRE);
-}
-void storeRelease(uint8_t* p, uint64_t v) { __atomic_store_n(reinterpret_cast<uint64_t*>(p), v, __ATOMIC_RELEASE); }
-
-inline void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 // Waits until ready() holds. Backs off because CI runs 8 ranks on 2 cores: a
 // rank that keeps spinning holds the core its peer needs to make progress.

@@ -10,24 +10,9 @@
 #include <new>
 
 #include "core/log.h"
+#include "executor/host_flags.h"
 
 namespace collie {
-
-namespace {
-
-uint64_t loadAcquire(const uint8_t* p) {
-  return __atomic_load_n(reinterpret_cast<const uint64_t*>(p), __ATOMIC_ACQUIRE);
-}
-
-inline void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
-}  // namespace
 
 RemoteProxy::Memory RemoteProxy::hostMemory() {
   Memory m;
