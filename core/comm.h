@@ -54,7 +54,9 @@ struct collieComm {
   std::unique_ptr<collie::Bootstrap> bootstrap;
   std::vector<collie::PeerInfo> peers;
   std::unique_ptr<collie::ShmWindows> windows;
-  std::unique_ptr<collie::RemoteProxy> proxy;  // COLLIE_PROXY_HOST: forwards to `remote` (declared first: freed last)
+  // Peers on other hosts through a proxy thread (COLLIE_GPU_REMOTE=proxy, COLLIE_PROXY_HOST), which forwards to
+  // `remote`; declared before it, so freed after it (the transport writes into the proxy's inbox).
+  std::unique_ptr<collie::RemoteProxy> proxy;
   std::unique_ptr<collie::RemoteWindows> remote;         // UCX to ranks on other hosts; null when all share ours
   std::unique_ptr<collie::DeviceWindows> deviceWindows;  // CUDA backend
   std::unique_ptr<collie::Executor> executor;
