@@ -366,11 +366,14 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   const int spins = spinPolls(comm->peers, rank);
   auto host = std::make_unique<HostExecutor>(rank, layout, windows, &comm->aborted, options.timeoutSec, spins);
   const size_t staging = proxyHost ? comm->proxy->footprint() : host->setRemote(comm->remote.get());
-  // Peers that are other processes of this very machine (never faked, unlike hostId): a dead one is noticed.
+  // Peers that are other processes of this very machine (never faked, unlike hostId) and whose window we map: a
+  // dead one is noticed. Not those reached over UCX (fake nodes of this machine): a peer that finished and exited
+  // may have left messages in our transport that only our next progress calls take in, so its exit proves nothing.
   std::vector<int> pids(static_cast<size_t>(nranks), 0);
   for (int r = 0; r < nranks; ++r) {
     const PeerInfo& p = comm->peers[static_cast<size_t>(r)];
-    if (p.machine == me.machine && p.pidNamespace == me.pidNamespace && me.pidNamespace != 0 && p.pid != me.pid)
+    if (sameHost[static_cast<size_t>(r)] && p.machine == me.machine && p.pidNamespace == me.pidNamespace &&
+        me.pidNamespace != 0 && p.pid != me.pid)
       pids[static_cast<size_t>(r)] = p.pid;
   }
   host->setPeerProcesses(std::move(pids));

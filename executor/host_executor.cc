@@ -24,7 +24,8 @@ namespace {
 // Spin briefly (`spins` polls: the peer is usually a few hundred ns away; fewer
 // when ranks outnumber CPUs, core/cpu_share.h), then yield the core, then sleep
 // in growing steps up to 100 us. Bounded by timeoutSec and the abort flag;
-// once sleeping, gone() is asked every 10 ms whether the awaited peer is dead.
+// once sleeping, gone() is asked every 10 ms whether the awaited peer is dead
+// (which must mean that nothing it sent can still arrive).
 template <typename Ready, typename Gone>
 int waitFor(Ready ready, int spins, const std::atomic<bool>* abort, double timeoutSec, Gone gone) {
   for (int i = 0; i < spins; ++i) {
@@ -44,7 +45,9 @@ int waitFor(Ready ready, int spins, const std::atomic<bool>* abort, double timeo
     if (now > deadline) return collieTimeout;
     if (now - asked > std::chrono::milliseconds(10)) {
       asked = now;
-      if (gone()) return collieRemoteError;
+      // A peer may write its last flag and exit between ready() and gone(): once it is gone nothing more
+      // comes from it, so one more look decides.
+      if (gone() && !ready()) return collieRemoteError;
     }
     if (now - start < std::chrono::milliseconds(2)) {
       sched_yield();
