@@ -92,7 +92,7 @@ struct ProxyFixture {
     std::vector<uint8_t> data(bytes);
     for (uint8_t& b : data) b = static_cast<uint8_t>(rng());
     uint8_t* box = proxy->outbox(q);
-    memcpy(box + layout.slotOffset(c, me, seq), data.data(), bytes);
+    if (bytes > 0) memcpy(box + layout.slotOffset(c, me, seq), data.data(), bytes);  // data() may be null
     proxy->sliceBytes()[layout.connection(c, q) * layout.nslots + seq % layout.nslots] = bytes;
     storeRelease(box + layout.readyOffset(c, me), seq + 1);
     return data;
