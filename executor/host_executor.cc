@@ -108,8 +108,6 @@ void HostExecutor::attachProxy(RemoteProxy* proxy) {
     windows_[r] = proxy->outbox(static_cast<int>(r));
     inbound_.inboxes[r] = proxy->inbox();
   }
-  inbound_.sliceBytes = proxy->sliceBytes();
-  inbound_.lost = proxy->lost();
   inbound_.proxy = proxy;
   remote_ = Remote();  // every peer is now addressed by loads and stores
 }
@@ -178,8 +176,8 @@ class HostPrims {
         layout_(layout),
         windows_(windows),
         inbox_(inbound.inboxes.data()),
-        sliceBytes_(inbound.sliceBytes),
-        lost_(inbound.lost),
+        sliceBytes_(inbound.proxy != nullptr ? inbound.proxy->sliceBytes() : nullptr),
+        lost_(inbound.proxy != nullptr ? inbound.proxy->lost() : nullptr),
         posted_(posted),
         consumed_(consumed),
         abort_(abort),

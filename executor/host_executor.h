@@ -78,11 +78,9 @@ class HostExecutor : public Executor {
   std::vector<int> peerPids_;       // [peer]: its pid when another process of this machine, else 0
 
  public:
-  /// Where a peer's slices and flags for us land, and what the proxy needs to see (attachProxy).
+  /// Where a peer's slices and flags for us land, and the proxy (attachProxy) whose tables the primitives use.
   struct Inbound {
-    std::vector<uint8_t*> inboxes;   // [peer]: our window, or the proxy's inbox for a peer across hosts
-    uint64_t* sliceBytes = nullptr;  // the proxy's table of posted slice sizes; null without a proxy
-    const uint32_t* lost = nullptr;  // [peer]: set by the proxy when a peer is lost; null without one
+    std::vector<uint8_t*> inboxes;  // [peer]: our window, or the proxy's inbox for a peer across hosts
     const RemoteProxy* proxy = nullptr;
   };
 

@@ -70,8 +70,7 @@ void RemoteProxy::markLost(int peer) {
     failures_[static_cast<size_t>(peer)] = transport_->failure(peer);
   }
   // The consumer may be a kernel reading this word over PCIe: a plain store it will see, ordered after the text.
-  uint32_t* lost = reinterpret_cast<uint32_t*>(tables_.host + sliceBytesSize());
-  __atomic_store_n(lost + peer, 1u, __ATOMIC_RELEASE);
+  __atomic_store_n(lostHost() + peer, 1u, __ATOMIC_RELEASE);
 }
 
 void RemoteProxy::start(RemoteWindows* transport, int spins) {
@@ -94,7 +93,7 @@ void RemoteProxy::stop(double seconds) {
 
 bool RemoteProxy::pump() {
   bool moved = false;
-  const uint32_t* lost = reinterpret_cast<const uint32_t*>(tables_.host + sliceBytesSize());
+  const uint32_t* lost = lostHost();
   const uint64_t* sizes = reinterpret_cast<const uint64_t*>(tables_.host);
   for (size_t i = 0; i < peers_.size(); ++i) {
     const int q = peers_[i];
@@ -134,7 +133,7 @@ bool RemoteProxy::pump() {
 }
 
 bool RemoteProxy::drained() const {
-  const uint32_t* lost = reinterpret_cast<const uint32_t*>(tables_.host + sliceBytesSize());
+  const uint32_t* lost = lostHost();
   for (size_t i = 0; i < peers_.size(); ++i) {
     if (__atomic_load_n(lost + peers_[i], __ATOMIC_RELAXED) != 0) continue;
     const uint8_t* box = outboxes_.host + i * layout_.totalBytes();

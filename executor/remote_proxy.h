@@ -95,6 +95,8 @@ class RemoteProxy {
   size_t sliceBytesSize() const {
     return static_cast<size_t>(layout_.nchannels) * layout_.nranks * layout_.nslots * sizeof(uint64_t);
   }
+  // The lost flags at the proxy's own (host) address.
+  uint32_t* lostHost() const { return reinterpret_cast<uint32_t*>(tables_.host + sliceBytesSize()); }
   void loop(int spins);
   // One pass over every remote peer and channel; true when anything moved.
   bool pump();
