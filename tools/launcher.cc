@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -111,19 +112,42 @@ bool setNonBlocking(int fd) {
   return flags >= 0 && ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
 }
 
-// Racy by nature (another process may take the port before rank 0 binds it), but loopback ports are rarely
-// contended and it keeps the launcher free of any protocol with rank 0.
-int pickFreePort() {
+// Binds `port` on loopback (0: any) without SO_REUSEADDR, so a port held by any socket in any state fails;
+// returns the bound port, or -1.
+int tryBindLoopback(int port) {
   UniqueFd sock(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!sock.valid()) return -1;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
   if (::bind(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return -1;
   socklen_t len = sizeof(addr);
   if (::getsockname(sock.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) return -1;
   return ntohs(addr.sin_port);
+}
+
+// Racy by nature (the port is free again once we close it, until rank 0 binds it), but it keeps the launcher
+// free of any protocol with rank 0. The race is narrowed by drawing below the kernel's ephemeral range: a port
+// there is never handed to an outgoing connection (UCX lanes, other jobs' rings), only to someone asking for
+// it by number. Port 0 (the kernel's pick, inside that range) is the fallback.
+int pickFreePort() {
+  int low = 32768;
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(f, "%d", &low) != 1) low = 32768;
+    std::fclose(f);
+  }
+  constexpr int kFirst = 10000;
+  if (low > kFirst + 1000) {
+    uint32_t draw[32];
+    if (::getrandom(draw, sizeof(draw), 0) == static_cast<ssize_t>(sizeof(draw))) {
+      for (uint32_t d : draw) {
+        int port = tryBindLoopback(kFirst + static_cast<int>(d % static_cast<uint32_t>(low - kFirst)));
+        if (port > 0) return port;
+      }
+    }
+  }
+  return tryBindLoopback(0);
 }
 
 bool makeSecret(std::string* hex) {

@@ -6,6 +6,7 @@
 set -uo pipefail
 bench=$1 run=$2 mpirun=${3:-}
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../mp/free_port.sh"
 out=$(mktemp)
 trap 'rm -f "$out"*' EXIT
 args=(-b 8 -e 64K -f 32 -n 2 -w 1)
@@ -16,7 +17,7 @@ check() {  # check NAME: the table in $out is complete, checked and has the expe
 }
 "$run" -np 3 "$bench" allreduce "${args[@]}" >"$out" 2>&1
 check "under collie-run -np 3" 3
-port=$(( 20000 + RANDOM % 20000 ))
+port=$(free_port)
 for r in 0 1; do
   env -u COLLIE_RANK -u COLLIE_WORLD_SIZE SLURM_PROCID=$r SLURM_NTASKS=2 SLURM_LOCALID=$r \
     COLLIE_ROOT=127.0.0.1:$port "$bench" allreduce "${args[@]}" >"$out.$r" 2>&1 &

@@ -69,6 +69,9 @@ else
       fail "COLLIE_ROOT differs between ranks: ${roots[*]}"
     elif [[ $(wc -l <<<"$OUT") -ne $N ]]; then
       fail "expected $N output lines, got: $OUT"
+    elif read -r low _ </proc/sys/net/ipv4/ip_local_port_range && ((low > 11000 && ${roots[0]##*:} >= low)); then
+      # Outgoing connections take ports inside the ephemeral range; the launcher's must lie below it.
+      fail "COLLIE_ROOT port ${roots[0]##*:} lies in the ephemeral range (from $low)"
     else
       pass "all ranks succeed with rank, size, root and shared secret"
     fi

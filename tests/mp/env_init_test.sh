@@ -3,9 +3,10 @@
 # name ("localhost"), no COLLIE_SECRET (derived), and a single rank with no
 # launcher at all. $1 = collie-run, $2 = collectives_mp.
 set -euo pipefail
+source "$(dirname "$0")/free_port.sh"
 run=$1 prog=$2
 err=$(mktemp)
-port=$(( 20000 + RANDOM % 20000 ))
+port=$(free_port)
 env -u COLLIE_SECRET "$run" -np 3 -x COLLIE_ROOT=localhost:$port -- env -u COLLIE_SECRET "$prog" --quick
 echo "PASS: COLLIE_ROOT by host name, derived secret"
 env -u COLLIE_RANK -u COLLIE_WORLD_SIZE -u COLLIE_ROOT COLLIE_RANK=0 COLLIE_WORLD_SIZE=1 "$prog" --quick
@@ -36,14 +37,14 @@ echo "PASS: COLLIE_DEBUG_FILE per process with INFO lines"
 
 # Slurm's and OpenMPI's variables, set by hand as srun / mpirun would: two
 # processes started in the background, rank and size from SLURM_PROCID/NTASKS.
-port=$(( 20000 + RANDOM % 20000 ))
+port=$(free_port)
 for r in 0 1; do
   env -u COLLIE_RANK -u COLLIE_WORLD_SIZE SLURM_PROCID=$r SLURM_NTASKS=2 COLLIE_ROOT=127.0.0.1:$port \
     "$prog" --quick >/dev/null &
 done
 wait -n && wait -n || { echo "FAIL: Slurm environment init"; exit 1; }
 echo "PASS: Slurm environment init"
-port=$(( 20000 + RANDOM % 20000 ))
+port=$(free_port)
 for r in 0 1 2; do
   env -u COLLIE_RANK -u COLLIE_WORLD_SIZE OMPI_COMM_WORLD_RANK=$r OMPI_COMM_WORLD_SIZE=3 \
     COLLIE_ROOT=127.0.0.1:$port "$prog" --quick >/dev/null &
@@ -53,7 +54,7 @@ echo "PASS: OpenMPI environment init"
 
 # COLLIE_CHECK set on one rank only: the checking rank would wait for a comparison its peer never
 # sends, so init refuses it on both ranks, naming the setting.
-port=$(( 20000 + RANDOM % 20000 ))
+port=$(free_port)
 logs=$(mktemp -d)
 for r in 0 1; do
   env -u COLLIE_RANK -u COLLIE_WORLD_SIZE COLLIE_RANK=$r COLLIE_WORLD_SIZE=2 COLLIE_ROOT=127.0.0.1:$port \

@@ -10,7 +10,9 @@ ranks_cleanup() {
   rm -rf "$ranks_out"
 }
 trap ranks_cleanup EXIT
-export COLLIE_ROOT=127.0.0.1:$((20000 + RANDOM % 20000)) COLLIE_WORLD_SIZE=$1
+source "$(dirname "${BASH_SOURCE[0]}")/free_port.sh"
+ranks_port=$(free_port) || exit 1
+export COLLIE_ROOT=127.0.0.1:$ranks_port COLLIE_WORLD_SIZE=$1
 export COLLIE_SECRET=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 # Rank R runs CMD in the background; its output goes to $ranks_out/R, its pid to pids[R].
 start_rank() {

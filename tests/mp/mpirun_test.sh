@@ -4,9 +4,10 @@
 # arguments go to mpirun (e.g. -x COLLIE_FAKE_NODES=2 -x UCX_TLS=sm,self to cut
 # the job into fake nodes that talk over UCX).
 set -euo pipefail
+source "$(dirname "$0")/free_port.sh"
 mpirun=$1 prog=$2
 shift 2
-port=$(( 20000 + RANDOM % 20000 ))
+port=$(free_port)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 "$mpirun" --oversubscribe -np 4 --mca btl self,tcp -x COLLIE_ROOT=127.0.0.1:$port \
   -x COLLIE_SECRET=00112233445566778899aabbccddeeff "$@" "$prog" --quick
