@@ -19,6 +19,7 @@
 #include "core/errors.h"
 #include "core/hash.h"
 #include "core/log.h"
+#include "executor/emulated_executor.h"
 #include "executor/host_executor.h"
 #include "executor/remote_proxy.h"
 #include "executor/remote_window.h"
@@ -212,6 +213,44 @@ Status resolveConfig(const collieConfig_t* config, InitOptions* out) {
 
 // The window geometry every rank derives from the same environment; checked
 // against each peer's header at init, so a mismatch is an error, not garbage.
+Status readLLSlotBytes(uint32_t* out) {
+  bool bad = false;
+  const int64_t llSlot = env::getInt("COLLIE_LL_SLOT_BYTES", 16 << 10, &bad);
+  if (bad || llSlot < 1024 || llSlot > (96 << 10))
+    return Status::error(collieInvalidArgument, "COLLIE_LL_SLOT_BYTES must be 1024..98304");
+  *out = static_cast<uint32_t>(llSlot) & ~uint32_t{15};
+  return Status();
+}
+
+Status readProtocol(bool spansHosts, uint64_t* llMaxBytes) {
+  // LL for calls up to 64 KiB (auto), never (simple) or as far as the LL slots
+  // allow (ll); all ranks must agree, like COLLIE_ALGO.
+  const std::string proto = env::get("COLLIE_PROTO").value_or("auto");
+  if (proto == "auto") {
+    *llMaxBytes = 64 << 10;
+  } else if (proto == "ll") {
+    *llMaxBytes = UINT64_MAX;
+  } else if (proto == "simple") {
+    *llMaxBytes = 0;
+  } else {
+    return Status::error(collieInvalidArgument, "COLLIE_PROTO=%s: expected simple, ll or auto", proto.c_str());
+  }
+  // Across hosts the proxy forwards Simple slices only: an LL slice carries no byte count it could read.
+  if (spansHosts) *llMaxBytes = 0;
+  return Status();
+}
+
+// COLLIE_EMULATE_KERNELS=N (a test mode): host threads per emulated block; 0 when off.
+static Status emulatedThreads(int* out) {
+  bool bad = false;
+  const int64_t n = env::getInt("COLLIE_EMULATE_KERNELS", 0, &bad);
+  if (bad || n < 0 || n > 64)
+    return Status::error(collieInvalidArgument,
+                         "COLLIE_EMULATE_KERNELS must be 0..64 (host threads per emulated block; 0: off)");
+  *out = static_cast<int>(n);
+  return Status();
+}
+
 static Status windowLayout(int nranks, WindowLayout* layout) {
   bool bad = false;
   const int64_t slots = env::getInt("COLLIE_SLOTS", 4, &bad);
@@ -232,6 +271,10 @@ static Status windowLayout(int nranks, WindowLayout* layout) {
   layout->nranks = static_cast<uint32_t>(nranks);
   layout->nslots = static_cast<uint32_t>(slots);
   layout->slotBytes = static_cast<uint64_t>(std::min(slotBytes, fit)) & ~uint64_t{15};
+  int emulated = 0;
+  COLLIE_RETURN_IF_ERROR(emulatedThreads(&emulated));
+  // The emulated kernels run the LL protocol too: its slots follow the Simple ones, as in a device window.
+  if (emulated > 0) COLLIE_RETURN_IF_ERROR(readLLSlotBytes(&layout->llSlotBytes));
   return Status();
 }
 
@@ -353,8 +396,12 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   // COLLIE_PROXY_HOST (a test mode): the host executor reaches other hosts the
   // way the GPU kernels would, through a proxy thread (executor/remote_proxy.h).
   bool badProxy = false;
+  int emulated = 0;  // COLLIE_EMULATE_KERNELS (a test mode): the kernels' code on host threads
+  COLLIE_RETURN_IF_ERROR(emulatedThreads(&emulated));
+  if (comm->backend == collieBackendCuda) emulated = 0;
+  // The emulated kernels, like the real ones, reach other hosts only through the proxy.
   const bool proxyHost = farPeer >= 0 && comm->backend != collieBackendCuda &&
-                         env::getInt("COLLIE_PROXY_HOST", 0, &badProxy) != 0 && !badProxy;
+                         ((env::getInt("COLLIE_PROXY_HOST", 0, &badProxy) != 0 && !badProxy) || emulated > 0);
   if (proxyHost)
     COLLIE_RETURN_IF_ERROR(RemoteProxy::create(rank, layout, otherHost, RemoteProxy::hostMemory(), &comm->proxy));
   if (farPeer >= 0)
@@ -384,7 +431,7 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
                                       : comm->bootstrap->barrier());
   COLLIE_RETURN_IF_ERROR(host->checkPeers(headers.data()));
   if (proxyHost) {
-    host->attachProxy(comm->proxy.get());
+    if (emulated == 0) host->attachProxy(comm->proxy.get());
     comm->proxy->start(comm->remote.get(), spins);
   }
   bool badStage = false;
@@ -398,6 +445,12 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
         "rank %d: UCX %s CUDA memory; device buffers go through pinned host staging either way "
         "(COLLIE_GPU_REMOTE=proxy: through the proxy thread instead)",
         rank, comm->remote && comm->remote->cudaMemory() ? "can move" : "cannot move");
+  } else if (emulated > 0) {
+    // The host executor above only wrote and checked the window headers.
+    COLLIE_RETURN_IF_ERROR(readProtocol(farPeer >= 0, &comm->llMaxBytes));
+    auto e = std::make_unique<EmulatedExecutor>(rank, layout, windows, options.timeoutSec, emulated);
+    if (proxyHost) e->attachProxy(*comm->proxy);
+    comm->executor = std::move(e);
   } else if (stageHost) {
     comm->executor = std::make_unique<StagedExecutor>(std::move(host), hostMover());
   } else {
@@ -413,9 +466,10 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
       "bytes for UCX (proxy: inbox, outboxes, tables)",
       rank, nranks, ms,
       comm->backend == collieBackendCuda ? "executor over staged copies of device buffers (ranks span hosts)"
-      : proxyHost                        ? "executor through the proxy thread (COLLIE_PROXY_HOST)"
-      : stageHost                        ? "executor over staged copies (COLLIE_STAGE_HOST)"
-                                         : "backend",
+      : emulated > 0 ? "backend running the CUDA kernels' code on host threads (COLLIE_EMULATE_KERNELS)"
+      : proxyHost    ? "executor through the proxy thread (COLLIE_PROXY_HOST)"
+      : stageHost    ? "executor over staged copies (COLLIE_STAGE_HOST)"
+                     : "backend",
       static_cast<size_t>(layout.totalBytes()), layout.nslots, static_cast<unsigned long long>(layout.slotBytes),
       staging);
   *out = comm.release();

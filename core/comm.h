@@ -116,6 +116,10 @@ struct InitOptions {
 /// Merges a caller's config (may be NULL) with COLLIE_DEVICE / COLLIE_TIMEOUT /
 /// COLLIE_INIT_TIMEOUT / COLLIE_ALGO.
 Status resolveConfig(const collieConfig_t* config, InitOptions* out);
+/// COLLIE_LL_SLOT_BYTES, checked: bytes of one LL slot (a multiple of 16).
+Status readLLSlotBytes(uint32_t* out);
+/// COLLIE_PROTO, checked: calls up to *llMaxBytes take the LL protocol (0 across hosts).
+Status readProtocol(bool spansHosts, uint64_t* llMaxBytes);
 
 /// The CUDA half of commInit (core/comm_cuda.cc): device windows, the CUDA
 /// executor, the barrier byte; for peers on other hosts (otherHost[r]) the

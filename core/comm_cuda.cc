@@ -62,11 +62,7 @@ Status deviceLayout(const collieComm* comm, WindowLayout* layout) {
   layout->nslots = static_cast<uint32_t>(slots);
   layout->nchannels = static_cast<uint32_t>(channels);
   layout->slotBytes = static_cast<uint64_t>(std::min(slotBytes, fit)) & ~uint64_t{15};
-  const int64_t llSlot = env::getInt("COLLIE_LL_SLOT_BYTES", 16 << 10, &bad);
-  if (bad || llSlot < 1024 || llSlot > (96 << 10))
-    return Status::error(collieInvalidArgument, "COLLIE_LL_SLOT_BYTES must be 1024..98304");
-  layout->llSlotBytes = static_cast<uint32_t>(llSlot) & ~uint32_t{15};
-  return Status();
+  return readLLSlotBytes(&layout->llSlotBytes);
 }
 
 }  // namespace
@@ -74,21 +70,8 @@ Status deviceLayout(const collieComm* comm, WindowLayout* layout) {
 Status setupCudaBackend(collieComm* comm, const InitOptions& options, const std::vector<bool>& otherHost, int spins) {
   WindowLayout layout;
   COLLIE_RETURN_IF_ERROR(deviceLayout(comm, &layout));
-  // The protocol: LL for calls up to 64 KiB (auto), never (simple) or as far
-  // as the LL slots allow (ll); all ranks must agree, like COLLIE_ALGO.
-  const std::string proto = env::get("COLLIE_PROTO").value_or("auto");
-  if (proto == "auto") {
-    comm->llMaxBytes = 64 << 10;
-  } else if (proto == "ll") {
-    comm->llMaxBytes = UINT64_MAX;
-  } else if (proto == "simple") {
-    comm->llMaxBytes = 0;
-  } else {
-    return Status::error(collieInvalidArgument, "COLLIE_PROTO=%s: expected simple, ll or auto", proto.c_str());
-  }
   const bool spans = std::find(otherHost.begin(), otherHost.end(), true) != otherHost.end();
-  // Across hosts the proxy forwards Simple slices only: an LL slice carries no byte count it could read.
-  if (spans) comm->llMaxBytes = 0;
+  COLLIE_RETURN_IF_ERROR(readProtocol(spans, &comm->llMaxBytes));
   COLLIE_RETURN_IF_ERROR(DeviceWindows::create(comm->bootstrap.get(), comm->peers, comm->cudaDevice,
                                                layout.totalBytes(), &comm->deviceWindows));
   std::unique_ptr<CudaExecutor> exec;

@@ -34,7 +34,9 @@ const std::vector<VarInfo>& knownVars() {
       {"COLLIE_SLOT_BYTES", "bytes per receive slot of a host window (default 262144)"},
       {"COLLIE_SLOTS", "receive slots per peer of a host window (default 4)"},
       {"COLLIE_WINDOW_BYTES", "bound on the slot bytes of one rank's host window (default 16 MiB)"},
-      {"COLLIE_PROTO", "CUDA backend: simple, ll (8-byte data+flag lines) or auto (default: ll up to 64 KiB)"},
+      {"COLLIE_PROTO",
+       "CUDA backend and COLLIE_EMULATE_KERNELS: simple, ll (8-byte data+flag lines) or auto (default: ll up to 64 "
+       "KiB)"},
       {"COLLIE_LL_SLOT_BYTES", "CUDA backend: bytes of one LL slot (default 16384; half carries data)"},
       {"COLLIE_DEVICE_WINDOW_BYTES", "bound on the slot bytes of one rank's device window (default 32 MiB)"},
       {"COLLIE_CHANNELS",
@@ -52,6 +54,9 @@ const std::vector<VarInfo>& knownVars() {
       {"COLLIE_PROXY_HOST",
        "test feature: a host communicator reaches peers on other hosts through the proxy thread the GPU's kernels "
        "would use (executor/remote_proxy.h)"},
+      {"COLLIE_EMULATE_KERNELS",
+       "test feature: N > 0 makes a host communicator run the CUDA kernels' own code on the CPU, N threads per "
+       "block (kernels/emulator.h)"},
       {"COLLIE_ALGO", "algorithm per collective, overriding the tuner: allreduce:ring;broadcast:binomial"},
       {"COLLIE_CHECK", "1: ranks compare each collective's call, type, op, count and root first (debugging)"},
       {"COLLIE_TEST_SEED", "seed of the random inputs of Collie's own tests (read by the tests, not the library)"},

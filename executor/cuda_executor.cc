@@ -7,6 +7,7 @@
 #include "core/cuda_check.h"
 #include "core/hash.h"
 #include "core/log.h"
+#include "executor/launch_plan.h"
 #include "executor/remote_proxy.h"
 #include "transport/cuda_ipc/device_windows.h"
 
@@ -150,7 +151,7 @@ Status CudaExecutor::checkPeers(const WindowHeader* gathered) const {
   return Status();
 }
 
-Status CudaExecutor::programOnDevice(const Program& program, const Step** out) {
+Status CudaExecutor::program(const Program& program, const Step** out) {
   // Programs too long to travel in the launch parameters (many ranks, or
   // all-to-all-v) are uploaded once and found again by their bytes: a
   // program's steps never change, and the cache keeps capture-safe addresses.
@@ -187,7 +188,7 @@ Status CudaExecutor::programOnDevice(const Program& program, const Step** out) {
   return Status();
 }
 
-Status CudaExecutor::scratchFor(size_t bytes, void** out) {
+Status CudaExecutor::scratch(size_t bytes, void** out) {
   if (bytes > scratchBytes_) {
     // Grown, never shrunk or freed early: launches still queued may use the
     // old buffer, so it lives until the communicator does.
@@ -205,67 +206,11 @@ Status CudaExecutor::scratchFor(size_t bytes, void** out) {
 Status CudaExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& args) {
   std::lock_guard<std::mutex> lock(mu_);
   COLLIE_RETURN_IF_ERROR(asyncStatus());
-  if (work.empty()) return Status();
   DeviceGuard guard(device_);
-  const size_t es = typeSize(args.type);
   KernelArgs a;
-  // The distinct programs (at most kMaxPrograms), inline while they fit.
-  const Program* programs[kMaxPrograms] = {nullptr, nullptr};
-  int nprograms = 0, inlineUsed = 0;
-  uint64_t scratchCount = 0, totalSteps = 0;
-  for (size_t c = 0; c < static_cast<size_t>(kMaxChannels); ++c) {
-    a.channelProgram[c] = -1;
-    a.channelOffset[c] = 0;
-  }
-  for (size_t c = 0; c < work.size(); ++c) {
-    const Program* p = work[c].program;
-    int index = 0;
-    while (index < nprograms && programs[index] != p) ++index;
-    if (index == nprograms) {
-      if (nprograms == kMaxPrograms)
-        return Status::error(collieInternalError, "a launch carries more than %d distinct programs", kMaxPrograms);
-      programs[nprograms++] = p;
-      scratchCount = std::max(scratchCount, p->scratchCount);
-      totalSteps += p->steps.size();
-    }
-    a.channelProgram[c] = static_cast<int8_t>(index);
-    a.channelOffset[c] = work[c].offset;
-  }
-  if (totalSteps == 0) return Status();
-  for (int p = 0; p < nprograms; ++p) {
-    const std::vector<Step>& steps = programs[p]->steps;
-    a.nsteps[p] = static_cast<int>(steps.size());
-    if (inlineUsed + steps.size() <= static_cast<size_t>(kInlineSteps)) {
-      memcpy(a.inlineSteps + inlineUsed, steps.data(), steps.size() * sizeof(Step));
-      a.inlineAt[p] = inlineUsed;
-      inlineUsed += static_cast<int>(steps.size());
-    } else {
-      COLLIE_RETURN_IF_ERROR(programOnDevice(*programs[p], &a.steps[p]));
-    }
-  }
-  if (args.splitSteps) {
-    // One program on every channel, each moving its part of each step.
-    for (size_t c = 0; c < layout_.nchannels; ++c) a.channelProgram[c] = 0;
-    a.splitSteps = 1;
-  }
-  // Channels run at once, so each has scratch of its own.
-  a.scratchPerChannel = (scratchCount * es + 255) & ~size_t{255};
-  if (a.scratchPerChannel > 0) COLLIE_RETURN_IF_ERROR(scratchFor(a.scratchPerChannel * layout_.nchannels, &a.bufs[2]));
-  a.rank = rank_;
-  a.divisor = args.divisor;
-  a.seq = args.seq;
-  a.lowLatency = args.lowLatency && layout_.llSlotBytes > 0 && lost_ == nullptr ? 1 : 0;
-  a.bufs[0] = const_cast<void*>(args.input);
-  a.bufs[1] = args.output;
-  a.windows = deviceWindows_;
-  a.inboxes = deviceWindows_ + windows_.size();
-  a.sliceBytes = sliceBytes_;
-  a.lost = lost_;
-  a.counters = counters_;
-  a.failed = failed_;
-  a.status = statusDevice_;
-  a.layout = layout_;
-  a.timeoutNs = static_cast<uint64_t>(timeoutSec_ * 1e9);
+  bool empty = true;
+  COLLIE_RETURN_IF_ERROR(planLaunch(work, args, tables(), this, &a, &empty));
+  if (empty) return Status();
 
   cudaStream_t stream = static_cast<cudaStream_t>(args.stream);
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
@@ -297,12 +242,22 @@ void CudaExecutor::abort() {
 }
 
 Status CudaExecutor::asyncStatus() const {
-  if (status_ == nullptr || status_->code == 0) return Status();
-  const collieResult_t code = static_cast<collieResult_t>(status_->code);
-  return Status::error(code, "rank %d waiting on rank %d at step %d (channel %d) of collective #%llu %s", rank_,
-                       static_cast<int>(status_->peer), static_cast<int>(status_->step),
-                       static_cast<int>(status_->channel), static_cast<unsigned long long>(status_->seq),
-                       code == collieTimeout ? "timed out on the GPU" : "was aborted");
+  return status_ == nullptr ? Status() : launchFailure(*status_, rank_, "on the GPU");
+}
+
+LaunchTables CudaExecutor::tables() const {
+  LaunchTables t;
+  t.rank = rank_;
+  t.layout = layout_;
+  t.windows = deviceWindows_;
+  t.inboxes = deviceWindows_ + windows_.size();
+  t.sliceBytes = sliceBytes_;
+  t.lost = lost_;
+  t.counters = counters_;
+  t.failed = failed_;
+  t.status = statusDevice_;
+  t.timeoutSec = timeoutSec_;
+  return t;
 }
 
 Status CudaExecutor::synchronize() {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "executor/executor.h"
+#include "executor/launch_plan.h"
 #include "executor/protocol.h"
 #include "kernels/launch.h"
 
@@ -24,7 +25,7 @@ namespace collie {
 class DeviceWindows;
 class RemoteProxy;
 
-class CudaExecutor : public Executor {
+class CudaExecutor : public Executor, private LaunchStorage {
  public:
   /// `windows` must outlive the executor; `device` is the communicator's GPU.
   static Status create(int rank, int device, const WindowLayout& layout, const DeviceWindows& windows,
@@ -63,8 +64,10 @@ class CudaExecutor : public Executor {
 
  private:
   CudaExecutor() = default;
-  Status programOnDevice(const Program& program, const Step** out);
-  Status scratchFor(size_t bytes, void** out);
+  // LaunchStorage: long programs uploaded once and kept by content; scratch grown, never shrunk.
+  Status program(const Program& program, const Step** out) override;
+  Status scratch(size_t bytes, void** out) override;
+  LaunchTables tables() const;
   Status uploadWindowTable();
 
   int rank_ = 0;
@@ -84,7 +87,7 @@ class CudaExecutor : public Executor {
   void* lastDone_ = nullptr;  // cudaEvent_t recorded after the last launch
   bool launched_ = false;
   void* uploadStream_ = nullptr;  // cudaStream_t for uploads outside the caller's stream
-  // Long programs, uploaded once and kept by content (see programOnDevice).
+  // Long programs, uploaded once and kept by content (see program()).
   struct UploadedProgram {
     Step* device = nullptr;
     std::vector<Step> host;

@@ -242,6 +242,7 @@ class HostPrims {
     if (n > 0) memcpy(dst1, src, n * sizeof(T));  // as in copyElements: no null pointer to memcpy
     copyElements(dst2, src, n, divisor);
   }
+  void localDone() const {}  // one thread: nothing to order
 
  private:
   bool isRemote(int peer) const { return windows_[static_cast<size_t>(peer)] == nullptr; }

@@ -15,6 +15,8 @@
 //   void copy(dst, src, n, divisor)     dst = src (/ divisor); dst may equal src
 //   void reduce(dst, a, b, n, divisor)  dst = a (op) b (/ divisor); dst may equal b
 //   void copy2(dst1, dst2, src, n, divisor)   dst1 = src, dst2 = src (/ divisor)
+//   void localDone()                    after a local step: its writes are seen by every thread
+//                                       of the block before the next step reads them
 //
 // Every thread of a device block calls each primitive with the same arguments
 // (control flow here is uniform), so the device primitives can put barriers
@@ -51,12 +53,18 @@ COLLIE_HD StepFailure runSteps(P& p, const Step* steps, int nsteps, T* const* bu
     T* const src = bufs[static_cast<int>(s.src.buffer)] + s.src.offset + part.offset;
     T* const dst = bufs[static_cast<int>(s.dst.buffer)] + s.dst.offset;
     const int from = s.recvPeer, to = s.sendPeer;
+    // A local step has no flag wait or post after it, whose barriers would order its writes before the next
+    // step's reads. Without one, a thread of the next step could read an element another thread has not
+    // written yet: the two steps split elements among threads differently whenever their operands' alignment
+    // differs (16-byte vectors or single elements). The CPU emulation of the kernels found this in oneshot.
     if (s.op == StepOp::kCopy) {
       p.copy(dst + part.offset, src, part.count, div);
+      p.localDone();
       continue;
     }
     if (s.op == StepOp::kReduce) {
       p.reduce(dst + part.offset, src, dst + part.offset, part.count, div);
+      p.localDone();
       continue;
     }
     fail.step = si;

@@ -6,29 +6,14 @@
 // processes.
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <cstdint>
 
 #include "executor/protocol.h"
 #include "executor/reduce_ops.h"
+#include "kernels/device_ops.cuh"
 #include "kernels/launch.h"
 
 namespace collie {
-
-__device__ __forceinline__ uint64_t loadAcquireSys(const uint8_t* p) {
-  uint64_t v;
-  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void storeReleaseSys(uint8_t* p, uint64_t v) {
-  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ uint64_t globalTimerNs() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 /// Element-wise moves by all threads of a block, with 16-byte vectors where
 /// every pointer allows it (the common case: slots and cudaMalloc buffers are
@@ -51,17 +36,17 @@ struct BlockMoves {
     uint64_t i0 = 0;
     if (aligned(dst, src, src)) {
       const uint64_t packs = n / kPack;
-      for (uint64_t i = threadIdx.x; i < packs; i += blockDim.x) {
+      for (uint64_t i = dev::tid(); i < packs; i += dev::nthreads()) {
         Pack p = reinterpret_cast<const Pack*>(src)[i];
         if (divisor > 0) {
-#pragma unroll
+          COLLIE_UNROLL
           for (int k = 0; k < kPack; ++k) p.v[k] = divideBy(p.v[k], divisor);
         }
         reinterpret_cast<Pack*>(dst)[i] = p;
       }
       i0 = packs * kPack;
     }
-    for (uint64_t i = i0 + threadIdx.x; i < n; i += blockDim.x)
+    for (uint64_t i = i0 + dev::tid(); i < n; i += dev::nthreads())
       dst[i] = divisor > 0 ? divideBy(src[i], divisor) : src[i];
   }
 
@@ -70,10 +55,10 @@ struct BlockMoves {
     uint64_t i0 = 0;
     if (aligned(dst, a, b)) {
       const uint64_t packs = n / kPack;
-      for (uint64_t i = threadIdx.x; i < packs; i += blockDim.x) {
+      for (uint64_t i = dev::tid(); i < packs; i += dev::nthreads()) {
         const Pack x = reinterpret_cast<const Pack*>(a)[i];
         Pack y = reinterpret_cast<const Pack*>(b)[i];
-#pragma unroll
+        COLLIE_UNROLL
         for (int k = 0; k < kPack; ++k) {
           const T r = applyOp<Op>(x.v[k], y.v[k]);
           y.v[k] = divisor > 0 ? divideBy(r, divisor) : r;
@@ -82,7 +67,7 @@ struct BlockMoves {
       }
       i0 = packs * kPack;
     }
-    for (uint64_t i = i0 + threadIdx.x; i < n; i += blockDim.x) {
+    for (uint64_t i = i0 + dev::tid(); i < n; i += dev::nthreads()) {
       const T r = applyOp<Op>(a[i], b[i]);
       dst[i] = divisor > 0 ? divideBy(r, divisor) : r;
     }
@@ -97,8 +82,8 @@ class DevicePrims {
   __device__ DevicePrims(const KernelArgs& a, int channel, uint64_t* counters, int* shared)
       : a_(a), channel_(channel), posted_(counters), consumed_(counters + a.layout.nranks), shared_(shared) {}
 
-  __device__ bool arrived(int p) { return share(threadIdx.x == 0 && pollArrived(p)); }
-  __device__ bool room(int q) { return share(threadIdx.x == 0 && pollRoom(q)); }
+  __device__ bool arrived(int p) { return share(dev::tid() == 0 && pollArrived(p)); }
+  __device__ bool room(int q) { return share(dev::tid() == 0 && pollRoom(q)); }
   __device__ int waitArrived(int p) { return wait(false, 0, true, p); }
   __device__ int waitRoom(int q) { return wait(true, q, false, 0); }
   __device__ int waitEither(bool sending, int q, bool receiving, int p) { return wait(sending, q, receiving, p); }
@@ -111,23 +96,24 @@ class DevicePrims {
   }
   // The block's reads of the slot are done before thread 0 hands it back.
   __device__ void release(int p) {
-    __syncthreads();
-    if (threadIdx.x == 0) storeReleaseSys(a_.windows[p] + a_.layout.creditOffset(channel_, a_.rank), ++consumed_[p]);
-    __syncthreads();
+    dev::sync();
+    if (dev::tid() == 0)
+      dev::storeReleaseSys(a_.windows[p] + a_.layout.creditOffset(channel_, a_.rank), ++consumed_[p]);
+    dev::sync();
   }
   // The block's writes into the slot are done, and visible system-wide,
   // before thread 0 publishes the slice.
   __device__ void post(int q, uint64_t n) {
-    __syncthreads();
-    if (threadIdx.x == 0) {
+    dev::sync();
+    if (dev::tid() == 0) {
       // A proxy (peer on another host) sends only the bytes recorded here; null when there is none.
       if (a_.sliceBytes != nullptr)
         a_.sliceBytes[a_.layout.connection(channel_, q) * a_.layout.nslots + posted_[q] % a_.layout.nslots] =
             n * sizeof(T);
-      __threadfence_system();
-      storeReleaseSys(a_.windows[q] + a_.layout.readyOffset(channel_, a_.rank), ++posted_[q]);
+      dev::fenceSystem();
+      dev::storeReleaseSys(a_.windows[q] + a_.layout.readyOffset(channel_, a_.rank), ++posted_[q]);
     }
-    __syncthreads();
+    dev::sync();
   }
 
   /// Waits until every slice this block posted has been consumed (credited).
@@ -136,16 +122,15 @@ class DevicePrims {
   /// the peers. 0, or collieTimeout / collieRemoteError; `*peer` names the late one.
   __device__ int drain(int* peer) {
     int rc = 0;
-    if (threadIdx.x == 0) {
+    if (dev::tid() == 0) {
       for (int q = 0; q < static_cast<int>(a_.layout.nranks) && rc == 0; ++q) {
         const uint8_t* credit = a_.inboxes[q] + a_.layout.creditOffset(channel_, q);
-        if (loadAcquireSys(credit) >= posted_[q]) continue;
-        const uint64_t deadline = globalTimerNs() + a_.timeoutNs;
-        for (uint32_t i = 0; loadAcquireSys(credit) < posted_[q]; ++i) {
+        if (dev::loadAcquireSys(credit) >= posted_[q]) continue;
+        const uint64_t deadline = dev::globalTimerNs() + a_.timeoutNs;
+        for (uint32_t i = 0; dev::loadAcquireSys(credit) < posted_[q]; ++i) {
           if ((i & 1023) != 1023) continue;
-          if (a_.status->abort != 0 || *reinterpret_cast<volatile uint32_t*>(a_.failed) != 0 || lost(q))
-            rc = collieRemoteError;
-          if (globalTimerNs() > deadline) rc = collieTimeout;
+          if (dev::loadFlag(&a_.status->abort) != 0 || dev::loadFlag(a_.failed) != 0 || lost(q)) rc = collieRemoteError;
+          if (dev::globalTimerNs() > deadline) rc = collieTimeout;
           if (rc != 0) {
             *peer = q;
             break;
@@ -164,41 +149,41 @@ class DevicePrims {
     BlockMoves<T, Op>::copy(dst1, src, n, 0);
     BlockMoves<T, Op>::copy(dst2, src, n, divisor);
   }
+  __device__ void localDone() { dev::sync(); }
 
  private:
   __device__ bool pollArrived(int p) const {
-    return sliceReady(consumed_[p], loadAcquireSys(a_.inboxes[p] + a_.layout.readyOffset(channel_, p)));
+    return sliceReady(consumed_[p], dev::loadAcquireSys(a_.inboxes[p] + a_.layout.readyOffset(channel_, p)));
   }
   __device__ bool pollRoom(int q) const {
-    return slotFree(posted_[q], loadAcquireSys(a_.inboxes[q] + a_.layout.creditOffset(channel_, q)), a_.layout.nslots);
+    return slotFree(posted_[q], dev::loadAcquireSys(a_.inboxes[q] + a_.layout.creditOffset(channel_, q)),
+                    a_.layout.nslots);
   }
   // The proxy lost this peer (another host): waits on it give up, others go on.
-  __device__ bool lost(int peer) const {
-    return a_.lost != nullptr && *reinterpret_cast<const volatile uint32_t*>(a_.lost + peer) != 0;
-  }
+  __device__ bool lost(int peer) const { return a_.lost != nullptr && dev::loadFlag(a_.lost + peer) != 0; }
   // Thread 0's value, seen by every thread of the block.
   __device__ int share(int v) {
-    if (threadIdx.x == 0) *shared_ = v;
-    __syncthreads();
+    if (dev::tid() == 0) *shared_ = v;
+    dev::sync();
     const int out = *shared_;
-    __syncthreads();
+    dev::sync();
     return out;
   }
   // Thread 0 spins until a direction can progress, the deadline passes, the
   // host aborts, or another block of this rank has failed.
   __device__ int wait(bool sending, int q, bool receiving, int p) {
     int rc = 0;
-    if (threadIdx.x == 0) {
-      const uint64_t deadline = globalTimerNs() + a_.timeoutNs;
+    if (dev::tid() == 0) {
+      const uint64_t deadline = dev::globalTimerNs() + a_.timeoutNs;
       for (uint32_t i = 0;; ++i) {
         if ((sending && pollRoom(q)) || (receiving && pollArrived(p))) break;
         if ((i & 1023) == 1023) {
-          if (a_.status->abort != 0 || *reinterpret_cast<volatile uint32_t*>(a_.failed) != 0 || (sending && lost(q)) ||
+          if (dev::loadFlag(&a_.status->abort) != 0 || dev::loadFlag(a_.failed) != 0 || (sending && lost(q)) ||
               (receiving && lost(p))) {
             rc = collieRemoteError;
             break;
           }
-          if (globalTimerNs() > deadline) {
+          if (dev::globalTimerNs() > deadline) {
             rc = collieTimeout;
             break;
           }

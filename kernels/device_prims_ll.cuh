@@ -8,22 +8,11 @@
 // an LL slice has no byte count the proxy could read, so the CUDA executor turns LL off.
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <cstdint>
 
 #include "kernels/device_prims.cuh"
 
 namespace collie {
-
-__device__ __forceinline__ uint64_t loadVolatile64(const uint8_t* p) {
-  uint64_t v;
-  asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void storeVolatile64(uint8_t* p, uint64_t v) {
-  asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
 
 template <typename T, ReduceOp Op>
 class DevicePrimsLL {
@@ -43,11 +32,11 @@ class DevicePrimsLL {
   __device__ uint64_t perSlice() const { return llPayloadBytes(a_.layout.llSlotBytes) / sizeof(T); }
 
   __device__ bool arrived(int p) {
-    const bool ok = share(threadIdx.x == 0 && headerFlag(p) == llFlag(consumed_[p]));
+    const bool ok = share(dev::tid() == 0 && headerFlag(p) == llFlag(consumed_[p]));
     if (ok) unpack(p);
     return ok;
   }
-  __device__ bool room(int q) { return share(threadIdx.x == 0 && pollRoom(q)); }
+  __device__ bool room(int q) { return share(dev::tid() == 0 && pollRoom(q)); }
   __device__ int waitArrived(int p) {
     const int rc = wait(false, 0, true, p);
     if (rc == 0) unpack(p);
@@ -63,31 +52,32 @@ class DevicePrimsLL {
   __device__ T* outSlot(int) const { return reinterpret_cast<T*>(out_); }
 
   __device__ void release(int p) {
-    __syncthreads();
-    if (threadIdx.x == 0) storeReleaseSys(a_.windows[p] + a_.layout.creditOffset(channel_, a_.rank), ++consumed_[p]);
-    __syncthreads();
+    dev::sync();
+    if (dev::tid() == 0)
+      dev::storeReleaseSys(a_.windows[p] + a_.layout.creditOffset(channel_, a_.rank), ++consumed_[p]);
+    dev::sync();
   }
   // Writes the staged slice as lines into the peer's LL slot. Each line is
   // self-validating, so no fence; the ready counter still advances so that a
   // later Simple launch finds the counters where it expects them.
   __device__ void post(int q, uint64_t n) {
-    __syncthreads();
+    dev::sync();
     const uint64_t bytes = n * sizeof(T), words = (bytes + 3) / 4;
     const uint64_t flag = static_cast<uint64_t>(llFlag(posted_[q])) << 32;
     uint8_t* slot = a_.windows[q] + a_.layout.llSlotOffset(channel_, a_.rank, posted_[q]);
-    for (uint64_t w = threadIdx.x; w < words; w += blockDim.x)
-      storeVolatile64(slot + kLLLine * (w + 1), flag | out_[w]);
-    if (threadIdx.x == 0) storeVolatile64(slot, flag | bytes);
-    __syncthreads();
-    if (threadIdx.x == 0) storeReleaseSys(a_.windows[q] + a_.layout.readyOffset(channel_, a_.rank), ++posted_[q]);
-    __syncthreads();
+    for (uint64_t w = dev::tid(); w < words; w += dev::nthreads())
+      dev::storeVolatile64(slot + kLLLine * (w + 1), flag | out_[w]);
+    if (dev::tid() == 0) dev::storeVolatile64(slot, flag | bytes);
+    dev::sync();
+    if (dev::tid() == 0) dev::storeReleaseSys(a_.windows[q] + a_.layout.readyOffset(channel_, a_.rank), ++posted_[q]);
+    dev::sync();
   }
   __device__ int drain(int* peer) {
     int rc = 0;
-    if (threadIdx.x == 0) {
+    if (dev::tid() == 0) {
       for (int q = 0; q < static_cast<int>(a_.layout.nranks) && rc == 0; ++q) {
-        const uint64_t deadline = globalTimerNs() + a_.timeoutNs;
-        for (uint32_t i = 0; loadAcquireSys(mine_ + a_.layout.creditOffset(channel_, q)) < posted_[q]; ++i) {
+        const uint64_t deadline = dev::globalTimerNs() + a_.timeoutNs;
+        for (uint32_t i = 0; dev::loadAcquireSys(mine_ + a_.layout.creditOffset(channel_, q)) < posted_[q]; ++i) {
           if ((i & 1023) != 1023) continue;
           if (gaveUp(deadline, &rc)) {
             *peer = q;
@@ -107,16 +97,17 @@ class DevicePrimsLL {
     BlockMoves<T, Op>::copy(dst1, src, n, 0);
     BlockMoves<T, Op>::copy(dst2, src, n, divisor);
   }
+  __device__ void localDone() { dev::sync(); }
 
  private:
   __device__ const uint8_t* slotIn(int p) const { return mine_ + a_.layout.llSlotOffset(channel_, p, consumed_[p]); }
-  __device__ uint32_t headerFlag(int p) const { return static_cast<uint32_t>(loadVolatile64(slotIn(p)) >> 32); }
+  __device__ uint32_t headerFlag(int p) const { return static_cast<uint32_t>(dev::loadVolatile64(slotIn(p)) >> 32); }
   __device__ bool pollRoom(int q) const {
-    return slotFree(posted_[q], loadAcquireSys(mine_ + a_.layout.creditOffset(channel_, q)), a_.layout.nslots);
+    return slotFree(posted_[q], dev::loadAcquireSys(mine_ + a_.layout.creditOffset(channel_, q)), a_.layout.nslots);
   }
   __device__ bool gaveUp(uint64_t deadline, int* rc) const {
-    if (a_.status->abort != 0 || *reinterpret_cast<volatile uint32_t*>(a_.failed) != 0) *rc = collieRemoteError;
-    if (*rc == 0 && globalTimerNs() > deadline) *rc = collieTimeout;
+    if (dev::loadFlag(&a_.status->abort) != 0 || dev::loadFlag(a_.failed) != 0) *rc = collieRemoteError;
+    if (*rc == 0 && dev::globalTimerNs() > deadline) *rc = collieTimeout;
     return *rc != 0;
   }
   // The header has arrived: every thread waits for its lines of the slice and
@@ -126,29 +117,28 @@ class DevicePrimsLL {
   __device__ void unpack(int p) {
     const uint8_t* slot = slotIn(p);
     const uint32_t flag = llFlag(consumed_[p]);
-    const uint64_t bytes = loadVolatile64(slot) & 0xffffffffu, words = (bytes + 3) / 4;
-    for (uint64_t w = threadIdx.x; w < words; w += blockDim.x) {
-      uint64_t line = loadVolatile64(slot + kLLLine * (w + 1));
+    const uint64_t bytes = dev::loadVolatile64(slot) & 0xffffffffu, words = (bytes + 3) / 4;
+    for (uint64_t w = dev::tid(); w < words; w += dev::nthreads()) {
+      uint64_t line = dev::loadVolatile64(slot + kLLLine * (w + 1));
       for (uint32_t i = 0; static_cast<uint32_t>(line >> 32) != flag; ++i) {
-        if ((i & 1023) == 1023 && (a_.status->abort != 0 || *reinterpret_cast<volatile uint32_t*>(a_.failed) != 0))
-          break;
-        line = loadVolatile64(slot + kLLLine * (w + 1));
+        if ((i & 1023) == 1023 && (dev::loadFlag(&a_.status->abort) != 0 || dev::loadFlag(a_.failed) != 0)) break;
+        line = dev::loadVolatile64(slot + kLLLine * (w + 1));
       }
       in_[w] = static_cast<uint32_t>(line);
     }
-    __syncthreads();
+    dev::sync();
   }
   __device__ int share(int v) {
-    if (threadIdx.x == 0) *shared_ = v;
-    __syncthreads();
+    if (dev::tid() == 0) *shared_ = v;
+    dev::sync();
     const int out = *shared_;
-    __syncthreads();
+    dev::sync();
     return out;
   }
   __device__ int wait(bool sending, int q, bool receiving, int p) {
     int rc = 0;
-    if (threadIdx.x == 0) {
-      const uint64_t deadline = globalTimerNs() + a_.timeoutNs;
+    if (dev::tid() == 0) {
+      const uint64_t deadline = dev::globalTimerNs() + a_.timeoutNs;
       for (uint32_t i = 0;; ++i) {
         if ((sending && pollRoom(q)) || (receiving && headerFlag(p) == llFlag(consumed_[p]))) break;
         if ((i & 1023) == 1023 && gaveUp(deadline, &rc)) break;

@@ -1,0 +1,77 @@
+#include "executor/emulated_executor.h"
+
+#include <cstring>
+#include <utility>
+
+#include "executor/remote_proxy.h"
+#include "kernels/emulator.h"
+
+namespace collie {
+
+EmulatedExecutor::EmulatedExecutor(int rank, const WindowLayout& layout, std::vector<uint8_t*> windows,
+                                   double timeoutSec, int threadsPerBlock)
+    : rank_(rank), layout_(layout), timeoutSec_(timeoutSec), threadsPerBlock_(threadsPerBlock) {
+  const size_t n = windows.size();
+  tables_ = std::move(windows);
+  tables_.resize(2 * n, tables_[static_cast<size_t>(rank)]);  // every peer's slices land in our window
+  counters_.assign(2 * static_cast<size_t>(layout.nchannels) * n, 0);
+}
+
+void EmulatedExecutor::attachProxy(const RemoteProxy& proxy) {
+  const size_t n = tables_.size() / 2;
+  for (size_t r = 0; r < n; ++r) {
+    if (!proxy.remote(static_cast<int>(r))) continue;
+    tables_[r] = proxy.outbox(static_cast<int>(r));
+    tables_[n + r] = proxy.inbox();
+  }
+  sliceBytes_ = proxy.sliceBytes();
+  lost_ = proxy.lost();
+}
+
+Status EmulatedExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& args) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // As on the GPU, a communicator whose launch failed is broken: report it again.
+  COLLIE_RETURN_IF_ERROR(asyncStatus());
+  LaunchTables t;
+  t.rank = rank_;
+  t.layout = layout_;
+  t.windows = tables_.data();
+  t.inboxes = tables_.data() + tables_.size() / 2;
+  t.sliceBytes = sliceBytes_;
+  t.lost = lost_;
+  t.counters = counters_.data();
+  t.failed = &failed_;
+  t.status = &status_;
+  t.timeoutSec = timeoutSec_;
+  KernelArgs a;
+  bool empty = true;
+  COLLIE_RETURN_IF_ERROR(planLaunch(work, args, t, this, &a, &empty));
+  if (empty) return Status();
+  const int rc = emu::launchProgram(a, args.type, args.op, threadsPerBlock_);
+  if (rc != 0)
+    return Status::error(static_cast<collieResult_t>(rc), "emulated launch: unknown data type %d", args.type);
+  return asyncStatus();
+}
+
+Status EmulatedExecutor::localCopy(void* dst, const void* src, size_t bytes, collieStream_t) {
+  if (dst != src) memmove(dst, src, bytes);
+  return Status();
+}
+
+void EmulatedExecutor::abort() { __atomic_store_n(&status_.abort, 1u, __ATOMIC_RELAXED); }
+
+Status EmulatedExecutor::asyncStatus() const { return launchFailure(status_, rank_, "in the emulated kernel"); }
+
+Status EmulatedExecutor::program(const Program& program, const Step** out) {
+  // The launch is over before run() returns, and the program outlives the call.
+  *out = program.steps.data();
+  return Status();
+}
+
+Status EmulatedExecutor::scratch(size_t bytes, void** out) {
+  if (bytes > scratch_.size() * sizeof(uint64_t)) scratch_.resize((bytes + 7) / 8);
+  *out = scratch_.empty() ? nullptr : scratch_.data();
+  return Status();
+}
+
+}  // namespace collie

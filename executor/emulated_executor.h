@@ -1,0 +1,64 @@
+// The CUDA executor's kernels run on the CPU (COLLIE_EMULATE_KERNELS=N, a test
+// mode of host communicators): each call builds the launch arguments exactly
+// as the CUDA executor does (executor/launch_plan.h) and runs the program
+// kernel's own body with N host threads per block (kernels/emulator.h) over
+// the communicator's host windows, or through the proxy thread for peers on
+// other hosts. So the device primitives, both protocols, the launch arguments
+// and the proxy's kernel side are checked by the host suite and the
+// sanitizers on machines without a GPU. Synchronous: a call returns when its
+// launch has finished, with the failure the kernel recorded, if any.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "executor/executor.h"
+#include "executor/launch_plan.h"
+#include "executor/protocol.h"
+
+namespace collie {
+
+class RemoteProxy;
+
+class EmulatedExecutor : public Executor, private LaunchStorage {
+ public:
+  /// windows[r] is rank r's window as we address it (null: a peer on another
+  /// host, reached through attachProxy()).
+  EmulatedExecutor(int rank, const WindowLayout& layout, std::vector<uint8_t*> windows, double timeoutSec,
+                   int threadsPerBlock);
+
+  /// As CudaExecutor::attachProxy: `proxy` (host memory) must outlive this executor.
+  void attachProxy(const RemoteProxy& proxy);
+
+  Status run(const std::vector<ChannelWork>& work, const ExecArgs& args) override;
+  int channels() const override { return static_cast<int>(layout_.nchannels); }
+  uint64_t roundElems(size_t typeSize) const override { return layout_.nchannels * (layout_.slotBytes / typeSize); }
+  uint64_t roundElemsLL(size_t typeSize) const override {
+    return lost_ != nullptr ? 0 : layout_.nchannels * (llPayloadBytes(layout_.llSlotBytes) / typeSize);
+  }
+  void setTimeout(double seconds) override { timeoutSec_ = seconds; }
+  Status localCopy(void* dst, const void* src, size_t bytes, collieStream_t stream) override;
+  void abort() override;
+  Status asyncStatus() const override;
+
+ private:
+  Status program(const Program& program, const Step** out) override;
+  Status scratch(size_t bytes, void** out) override;
+
+  int rank_;
+  WindowLayout layout_;
+  double timeoutSec_;
+  int threadsPerBlock_;
+  std::vector<uint8_t*> tables_;    // windows, then inboxes (KernelArgs::windows / inboxes)
+  uint64_t* sliceBytes_ = nullptr;  // with a proxy
+  const uint32_t* lost_ = nullptr;  // with a proxy
+  std::vector<uint64_t> counters_;  // posted[C][n], consumed[C][n]: the device memory between launches
+  uint32_t failed_ = 0;
+  DeviceStatus status_{};
+  std::vector<uint64_t> scratch_;  // 8-byte aligned, grown, never shrunk
+  std::mutex mu_;
+};
+
+}  // namespace collie

@@ -1,0 +1,50 @@
+// What one launch of the program kernel carries (kernels/launch.h's
+// KernelArgs), built from the channel work core hands an executor. Shared by
+// the CUDA executor and the CPU emulation of its kernels
+// (executor/emulated_executor.h), so the arguments the GPU receives are the
+// ones the host suite checks.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "executor/executor.h"
+#include "kernels/launch.h"
+
+namespace collie {
+
+/// Where a launch's longer-lived inputs live: device memory for the CUDA
+/// executor, host memory for the emulation.
+class LaunchStorage {
+ public:
+  virtual ~LaunchStorage() = default;
+  /// A copy of `program`'s steps the kernel can read for as long as the launch may run.
+  virtual Status program(const Program& program, const Step** out) = 0;
+  /// Scratch of at least `bytes` (may be 0: then *out may be null).
+  virtual Status scratch(size_t bytes, void** out) = 0;
+};
+
+/// A communicator's tables every launch points at (addresses the kernel can use).
+struct LaunchTables {
+  int rank = 0;
+  WindowLayout layout;
+  uint8_t* const* windows = nullptr;  // every rank's window as we address it
+  uint8_t* const* inboxes = nullptr;  // where each peer's slices for us land
+  uint64_t* sliceBytes = nullptr;     // with a proxy: its slice size table
+  const uint32_t* lost = nullptr;     // with a proxy: its lost flags
+  uint64_t* counters = nullptr;       // posted[C][n], then consumed[C][n]
+  uint32_t* failed = nullptr;
+  DeviceStatus* status = nullptr;
+  double timeoutSec = 300;
+};
+
+/// Fills `*a` for running `work` (one entry per channel) with `args`. Sets
+/// `*empty` when there is nothing to launch (no steps on any channel).
+Status planLaunch(const std::vector<ChannelWork>& work, const ExecArgs& args, const LaunchTables& tables,
+                  LaunchStorage* storage, KernelArgs* a, bool* empty);
+
+/// The failure a launch recorded in `status`, as the error the user sees
+/// ("rank R waiting on rank P at step S ... timed out `where`"); OK when none.
+Status launchFailure(const DeviceStatus& status, int rank, const char* where);
+
+}  // namespace collie

@@ -1,0 +1,100 @@
+// The innermost device operations the kernels are written in: which thread of
+// which block this is, block barriers, system-scope flag loads and stores, the
+// clock. Compiled by nvcc they are the GPU's (PTX, threadIdx, __syncthreads);
+// compiled by g++ they are the CPU emulation's (kernels/emulator.h), where a
+// block is a group of host threads. Everything above this header, the device
+// primitives and the program kernel's body, is then the same source on both,
+// so the host suite and ThreadSanitizer run the kernels' own code.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#include <cuda_runtime.h>
+#else
+#include "kernels/emulator.h"
+#endif
+
+// "Unroll the loop that follows": nvcc's spelling, or GCC's.
+#if defined(__CUDACC__)
+#define COLLIE_UNROLL _Pragma("unroll")
+#else
+#define COLLIE_UNROLL _Pragma("GCC unroll 16")
+#endif
+
+namespace collie {
+namespace dev {
+
+#if defined(__CUDACC__)
+
+__device__ __forceinline__ int tid() { return static_cast<int>(threadIdx.x); }
+__device__ __forceinline__ int nthreads() { return static_cast<int>(blockDim.x); }
+__device__ __forceinline__ void sync() { __syncthreads(); }
+__device__ __forceinline__ void fenceSystem() { __threadfence_system(); }
+
+__device__ __forceinline__ uint64_t loadAcquireSys(const uint8_t* p) {
+  uint64_t v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void storeReleaseSys(uint8_t* p, uint64_t v) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+// LL lines: each is valid by its own flag, so no ordering, only one untorn 64-bit access.
+__device__ __forceinline__ uint64_t loadVolatile64(const uint8_t* p) {
+  uint64_t v;
+  asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void storeVolatile64(uint8_t* p, uint64_t v) {
+  asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ uint64_t globalTimerNs() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+/// A 32-bit flag another agent (host, other block, proxy) may raise at any time.
+__device__ __forceinline__ uint32_t loadFlag(const volatile uint32_t* p) { return *p; }
+/// Sets *p from 0 to 1; true for the one caller that did.
+__device__ __forceinline__ bool raiseFirst(uint32_t* p) { return atomicCAS(p, 0u, 1u) == 0u; }
+
+#else  // the CPU emulation
+
+inline int tid() { return emu::self().tid; }
+inline int nthreads() { return emu::self().nthreads; }
+inline void sync() { emu::self().barrier->arriveAndWait(); }
+// Nothing to do: on the GPU the fence makes the block's writes (ordered before it by a barrier) visible
+// system-wide before a relaxed flag store. Here every such flag is a release store of the same thread, which
+// orders everything the barrier ordered before it; and ThreadSanitizer does not model fences.
+inline void fenceSystem() {}
+
+inline uint64_t loadAcquireSys(const uint8_t* p) {
+  // Every poll loop of the kernels goes through here: let the other emulated
+  // threads (far more than cores) run now and then.
+  emu::pollPause();
+  return __atomic_load_n(reinterpret_cast<const uint64_t*>(p), __ATOMIC_ACQUIRE);
+}
+inline void storeReleaseSys(uint8_t* p, uint64_t v) {
+  __atomic_store_n(reinterpret_cast<uint64_t*>(p), v, __ATOMIC_RELEASE);
+}
+// Relaxed, as the GPU's volatile accesses are: what the LL protocol relies on is
+// exactly that each line is one untorn access.
+inline uint64_t loadVolatile64(const uint8_t* p) {
+  emu::pollPause();
+  return __atomic_load_n(reinterpret_cast<const uint64_t*>(p), __ATOMIC_RELAXED);
+}
+inline void storeVolatile64(uint8_t* p, uint64_t v) {
+  __atomic_store_n(reinterpret_cast<uint64_t*>(p), v, __ATOMIC_RELAXED);
+}
+inline uint64_t globalTimerNs() { return emu::nowNs(); }
+inline uint32_t loadFlag(const volatile uint32_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+inline bool raiseFirst(uint32_t* p) {
+  uint32_t expected = 0;
+  return __atomic_compare_exchange_n(p, &expected, 1u, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+#endif
+
+}  // namespace dev
+}  // namespace collie

@@ -1,0 +1,100 @@
+// The program kernel's body, one block's work: load the block's counters, run
+// this rank's Program for the block's channel through the shared step runner
+// (executor/step_runner.h) with the primitives of one protocol (Simple:
+// kernels/device_prims.cuh; LL: device_prims_ll.cuh), drain, record a failure,
+// store the counters back. The CUDA kernel (program_kernel.cuh) wraps it with
+// its shared memory; the CPU emulation (emulator.cc) calls it from host threads.
+#pragma once
+
+#include <type_traits>
+
+#include "executor/step_runner.h"
+#include "kernels/device_ops.cuh"
+#include "kernels/device_prims.cuh"
+#include "kernels/device_prims_ll.cuh"
+#include "kernels/launch.h"
+
+namespace collie {
+
+template <typename Prims>
+__device__ Prims makePrims(const KernelArgs& a, int c, uint64_t* counters, int* handoff) {
+  if constexpr (std::is_constructible<Prims, const KernelArgs&, int, uint64_t*, int*, uint32_t*>::value) {
+    // LL: the two staged slices follow the counters in dynamic shared memory.
+    return Prims(a, c, counters, handoff, reinterpret_cast<uint32_t*>(counters + 2 * a.layout.nranks));
+  } else {
+    return Prims(a, c, counters, handoff);
+  }
+}
+
+/// Elements one slice carries: a Simple slot, or an LL slot's payload.
+template <typename T, bool LL>
+__device__ uint64_t slicePerStep(const KernelArgs& a) {
+  return LL ? llPayloadBytes(a.layout.llSlotBytes) / sizeof(T) : a.layout.slotBytes / sizeof(T);
+}
+
+/// Block `c` of `C` runs its channel's program. `counters` is the block's
+/// shared memory (programSharedBytes), `handoff` one shared int; the block's
+/// threads all call this together.
+template <typename T, ReduceOp Op, bool LL>
+__device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counters, int* handoff) {
+  // This block's counters (posted[n], consumed[n]) live in shared memory for
+  // the launch and in a.counters between launches: kernels of one
+  // communicator run in stream order, so each starts where the last stopped.
+  const int n = static_cast<int>(a.layout.nranks);
+  const int prog = a.channelProgram[c];
+  if (prog < 0) return;  // no work on this channel: its counters stay as they are
+  uint64_t* const posted = a.counters + static_cast<size_t>(c) * n;
+  uint64_t* const consumed = a.counters + static_cast<size_t>(C + c) * n;
+  for (int p = dev::tid(); p < n; p += dev::nthreads()) {
+    counters[p] = posted[p];
+    counters[n + p] = consumed[p];
+  }
+  // A communicator that failed once is broken: later launches do nothing.
+  if (dev::tid() == 0) *handoff = dev::loadFlag(a.failed);
+  dev::sync();
+  const bool broken = *handoff != 0;
+  // Every thread has read `handoff` before thread 0 reuses it for the primitives' answers (the CPU
+  // emulation under ThreadSanitizer found this: a lagging thread could read the first answer instead).
+  dev::sync();
+  if (broken) return;
+
+  using Prims = typename std::conditional<LL, DevicePrimsLL<T, Op>, DevicePrims<T, Op>>::type;
+  Prims prims = makePrims<Prims>(a, c, counters, handoff);
+  const uint64_t off = a.channelOffset[c];
+  T* const bufs[3] = {a.bufs[0] ? static_cast<T*>(a.bufs[0]) + off : nullptr,
+                      a.bufs[1] ? static_cast<T*>(a.bufs[1]) + off : nullptr,
+                      reinterpret_cast<T*>(static_cast<char*>(a.bufs[2]) + a.scratchPerChannel * c)};
+  const Step* steps = a.steps[prog] != nullptr ? a.steps[prog] : a.inlineSteps + a.inlineAt[prog];
+  StepFailure f = runSteps<T>(prims, steps, a.nsteps[prog], bufs, slicePerStep<T, LL>(a), a.divisor,
+                              a.splitSteps ? c : 0, a.splitSteps ? C : 1, 16 / sizeof(T));
+  if (f.code == 0) {
+    f.code = prims.drain(&f.peer);
+    f.step = a.nsteps[prog];  // "after the last step"
+  }
+  if (dev::tid() != 0) return;
+  if (f.code != 0) {
+    // The first block to fail records where; the host reads it through
+    // collieCommGetAsyncError.
+    if (dev::raiseFirst(a.failed)) {
+      a.status->step = f.step;
+      a.status->peer = f.peer;
+      a.status->channel = c;
+      a.status->seq = a.seq;
+      dev::fenceSystem();
+      a.status->code = static_cast<uint32_t>(f.code);
+      dev::fenceSystem();
+    }
+    return;
+  }
+  for (int p = 0; p < n; ++p) {
+    posted[p] = counters[p];
+    consumed[p] = counters[n + p];
+  }
+}
+
+/// Dynamic shared memory of a launch: counters, and for LL two staged slices.
+inline size_t programSharedBytes(const KernelArgs& a, bool ll) {
+  return 2 * sizeof(uint64_t) * a.layout.nranks + (ll ? 2 * llPayloadBytes(a.layout.llSlotBytes) : 0);
+}
+
+}  // namespace collie
