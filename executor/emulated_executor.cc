@@ -4,16 +4,19 @@
 #include <utility>
 
 #include "executor/remote_proxy.h"
-#include "kernels/emulator.h"
 
 namespace collie {
 
 EmulatedExecutor::EmulatedExecutor(int rank, const WindowLayout& layout, std::vector<uint8_t*> windows,
                                    double timeoutSec, int threadsPerBlock)
-    : rank_(rank), layout_(layout), timeoutSec_(timeoutSec), threadsPerBlock_(threadsPerBlock) {
+    : rank_(rank),
+      layout_(layout),
+      timeoutSec_(timeoutSec),
+      launcher_(static_cast<int>(layout.nchannels), threadsPerBlock) {
   const size_t n = windows.size();
+  uint8_t* const mine = windows[static_cast<size_t>(rank)];
   tables_ = std::move(windows);
-  tables_.resize(2 * n, tables_[static_cast<size_t>(rank)]);  // every peer's slices land in our window
+  tables_.resize(2 * n, mine);  // then the inboxes: every peer's slices land in our window
   counters_.assign(2 * static_cast<size_t>(layout.nchannels) * n, 0);
 }
 
@@ -47,9 +50,8 @@ Status EmulatedExecutor::run(const std::vector<ChannelWork>& work, const ExecArg
   bool empty = true;
   COLLIE_RETURN_IF_ERROR(planLaunch(work, args, t, this, &a, &empty));
   if (empty) return Status();
-  const int rc = emu::launchProgram(a, args.type, args.op, threadsPerBlock_);
-  if (rc != 0)
-    return Status::error(static_cast<collieResult_t>(rc), "emulated launch: unknown data type %d", args.type);
+  const int rc = emu::launchProgram(a, args.type, args.op, &launcher_);
+  if (rc != 0) return Status::error(static_cast<collieResult_t>(rc), "emulated launch of type %d failed", args.type);
   return asyncStatus();
 }
 

@@ -17,6 +17,7 @@
 #include "executor/executor.h"
 #include "executor/launch_plan.h"
 #include "executor/protocol.h"
+#include "kernels/emulator.h"
 
 namespace collie {
 
@@ -50,7 +51,7 @@ class EmulatedExecutor : public Executor, private LaunchStorage {
   int rank_;
   WindowLayout layout_;
   double timeoutSec_;
-  int threadsPerBlock_;
+  emu::Launcher launcher_;          // its threads play the blocks of every launch
   std::vector<uint8_t*> tables_;    // windows, then inboxes (KernelArgs::windows / inboxes)
   uint64_t* sliceBytes_ = nullptr;  // with a proxy
   const uint32_t* lost_ = nullptr;  // with a proxy

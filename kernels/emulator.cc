@@ -6,9 +6,6 @@
 #include <sched.h>
 
 #include <chrono>
-#include <memory>
-#include <thread>
-#include <vector>
 
 #include "kernels/launch.h"
 #include "kernels/program_block.cuh"
@@ -45,44 +42,78 @@ uint64_t nowNs() {
           .count());
 }
 
+Launcher::Launcher(int blocks, int threadsPerBlock) : blocks_(blocks), threadsPerBlock_(threadsPerBlock) {
+  for (int b = 0; b < blocks; ++b) barriers_.push_back(std::make_unique<BlockBarrier>(threadsPerBlock));
+  for (int b = 0; b < blocks; ++b)
+    for (int t = 0; t < threadsPerBlock; ++t) threads_.emplace_back([this, b, t] { work(b, t); });
+}
+
+Launcher::~Launcher() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  start_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+void Launcher::run(const std::function<void(int)>& body) {
+  std::unique_lock<std::mutex> lock(mu_);
+  body_ = &body;
+  running_ = blocks_ * threadsPerBlock_;
+  ++generation_;
+  start_.notify_all();
+  done_.wait(lock, [&] { return running_ == 0; });
+  body_ = nullptr;
+}
+
+void Launcher::work(int block, int tid) {
+  ThreadContext& me = self();
+  me = ThreadContext{tid, threadsPerBlock_, barriers_[static_cast<size_t>(block)].get(), 0};
+  uint64_t seen = 0;
+  for (;;) {
+    const std::function<void(int)>* body = nullptr;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      start_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      body = body_;
+    }
+    (*body)(block);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--running_ == 0) done_.notify_one();
+  }
+}
+
 namespace {
 
 template <typename T, ReduceOp Op, bool LL>
-void runBlocks(const KernelArgs& a, int threadsPerBlock) {
+void runBlocks(const KernelArgs& a, Launcher* launcher) {
   const int C = static_cast<int>(a.layout.nchannels);
-  struct Block {
-    explicit Block(int threads, size_t sharedBytes) : barrier(threads), shared((sharedBytes + 7) / 8) {}
-    BlockBarrier barrier;
-    std::vector<uint64_t> shared;  // the dynamic shared memory: counters, then LL's staged slices
+  struct Shared {
+    std::vector<uint64_t> memory;  // the dynamic shared memory: counters, then LL's staged slices
     int handoff = 0;
   };
-  std::vector<std::unique_ptr<Block>> blocks;
-  for (int c = 0; c < C; ++c) blocks.push_back(std::make_unique<Block>(threadsPerBlock, programSharedBytes(a, LL)));
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<size_t>(C) * static_cast<size_t>(threadsPerBlock));
-  for (int c = 0; c < C; ++c)
-    for (int t = 0; t < threadsPerBlock; ++t)
-      threads.emplace_back([&a, &blocks, c, C, t, threadsPerBlock] {
-        Block& b = *blocks[static_cast<size_t>(c)];
-        ThreadContext& me = self();
-        me = ThreadContext{t, threadsPerBlock, &b.barrier, 0};
-        programBlock<T, Op, LL>(a, c, C, b.shared.data(), &b.handoff);
-        me = ThreadContext{};
-      });
-  for (std::thread& t : threads) t.join();
+  std::vector<Shared> shared(static_cast<size_t>(C));
+  for (Shared& s : shared) s.memory.resize((programSharedBytes(a, LL) + 7) / 8);
+  launcher->run([&](int c) {
+    Shared& s = shared[static_cast<size_t>(c)];
+    programBlock<T, Op, LL>(a, c, C, s.memory.data(), &s.handoff);
+  });
 }
 
 }  // namespace
 
-int launchProgram(const KernelArgs& args, collieDataType_t type, ReduceOp op, int threadsPerBlock) {
-  if (threadsPerBlock < 1) return collieInvalidArgument;
+int launchProgram(const KernelArgs& args, collieDataType_t type, ReduceOp op, Launcher* launcher) {
+  if (launcher->blocks() != static_cast<int>(args.layout.nchannels)) return collieInternalError;
   const bool known = visitType(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     visitOp(op, [&](auto opc) {
       if (args.lowLatency)
-        runBlocks<T, decltype(opc)::value, true>(args, threadsPerBlock);
+        runBlocks<T, decltype(opc)::value, true>(args, launcher);
       else
-        runBlocks<T, decltype(opc)::value, false>(args, threadsPerBlock);
+        runBlocks<T, decltype(opc)::value, false>(args, launcher);
     });
   });
   return known ? 0 : collieInvalidArgument;

@@ -8,7 +8,11 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 #include "collie.h"
 #include "executor/reduce_ops.h"
@@ -46,11 +50,41 @@ ThreadContext& self();
 void pollPause();
 uint64_t nowNs();
 
-/// Runs one launch of the program kernel (kernels/program_block.cuh) with
-/// `threadsPerBlock` host threads per block, one block per channel, and returns
-/// when every block has finished. Any failure is recorded in `args` (failed,
+/// The host threads that play a launch's blocks: `blocks` x `threadsPerBlock`
+/// threads, started once and reused by every launch (thread creation per launch
+/// made the emulation crawl under ThreadSanitizer).
+class Launcher {
+ public:
+  Launcher(int blocks, int threadsPerBlock);
+  ~Launcher();
+  Launcher(const Launcher&) = delete;
+  Launcher& operator=(const Launcher&) = delete;
+
+  int blocks() const { return blocks_; }
+  int threadsPerBlock() const { return threadsPerBlock_; }
+  /// Runs body(block) on every thread, with self() set (tid, barrier of its
+  /// block), and returns when all have returned.
+  void run(const std::function<void(int block)>& body);
+
+ private:
+  void work(int block, int tid);
+
+  const int blocks_, threadsPerBlock_;
+  std::vector<std::unique_ptr<BlockBarrier>> barriers_;
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable start_, done_;
+  const std::function<void(int)>* body_ = nullptr;
+  uint64_t generation_ = 0;
+  int running_ = 0;
+  bool stop_ = false;
+};
+
+/// Runs one launch of the program kernel (kernels/program_block.cuh) on
+/// `launcher`, one block per channel (layout.nchannels of them), and returns
+/// when every block has finished. A failure is recorded in `args` (failed,
 /// status) as on the GPU. Returns collieInvalidArgument for an unknown type.
-int launchProgram(const KernelArgs& args, collieDataType_t type, ReduceOp op, int threadsPerBlock);
+int launchProgram(const KernelArgs& args, collieDataType_t type, ReduceOp op, Launcher* launcher);
 
 }  // namespace emu
 }  // namespace collie

@@ -53,8 +53,8 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
   if (dev::tid() == 0) *handoff = dev::loadFlag(a.failed);
   dev::sync();
   const bool broken = *handoff != 0;
-  // Every thread has read `handoff` before thread 0 reuses it for the primitives' answers (the CPU
-  // emulation under ThreadSanitizer found this: a lagging thread could read the first answer instead).
+  // Every thread has read `handoff` before thread 0 reuses it for the primitives' answers: a lagging thread
+  // could read the first answer instead (ThreadSanitizer reports it over the CPU emulation without this barrier).
   dev::sync();
   if (broken) return;
 

@@ -42,7 +42,9 @@ export COLLIE_SOAK_SECONDS=20
 #                             only add oversubscription (3 minutes here)
 #   algorithms_proxy          every algorithm through the proxy thread (about 50 s unsanitized); the proxy's
 #                             memory use is covered by remote_proxy_test, p2p_proxy and ucx_mp_*_proxy
+#   collectives_emulated      the emulated kernels (kernels/emulator.h) over the collectives the algorithms_emulated*
+#                             entries already run, which stay in
 ctest --test-dir "$build" --output-on-failure -j 2 --timeout 600 -L 'unit|mp' \
-  -E 'VerifiedForOneTo64Ranks|collie_sim_smoke|AllReduceLarge|mp_collectives_np[678]$|algorithms_proxy'
+  -E 'VerifiedForOneTo64Ranks|collie_sim_smoke|AllReduceLarge|mp_collectives_np[678]$|algorithms_proxy|collectives_emulated'
 echo "address+undefined sanitizer: clean; build $((built - start)) s, tests $(($(date +%s) - built)) s," \
   "total $(($(date +%s) - start)) s"

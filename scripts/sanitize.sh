@@ -14,7 +14,7 @@ if [ ! -f "$build/build.ninja" ]; then
     -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread >/dev/null
 fi
 cmake --build "$build" --target allreduce_test collectives_test bootstrap_test shm_window_test p2p_test algorithms_api_test \
-  comm_create_test premulsum_test call_check_test abort_test remote_proxy_test
+  comm_create_test premulsum_test call_check_test abort_test remote_proxy_test emulator_test
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 # The tests link UCX, whose libucm patches mmap at load time; under TSan, which
 # intercepts mmap too, every test then crashes at start. Collie registers no
@@ -43,5 +43,12 @@ COLLIE_CHANNELS=3 COLLIE_SLOT_BYTES=4096 COLLIE_SLOTS=2 "$build/tests/p2p_test" 
 # shared memory, with send/recv and all-to-all-v split across 3 channels of tiny slots.
 "$build/tests/remote_proxy_test" --gtest_brief=1
 COLLIE_FAKE_NODES=2 COLLIE_PROXY_HOST=1 UCX_TLS=sm,self COLLIE_CHANNELS=3 COLLIE_SLOT_BYTES=4096 COLLIE_SLOTS=2 \
+  "$build/tests/p2p_test" --gtest_brief=1
+# The CUDA kernels' own code on host threads (COLLIE_EMULATE_KERNELS, kernels/emulator.h): block barriers, the LL
+# lines, the drain, between ranks as threads; every algorithm with tiny slots, then through the proxy across 2 fake
+# nodes with send/recv and all-to-all-v split over 3 channels.
+"$build/tests/emulator_test" --gtest_brief=1
+COLLIE_EMULATE_KERNELS=3 "$build/tests/algorithms_api_test" --gtest_brief=1 --gtest_filter='*tinyslots*'
+COLLIE_FAKE_NODES=2 COLLIE_EMULATE_KERNELS=3 UCX_TLS=sm,self COLLIE_CHANNELS=3 COLLIE_SLOT_BYTES=4096 COLLIE_SLOTS=2 \
   "$build/tests/p2p_test" --gtest_brief=1
 echo "thread sanitizer: clean in $(( $(date +%s) - start )) s"

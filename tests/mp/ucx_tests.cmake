@@ -46,6 +46,14 @@ set_tests_properties(algorithms_proxy PROPERTIES LABELS unit TIMEOUT 300
 set_tests_properties(p2p_proxy PROPERTIES LABELS unit TIMEOUT 120 ENVIRONMENT
   "${COLLIE_UCX_SM};COLLIE_FAKE_NODES=2;COLLIE_PROXY_HOST=1;COLLIE_TIMEOUT=60;COLLIE_CHANNELS=3;COLLIE_SLOT_BYTES=4096;COLLIE_SLOTS=2")
 
+# The kernels' own code on the CPU (COLLIE_EMULATE_KERNELS) through the proxy, as a GPU communicator with
+# COLLIE_GPU_REMOTE=proxy runs it: every collective on 2x2 processes; send/recv and all-to-all-v over 3 channels of
+# tiny slots with ranks as threads cut into 2 fake nodes.
+ucx_mp(ucx_mp_2x2_sm_emulated 2 4 "${COLLIE_UCX_SM};COLLIE_EMULATE_KERNELS=3")
+add_test(NAME p2p_emulated_proxy COMMAND p2p_test --gtest_brief=1)
+set_tests_properties(p2p_emulated_proxy PROPERTIES LABELS unit TIMEOUT 120 ENVIRONMENT
+  "${COLLIE_UCX_SM};COLLIE_FAKE_NODES=2;COLLIE_EMULATE_KERNELS=3;COLLIE_TIMEOUT=60;COLLIE_CHANNELS=3;COLLIE_SLOT_BYTES=4096;COLLIE_SLOTS=2")
+
 # A rank killed mid-collective: survivors fail within COLLIE_TIMEOUT, over tcp
 # (UCX detects the dead peer) and sm (no detection in UCX 1.13: the timeout).
 add_executable(ucx_kill_mp mp/ucx_kill_mp.cc)

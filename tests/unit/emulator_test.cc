@@ -1,0 +1,160 @@
+// The CPU emulation of the CUDA kernels (COLLIE_EMULATE_KERNELS, kernels/emulator.h)
+// and the launch planning it shares with the CUDA executor (executor/launch_plan.h).
+// Its exactness over every algorithm and collective is checked by the *_emulated
+// ctest entries, which run the usual suites in this mode; here: what a launch
+// carries, and how failures inside an emulated kernel reach the caller.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "collie.h"
+#include "common/rank_threads.h"
+#include "executor/launch_plan.h"
+
+namespace {
+
+using collie::test::ScopedEnv;
+
+// Records what planLaunch asks to keep outside the launch parameters.
+class RecordingStorage : public collie::LaunchStorage {
+ public:
+  collie::Status program(const collie::Program& p, const collie::Step** out) override {
+    uploaded.push_back(&p);
+    *out = p.steps.data();
+    return collie::Status();
+  }
+  collie::Status scratch(size_t bytes, void** out) override {
+    scratchBytes = bytes;
+    buffer.resize(bytes);
+    *out = buffer.data();
+    return collie::Status();
+  }
+  std::vector<const collie::Program*> uploaded;
+  size_t scratchBytes = 0;
+  std::vector<char> buffer;
+};
+
+collie::Program programOf(int steps, uint64_t scratchCount) {
+  collie::Program p;
+  p.steps.resize(static_cast<size_t>(steps));
+  for (int i = 0; i < steps; ++i) p.steps[static_cast<size_t>(i)].count = static_cast<uint64_t>(i + 1);
+  p.scratchCount = scratchCount;
+  return p;
+}
+
+collie::LaunchTables tablesOf(uint32_t channels) {
+  collie::LaunchTables t;
+  t.rank = 1;
+  t.layout.nranks = 3;
+  t.layout.nchannels = channels;
+  t.layout.llSlotBytes = 4096;
+  t.timeoutSec = 2.5;
+  return t;
+}
+
+TEST(LaunchPlan, ProgramsTravelInlineWhileTheyFitTheRestAreStored) {
+  const collie::Program shortOne = programOf(3, 0), longOne = programOf(collie::kInlineSteps, 100);
+  // Channels 0 and 2 run the long program, 1 the short one: two distinct programs.
+  const std::vector<collie::ChannelWork> work = {{&longOne, 0}, {&shortOne, 64}, {&longOne, 128}};
+  collie::ExecArgs args;
+  args.type = collieFloat32;
+  args.seq = 7;
+  args.lowLatency = true;
+  RecordingStorage storage;
+  collie::KernelArgs a;
+  bool empty = true;
+  ASSERT_TRUE(collie::planLaunch(work, args, tablesOf(4), &storage, &a, &empty).ok());
+  EXPECT_FALSE(empty);
+  // The first program met (40 steps) fills the inline space; the short one no longer fits and is stored.
+  EXPECT_EQ(a.channelProgram[0], 0);
+  EXPECT_EQ(a.channelProgram[1], 1);
+  EXPECT_EQ(a.channelProgram[2], 0);
+  EXPECT_EQ(a.channelProgram[3], -1) << "a channel without work must not run";
+  EXPECT_EQ(a.channelOffset[1], 64u);
+  EXPECT_EQ(a.channelOffset[2], 128u);
+  EXPECT_EQ(a.nsteps[0], collie::kInlineSteps);
+  EXPECT_EQ(a.nsteps[1], 3);
+  EXPECT_EQ(a.steps[0], nullptr);
+  EXPECT_EQ(a.inlineAt[0], 0);
+  ASSERT_EQ(storage.uploaded.size(), 1u);
+  EXPECT_EQ(storage.uploaded[0], &shortOne);
+  EXPECT_EQ(a.steps[1], shortOne.steps.data());
+  // Scratch: the larger program's count, per channel, 256-byte aligned.
+  EXPECT_EQ(a.scratchPerChannel, 512u);
+  EXPECT_EQ(storage.scratchBytes, 4u * 512u);
+  EXPECT_EQ(a.lowLatency, 1);
+  EXPECT_EQ(a.seq, 7u);
+  EXPECT_EQ(a.rank, 1);
+  EXPECT_EQ(a.timeoutNs, 2500000000u);
+}
+
+TEST(LaunchPlan, SplitStepsRunOneProgramOnEveryChannelAndAProxyTurnsLLOff) {
+  const collie::Program p = programOf(2, 0);
+  collie::ExecArgs args;
+  args.splitSteps = true;
+  args.lowLatency = true;
+  collie::LaunchTables t = tablesOf(3);
+  const uint32_t lost[3] = {0, 0, 0};
+  t.lost = lost;
+  RecordingStorage storage;
+  collie::KernelArgs a;
+  bool empty = true;
+  ASSERT_TRUE(collie::planLaunch({{&p, 0}}, args, t, &storage, &a, &empty).ok());
+  EXPECT_EQ(a.splitSteps, 1);
+  for (int c = 0; c < 3; ++c) EXPECT_EQ(a.channelProgram[c], 0) << "channel " << c;
+  EXPECT_EQ(a.lowLatency, 0) << "an LL slice has no byte count the proxy could forward";
+  EXPECT_EQ(a.bufs[2], nullptr);
+}
+
+TEST(LaunchPlan, NothingToRunAndTooManyChannels) {
+  const collie::Program none = programOf(0, 0), p = programOf(1, 0);
+  collie::ExecArgs args;
+  RecordingStorage storage;
+  collie::KernelArgs a;
+  bool empty = false;
+  ASSERT_TRUE(collie::planLaunch({{&none, 0}}, args, tablesOf(2), &storage, &a, &empty).ok());
+  EXPECT_TRUE(empty);
+  const collie::Status st = collie::planLaunch({{&p, 0}, {&p, 1}, {&p, 2}}, args, tablesOf(2), &storage, &a, &empty);
+  EXPECT_FALSE(st.ok());
+}
+
+TEST(Emulator, ABadSettingIsRefusedAtInit) {
+  ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "many");
+  collieComm_t comm = nullptr;
+  EXPECT_EQ(collieCommInitAll(&comm, 1, nullptr), collieInvalidArgument);
+  EXPECT_NE(std::string(collieGetLastError(nullptr)).find("COLLIE_EMULATE_KERNELS must be 0..64"), std::string::npos)
+      << collieGetLastError(nullptr);
+}
+
+// A rank that never calls: the emulated kernels of the others time out on the
+// kernel's own deadline, name the rank they wait on, and the communicator is broken.
+TEST(Emulator, AMissingRankTimesOutInsideTheKernel) {
+  ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "3");
+  ScopedEnv timeout("COLLIE_TIMEOUT", "1");
+  ScopedEnv algo("COLLIE_ALGO", "allreduce:ring");
+  collie::test::Comms c(3);
+  ASSERT_EQ(c.result, collieSuccess) << collieGetLastError(nullptr);
+  std::vector<collieResult_t> rc(2);
+  std::vector<std::string> text(2);
+  collie::test::onRanks(2, [&](int r) {
+    std::vector<float> mine(1000, 1.0f);
+    rc[static_cast<size_t>(r)] =
+        collieAllReduce(mine.data(), mine.data(), mine.size(), collieFloat32, collieSum, c[r], nullptr);
+    text[static_cast<size_t>(r)] = collieGetLastError(c[r]);
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(rc[static_cast<size_t>(r)], collieTimeout);
+    EXPECT_NE(text[static_cast<size_t>(r)].find("rank " + std::to_string(r) + " waiting on rank"), std::string::npos)
+        << text[static_cast<size_t>(r)];
+    EXPECT_NE(text[static_cast<size_t>(r)].find("timed out in the emulated kernel"), std::string::npos)
+        << text[static_cast<size_t>(r)];
+  }
+  // Rank 0's ring predecessor is rank 2, which never came.
+  EXPECT_NE(text[0].find("waiting on rank 2"), std::string::npos) << text[0];
+  float x = 1;
+  EXPECT_EQ(collieAllReduce(&x, &x, 1, collieFloat32, collieSum, c[0], nullptr), collieTimeout);
+  EXPECT_NE(std::string(collieGetLastError(c[0])).find("broken"), std::string::npos) << collieGetLastError(c[0]);
+}
+
+}  // namespace
