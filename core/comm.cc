@@ -211,8 +211,6 @@ Status resolveConfig(const collieConfig_t* config, InitOptions* out) {
   return Status();
 }
 
-// The window geometry every rank derives from the same environment; checked
-// against each peer's header at init, so a mismatch is an error, not garbage.
 Status readLLSlotBytes(uint32_t* out) {
   bool bad = false;
   const int64_t llSlot = env::getInt("COLLIE_LL_SLOT_BYTES", 16 << 10, &bad);
@@ -251,6 +249,8 @@ static Status emulatedThreads(int* out) {
   return Status();
 }
 
+// The window geometry every rank derives from the same environment; checked
+// against each peer's header at init, so a mismatch is an error, not garbage.
 static Status windowLayout(int nranks, WindowLayout* layout) {
   bool bad = false;
   const int64_t slots = env::getInt("COLLIE_SLOTS", 4, &bad);

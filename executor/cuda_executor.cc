@@ -118,6 +118,7 @@ Status CudaExecutor::attachProxy(const RemoteProxy& proxy) {
   }
   sliceBytes_ = proxy.sliceBytes();
   lost_ = proxy.lost();
+  proxy_ = &proxy;
   return uploadWindowTable();
 }
 
@@ -211,6 +212,7 @@ Status CudaExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& a
   bool empty = true;
   COLLIE_RETURN_IF_ERROR(planLaunch(work, args, tables(), this, &a, &empty));
   if (empty) return Status();
+  launches_.record(args.seq, *work[0].program);
 
   cudaStream_t stream = static_cast<cudaStream_t>(args.stream);
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
@@ -242,7 +244,7 @@ void CudaExecutor::abort() {
 }
 
 Status CudaExecutor::asyncStatus() const {
-  return status_ == nullptr ? Status() : launchFailure(*status_, rank_, "on the GPU");
+  return status_ == nullptr ? Status() : launchFailure(*status_, rank_, "on the GPU", launches_, proxy_);
 }
 
 LaunchTables CudaExecutor::tables() const {

@@ -79,6 +79,8 @@ class CudaExecutor : public Executor, private LaunchStorage {
   uint8_t** deviceWindows_ = nullptr;     // windows_ then inboxes_, in device memory
   uint64_t* sliceBytes_ = nullptr;        // with a proxy: its slice size table (device address)
   const uint32_t* lost_ = nullptr;        // with a proxy: its lost flags (device address)
+  const RemoteProxy* proxy_ = nullptr;    // with a proxy: for the reason it lost a peer
+  RecentLaunches launches_;               // names for the error line of a failure found later
   uint64_t* counters_ = nullptr;          // device: posted/consumed per channel per peer
   uint32_t* failed_ = nullptr;            // device
   DeviceStatus* status_ = nullptr;        // mapped pinned host memory (host address)

@@ -29,6 +29,7 @@ void EmulatedExecutor::attachProxy(const RemoteProxy& proxy) {
   }
   sliceBytes_ = proxy.sliceBytes();
   lost_ = proxy.lost();
+  proxy_ = &proxy;
 }
 
 Status EmulatedExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& args) {
@@ -50,6 +51,7 @@ Status EmulatedExecutor::run(const std::vector<ChannelWork>& work, const ExecArg
   bool empty = true;
   COLLIE_RETURN_IF_ERROR(planLaunch(work, args, t, this, &a, &empty));
   if (empty) return Status();
+  launches_.record(args.seq, *work[0].program);
   const int rc = emu::launchProgram(a, args.type, args.op, &launcher_);
   if (rc != 0) return Status::error(static_cast<collieResult_t>(rc), "emulated launch of type %d failed", args.type);
   return asyncStatus();
@@ -62,7 +64,9 @@ Status EmulatedExecutor::localCopy(void* dst, const void* src, size_t bytes, col
 
 void EmulatedExecutor::abort() { __atomic_store_n(&status_.abort, 1u, __ATOMIC_RELAXED); }
 
-Status EmulatedExecutor::asyncStatus() const { return launchFailure(status_, rank_, "in the emulated kernel"); }
+Status EmulatedExecutor::asyncStatus() const {
+  return launchFailure(status_, rank_, "in the emulated kernel", launches_, proxy_);
+}
 
 Status EmulatedExecutor::program(const Program& program, const Step** out) {
   // The launch is over before run() returns, and the program outlives the call.

@@ -51,11 +51,13 @@ class EmulatedExecutor : public Executor, private LaunchStorage {
   int rank_;
   WindowLayout layout_;
   double timeoutSec_;
-  emu::Launcher launcher_;          // its threads play the blocks of every launch
-  std::vector<uint8_t*> tables_;    // windows, then inboxes (KernelArgs::windows / inboxes)
-  uint64_t* sliceBytes_ = nullptr;  // with a proxy
-  const uint32_t* lost_ = nullptr;  // with a proxy
-  std::vector<uint64_t> counters_;  // posted[C][n], consumed[C][n]: the device memory between launches
+  emu::Launcher launcher_;              // its threads play the blocks of every launch
+  std::vector<uint8_t*> tables_;        // windows, then inboxes (KernelArgs::windows / inboxes)
+  uint64_t* sliceBytes_ = nullptr;      // with a proxy
+  const uint32_t* lost_ = nullptr;      // with a proxy
+  const RemoteProxy* proxy_ = nullptr;  // with a proxy: for the reason it lost a peer
+  RecentLaunches launches_;             // names for the error line
+  std::vector<uint64_t> counters_;      // posted[C][n], consumed[C][n]: the device memory between launches
   uint32_t failed_ = 0;
   DeviceStatus status_{};
   std::vector<uint64_t> scratch_;  // 8-byte aligned, grown, never shrunk

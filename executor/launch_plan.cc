@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "executor/remote_proxy.h"
+
 namespace collie {
 
 Status planLaunch(const std::vector<ChannelWork>& work, const ExecArgs& args, const LaunchTables& tables,
@@ -76,14 +78,34 @@ Status planLaunch(const std::vector<ChannelWork>& work, const ExecArgs& args, co
   return Status();
 }
 
-Status launchFailure(const DeviceStatus& status, int rank, const char* where) {
+void RecentLaunches::record(uint64_t seq, const Program& program) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry& e = entries_[seq % kKept];
+  if (e.seq == seq) return;  // the other channels' parts of the same call
+  e.seq = seq;
+  e.name = program.algorithm + " " + collectiveName(program.collective);
+}
+
+std::string RecentLaunches::name(uint64_t seq) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Entry& e = entries_[seq % kKept];
+  return e.seq == seq ? e.name : std::string("collective");
+}
+
+Status launchFailure(const DeviceStatus& status, int rank, const char* where, const RecentLaunches& launches,
+                     const RemoteProxy* proxy) {
   const uint32_t raw = status.code;
   if (raw == 0) return Status();
   const collieResult_t code = static_cast<collieResult_t>(raw);
-  return Status::error(code, "rank %d waiting on rank %d at step %d (channel %d) of collective #%llu %s %s", rank,
-                       static_cast<int>(status.peer), static_cast<int>(status.step), static_cast<int>(status.channel),
-                       static_cast<unsigned long long>(status.seq), code == collieTimeout ? "timed out" : "was aborted",
-                       where);
+  const int peer = static_cast<int>(status.peer);
+  // A peer the proxy lost: its reason (UCX's) says more than "aborted".
+  const std::string why = proxy != nullptr && peer >= 0 && code == collieRemoteError ? proxy->failure(peer) : "";
+  const std::string what = code == collieTimeout ? std::string("timed out ") + where
+                           : why.empty()         ? std::string("was aborted ") + where
+                                                 : std::string("failed ") + where + ": " + why;
+  return Status::error(code, "rank %d waiting on rank %d at step %d (channel %d) of %s #%llu %s", rank, peer,
+                       static_cast<int>(status.step), static_cast<int>(status.channel),
+                       launches.name(status.seq).c_str(), static_cast<unsigned long long>(status.seq), what.c_str());
 }
 
 }  // namespace collie

@@ -5,13 +5,19 @@
 // ones the host suite checks.
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "executor/executor.h"
 #include "kernels/launch.h"
 
 namespace collie {
+
+class RemoteProxy;
 
 /// Where a launch's longer-lived inputs live: device memory for the CUDA
 /// executor, host memory for the emulation.
@@ -43,8 +49,29 @@ struct LaunchTables {
 Status planLaunch(const std::vector<ChannelWork>& work, const ExecArgs& args, const LaunchTables& tables,
                   LaunchStorage* storage, KernelArgs* a, bool* empty);
 
-/// The failure a launch recorded in `status`, as the error the user sees
-/// ("rank R waiting on rank P at step S ... timed out `where`"); OK when none.
-Status launchFailure(const DeviceStatus& status, int rank, const char* where);
+/// What the last launches ran ("ring allreduce"), by sequence number: a
+/// failure is read after its launch, when the call that made it is gone.
+class RecentLaunches {
+ public:
+  void record(uint64_t seq, const Program& program);
+  /// "ring allreduce", or "collective" when `seq` is no longer kept.
+  std::string name(uint64_t seq) const;
+
+ private:
+  static constexpr size_t kKept = 64;
+  struct Entry {
+    uint64_t seq = UINT64_MAX;
+    std::string name;
+  };
+  mutable std::mutex mu_;  // run() records while another thread may ask for the async error
+  std::array<Entry, kKept> entries_;
+};
+
+/// The failure a launch recorded in `status`, as the error the user sees:
+/// "rank R waiting on rank P at step S (channel c) of ring allreduce #seq timed
+/// out `where`" ("failed `where`: <the proxy's reason>" for a peer the proxy
+/// lost, "was aborted `where`" otherwise); OK when there is none. `proxy` may be null.
+Status launchFailure(const DeviceStatus& status, int rank, const char* where, const RecentLaunches& launches,
+                     const RemoteProxy* proxy);
 
 }  // namespace collie

@@ -68,6 +68,12 @@ add_test(NAME ucx_kill_rank_tcp_proxy COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/m
 set_tests_properties(ucx_kill_rank_tcp ucx_kill_rank_sm PROPERTIES LABELS mp TIMEOUT 90 ENVIRONMENT COLLIE_TIMEOUT=8)
 set_tests_properties(ucx_kill_rank_tcp_proxy PROPERTIES LABELS mp TIMEOUT 90
   ENVIRONMENT "COLLIE_TIMEOUT=8;COLLIE_PROXY_HOST=1")
+# And with the kernels' own code on the CPU (COLLIE_EMULATE_KERNELS) behind the proxy: a wait inside the emulated
+# kernel sees the lost flag, and the error carries the proxy's reason.
+add_test(NAME ucx_kill_rank_tcp_emulated COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/mp/ucx_kill_test.sh
+  $<TARGET_FILE:ucx_kill_mp> tcp 2 4 1 detects)
+set_tests_properties(ucx_kill_rank_tcp_emulated PROPERTIES LABELS mp TIMEOUT 90
+  ENVIRONMENT "COLLIE_TIMEOUT=8;COLLIE_EMULATE_KERNELS=3")
 
 # Two fake hosts with different addresses (network namespaces joined by a veth pair), 2 ranks each over UCX tcp.
 # Needs root and iproute2; skips elsewhere.
