@@ -251,7 +251,8 @@ static Status emulatedThreads(int* out) {
 
 // The window geometry every rank derives from the same environment; checked
 // against each peer's header at init, so a mismatch is an error, not garbage.
-static Status windowLayout(int nranks, WindowLayout* layout) {
+// `ll`: the window also holds LL slots (the emulated kernels run that protocol too).
+static Status windowLayout(int nranks, bool ll, WindowLayout* layout) {
   bool bad = false;
   const int64_t slots = env::getInt("COLLIE_SLOTS", 4, &bad);
   if (bad || slots < 2 || slots > 64) return Status::error(collieInvalidArgument, "COLLIE_SLOTS must be 2..64");
@@ -271,10 +272,8 @@ static Status windowLayout(int nranks, WindowLayout* layout) {
   layout->nranks = static_cast<uint32_t>(nranks);
   layout->nslots = static_cast<uint32_t>(slots);
   layout->slotBytes = static_cast<uint64_t>(std::min(slotBytes, fit)) & ~uint64_t{15};
-  int emulated = 0;
-  COLLIE_RETURN_IF_ERROR(emulatedThreads(&emulated));
-  // The emulated kernels run the LL protocol too: its slots follow the Simple ones, as in a device window.
-  if (emulated > 0) COLLIE_RETURN_IF_ERROR(readLLSlotBytes(&layout->llSlotBytes));
+  // LL slots follow the Simple ones, as in a device window.
+  if (ll) COLLIE_RETURN_IF_ERROR(readLLSlotBytes(&layout->llSlotBytes));
   return Status();
 }
 
@@ -310,8 +309,11 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   me.pidNamespace = pidNamespace();
   describeCpus(&me);
 
+  int emulated = 0;  // COLLIE_EMULATE_KERNELS (a test mode of host communicators): the kernels' code on host threads
+  COLLIE_RETURN_IF_ERROR(emulatedThreads(&emulated));
+  if (comm->backend == collieBackendCuda) emulated = 0;
   WindowLayout layout;
-  COLLIE_RETURN_IF_ERROR(windowLayout(nranks, &layout));
+  COLLIE_RETURN_IF_ERROR(windowLayout(nranks, emulated > 0, &layout));
   me.windowBytes = layout.totalBytes();
   std::string canonical;  // order- and spelling-independent form of the overrides
   for (const auto& o : options.algoOverrides)
@@ -396,9 +398,6 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   // COLLIE_PROXY_HOST (a test mode): the host executor reaches other hosts the
   // way the GPU kernels would, through a proxy thread (executor/remote_proxy.h).
   bool badProxy = false;
-  int emulated = 0;  // COLLIE_EMULATE_KERNELS (a test mode): the kernels' code on host threads
-  COLLIE_RETURN_IF_ERROR(emulatedThreads(&emulated));
-  if (comm->backend == collieBackendCuda) emulated = 0;
   // The emulated kernels, like the real ones, reach other hosts only through the proxy.
   const bool proxyHost = farPeer >= 0 && comm->backend != collieBackendCuda &&
                          ((env::getInt("COLLIE_PROXY_HOST", 0, &badProxy) != 0 && !badProxy) || emulated > 0);

@@ -9,26 +9,31 @@ namespace collie {
 
 EmulatedExecutor::EmulatedExecutor(int rank, const WindowLayout& layout, std::vector<uint8_t*> windows,
                                    double timeoutSec, int threadsPerBlock)
-    : rank_(rank),
-      layout_(layout),
-      timeoutSec_(timeoutSec),
-      launcher_(static_cast<int>(layout.nchannels), threadsPerBlock) {
+    : launcher_(static_cast<int>(layout.nchannels), threadsPerBlock) {
   const size_t n = windows.size();
   uint8_t* const mine = windows[static_cast<size_t>(rank)];
-  tables_ = std::move(windows);
-  tables_.resize(2 * n, mine);  // then the inboxes: every peer's slices land in our window
+  windows_ = std::move(windows);
+  windows_.resize(2 * n, mine);  // then the inboxes: every peer's slices land in our window
   counters_.assign(2 * static_cast<size_t>(layout.nchannels) * n, 0);
+  tables_.rank = rank;
+  tables_.layout = layout;
+  tables_.windows = windows_.data();
+  tables_.inboxes = windows_.data() + n;
+  tables_.counters = counters_.data();
+  tables_.failed = &failed_;
+  tables_.status = &status_;
+  tables_.timeoutSec = timeoutSec;
 }
 
 void EmulatedExecutor::attachProxy(const RemoteProxy& proxy) {
-  const size_t n = tables_.size() / 2;
+  const size_t n = windows_.size() / 2;
   for (size_t r = 0; r < n; ++r) {
     if (!proxy.remote(static_cast<int>(r))) continue;
-    tables_[r] = proxy.outbox(static_cast<int>(r));
-    tables_[n + r] = proxy.inbox();
+    windows_[r] = proxy.outbox(static_cast<int>(r));
+    windows_[n + r] = proxy.inbox();
   }
-  sliceBytes_ = proxy.sliceBytes();
-  lost_ = proxy.lost();
+  tables_.sliceBytes = proxy.sliceBytes();
+  tables_.lost = proxy.lost();
   proxy_ = &proxy;
 }
 
@@ -36,20 +41,9 @@ Status EmulatedExecutor::run(const std::vector<ChannelWork>& work, const ExecArg
   std::lock_guard<std::mutex> lock(mu_);
   // As on the GPU, a communicator whose launch failed is broken: report it again.
   COLLIE_RETURN_IF_ERROR(asyncStatus());
-  LaunchTables t;
-  t.rank = rank_;
-  t.layout = layout_;
-  t.windows = tables_.data();
-  t.inboxes = tables_.data() + tables_.size() / 2;
-  t.sliceBytes = sliceBytes_;
-  t.lost = lost_;
-  t.counters = counters_.data();
-  t.failed = &failed_;
-  t.status = &status_;
-  t.timeoutSec = timeoutSec_;
   KernelArgs a;
   bool empty = true;
-  COLLIE_RETURN_IF_ERROR(planLaunch(work, args, t, this, &a, &empty));
+  COLLIE_RETURN_IF_ERROR(planLaunch(work, args, tables_, this, &a, &empty));
   if (empty) return Status();
   launches_.record(args.seq, *work[0].program);
   const int rc = emu::launchProgram(a, args.type, args.op, &launcher_);
@@ -65,7 +59,7 @@ Status EmulatedExecutor::localCopy(void* dst, const void* src, size_t bytes, col
 void EmulatedExecutor::abort() { __atomic_store_n(&status_.abort, 1u, __ATOMIC_RELAXED); }
 
 Status EmulatedExecutor::asyncStatus() const {
-  return launchFailure(status_, rank_, "in the emulated kernel", launches_, proxy_);
+  return launchFailure(status_, tables_.rank, "in the emulated kernel", launches_, proxy_);
 }
 
 Status EmulatedExecutor::program(const Program& program, const Step** out) {

@@ -9,7 +9,6 @@
 // launch has finished, with the failure the kernel recorded, if any.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <vector>
@@ -34,12 +33,15 @@ class EmulatedExecutor : public Executor, private LaunchStorage {
   void attachProxy(const RemoteProxy& proxy);
 
   Status run(const std::vector<ChannelWork>& work, const ExecArgs& args) override;
-  int channels() const override { return static_cast<int>(layout_.nchannels); }
-  uint64_t roundElems(size_t typeSize) const override { return layout_.nchannels * (layout_.slotBytes / typeSize); }
-  uint64_t roundElemsLL(size_t typeSize) const override {
-    return lost_ != nullptr ? 0 : layout_.nchannels * (llPayloadBytes(layout_.llSlotBytes) / typeSize);
+  int channels() const override { return static_cast<int>(tables_.layout.nchannels); }
+  uint64_t roundElems(size_t typeSize) const override {
+    return tables_.layout.nchannels * (tables_.layout.slotBytes / typeSize);
   }
-  void setTimeout(double seconds) override { timeoutSec_ = seconds; }
+  uint64_t roundElemsLL(size_t typeSize) const override {
+    return tables_.lost != nullptr ? 0
+                                   : tables_.layout.nchannels * (llPayloadBytes(tables_.layout.llSlotBytes) / typeSize);
+  }
+  void setTimeout(double seconds) override { tables_.timeoutSec = seconds; }
   Status localCopy(void* dst, const void* src, size_t bytes, collieStream_t stream) override;
   void abort() override;
   Status asyncStatus() const override;
@@ -48,19 +50,15 @@ class EmulatedExecutor : public Executor, private LaunchStorage {
   Status program(const Program& program, const Step** out) override;
   Status scratch(size_t bytes, void** out) override;
 
-  int rank_;
-  WindowLayout layout_;
-  double timeoutSec_;
-  emu::Launcher launcher_;              // its threads play the blocks of every launch
-  std::vector<uint8_t*> tables_;        // windows, then inboxes (KernelArgs::windows / inboxes)
-  uint64_t* sliceBytes_ = nullptr;      // with a proxy
-  const uint32_t* lost_ = nullptr;      // with a proxy
-  const RemoteProxy* proxy_ = nullptr;  // with a proxy: for the reason it lost a peer
-  RecentLaunches launches_;             // names for the error line
-  std::vector<uint64_t> counters_;      // posted[C][n], consumed[C][n]: the device memory between launches
+  emu::Launcher launcher_;          // its threads play the blocks of every launch
+  std::vector<uint8_t*> windows_;   // windows, then inboxes (KernelArgs::windows / inboxes)
+  std::vector<uint64_t> counters_;  // posted[C][n], consumed[C][n]: the device memory between launches
   uint32_t failed_ = 0;
   DeviceStatus status_{};
-  std::vector<uint64_t> scratch_;  // 8-byte aligned, grown, never shrunk
+  LaunchTables tables_;                 // what every launch points at: the members above, the proxy's tables
+  const RemoteProxy* proxy_ = nullptr;  // with a proxy: for the reason it lost a peer
+  RecentLaunches launches_;             // names for the error line
+  std::vector<uint64_t> scratch_;       // 8-byte aligned, grown, never shrunk
   std::mutex mu_;
 };
 
