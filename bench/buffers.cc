@@ -126,10 +126,12 @@ std::string Buffer::upload(size_t offset, const void* host, size_t bytes) {
     return "";
   }
   // From pageable memory cudaMemcpy may return before the DMA lands, and the
-  // calls that read the buffer run on non-blocking streams: wait for it.
-  cudaError_t rc = cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice);
-  if (rc == cudaSuccess) rc = cudaSetDevice(device_);
-  if (rc == cudaSuccess) rc = cudaDeviceSynchronize();
+  // calls that read the buffer run on non-blocking streams: wait for it. Only
+  // for the legacy stream's work: a device-wide wait would also wait for other
+  // ranks' kernels (ranks as threads), which may be waiting for this rank.
+  cudaError_t rc = cudaSetDevice(device_);
+  if (rc == cudaSuccess) rc = cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice);
+  if (rc == cudaSuccess) rc = cudaStreamSynchronize(cudaStreamLegacy);
   return rc == cudaSuccess ? "" : std::string("cudaMemcpy to device: ") + cudaGetErrorString(rc);
 }
 

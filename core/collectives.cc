@@ -21,6 +21,7 @@
 #include "algorithms/registry.h"
 #include "core/api_checks.h"
 #include "core/call_check.h"
+#include "core/cuda_check.h"
 #include "core/group.h"
 #include "core/log.h"
 #include "core/redop.h"
@@ -158,6 +159,8 @@ Status executeScaled(collieComm_t comm, const Call& call, const collie::ScaleArg
   Call sum = call;
   sum.op = collieSum;
   if (comm->backend == collieBackendCuda) {
+    // The scaling kernel and its staging on the communicator's GPU (a group's threads start on device 0).
+    collie::DeviceGuard guard(comm->cudaDevice);
     void* staging = nullptr;
     Status st = collie::scaleInputDevice(scale, call.input, n, call.stream, &staging);
     if (!st.ok()) {

@@ -214,8 +214,11 @@ Status resolveConfig(const collieConfig_t* config, InitOptions* out) {
 Status readLLSlotBytes(uint32_t* out) {
   bool bad = false;
   const int64_t llSlot = env::getInt("COLLIE_LL_SLOT_BYTES", 16 << 10, &bad);
-  if (bad || llSlot < 1024 || llSlot > (96 << 10))
-    return Status::error(collieInvalidArgument, "COLLIE_LL_SLOT_BYTES must be 1024..98304");
+  // An LL launch stages two slices' payload (half a slot each) in shared
+  // memory, beside 16 bytes per rank: 64 KiB slots need 64 KiB + 16 x ranks,
+  // within what every GPU we build for lets a block opt in to (A100: 163 KiB).
+  if (bad || llSlot < 1024 || llSlot > (64 << 10))
+    return Status::error(collieInvalidArgument, "COLLIE_LL_SLOT_BYTES must be 1024..65536");
   *out = static_cast<uint32_t>(llSlot) & ~uint32_t{15};
   return Status();
 }
@@ -436,8 +439,8 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   bool badStage = false;
   const bool stageHost = env::getInt("COLLIE_STAGE_HOST", 0, &badStage) != 0 && !badStage;
   if (comm->backend == collieBackendCuda) {
-    // As the device windows do on one host: the communicator's device becomes current.
-    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaSetDevice(comm->cudaDevice), "cudaSetDevice"));
+    DeviceGuard guard(comm->cudaDevice);
+    COLLIE_RETURN_IF_ERROR(guard.status());
     COLLIE_RETURN_IF_ERROR(allocateDeviceToken(comm.get()));
     comm->executor = std::make_unique<StagedExecutor>(std::move(host), cudaMover(comm->cudaDevice));
     COLLIE_INFO(

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/comm.h"
+#include "core/cuda_check.h"
 #include "core/env.h"
 #include "core/log.h"
 #include "executor/cuda_executor.h"
@@ -68,6 +69,8 @@ Status deviceLayout(const collieComm* comm, WindowLayout* layout) {
 }  // namespace
 
 Status setupCudaBackend(collieComm* comm, const InitOptions& options, const std::vector<bool>& otherHost, int spins) {
+  DeviceGuard guard(comm->cudaDevice);
+  COLLIE_RETURN_IF_ERROR(guard.status());
   WindowLayout layout;
   COLLIE_RETURN_IF_ERROR(deviceLayout(comm, &layout));
   const bool spans = std::find(otherHost.begin(), otherHost.end(), true) != otherHost.end();
@@ -99,6 +102,11 @@ Status setupCudaBackend(collieComm* comm, const InitOptions& options, const std:
     COLLIE_RETURN_IF_ERROR(exec->checkPeers());
   }
   COLLIE_RETURN_IF_ERROR(allocateDeviceToken(comm));
+  // Init wrote the window table, the counters and the token on the legacy
+  // stream (a cudaMemset, or a cudaMemcpy from pageable memory, may return
+  // before it lands), and the user's kernels may come on streams that do not
+  // wait for it.
+  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamSynchronize(cudaStreamLegacy), "synchronising init's writes"));
   comm->deviceFootprint = layout.totalBytes() + exec->deviceExtraBytes() + 16;
   comm->topology.slotBytes = layout.slotBytes;
   comm->topology.slots = layout.nslots;
@@ -127,7 +135,7 @@ void teardownCudaBackend(collieComm* comm) {
   // been consumed (DevicePrims::drain), so after our last launch (the executor
   // waited for it) no peer writes into our window any more.
   if (comm->deviceToken != nullptr) {
-    if (comm->cudaDevice >= 0) (void)cudaSetDevice(comm->cudaDevice);
+    DeviceGuard guard(comm->cudaDevice);
     (void)cudaFree(comm->deviceToken);
     comm->deviceToken = nullptr;
   }

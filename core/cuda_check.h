@@ -17,4 +17,28 @@ inline Status cudaStatus(cudaError_t e, const char* what) {
   return Status::error(collieUnhandledCudaError, "%s failed: %s", what, cudaGetErrorString(e));
 }
 
+/// Makes `device` current for the rest of the scope, then restores the
+/// caller's current device: users drive several communicators (GPUs) from one
+/// thread, and a call into Collie must not change which GPU their next CUDA
+/// call goes to. A negative `device` changes nothing.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    if (device < 0) return;
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    if (previous_ != device) set_ = cudaSetDevice(device);
+  }
+  ~DeviceGuard() {
+    if (previous_ >= 0 && set_ == cudaSuccess && cudaSetDevice(previous_) != cudaSuccess) (void)cudaGetLastError();
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+  /// Whether the device could be made current.
+  Status status() const { return cudaStatus(set_, "cudaSetDevice"); }
+
+ private:
+  int previous_ = -1;
+  cudaError_t set_ = cudaSuccess;
+};
+
 }  // namespace collie

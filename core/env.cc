@@ -57,6 +57,10 @@ const std::vector<VarInfo>& knownVars() {
       {"COLLIE_EMULATE_KERNELS",
        "test feature: N > 0 makes a host communicator run the CUDA kernels' own code on the CPU, N threads per "
        "block (kernels/emulator.h)"},
+      {"COLLIE_FAKE_CUDA_DEVICES",
+       "fake-CUDA test builds (tests/fake_cuda): how many GPUs the fake runtime pretends to have (default 1)"},
+      {"COLLIE_FAKE_CUDA_THREADS",
+       "fake-CUDA test builds (kernels/fake_launch.cc): host threads per emulated block (default 2)"},
       {"COLLIE_ALGO", "algorithm per collective, overriding the tuner: allreduce:ring;broadcast:binomial"},
       {"COLLIE_CHECK", "1: ranks compare each collective's call, type, op, count and root first (debugging)"},
       {"COLLIE_TEST_SEED", "seed of the random inputs of Collie's own tests (read by the tests, not the library)"},

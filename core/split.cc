@@ -27,6 +27,7 @@
 #include "algorithms/registry.h"
 #include "core/api_checks.h"
 #include "core/comm.h"
+#include "core/cuda_check.h"
 #include "core/group.h"
 #include "core/log.h"
 #include "transport/bootstrap/bootstrap.h"
@@ -108,8 +109,9 @@ Status splitNow(collieComm_t comm, int color, int key, const InitOptions& option
                          color);
   const int newRank = static_cast<int>(std::find(members.begin(), members.end(), me) - members.begin());
   COLLIE_INFO("split: colour %d key %d -> rank %d of %zu", color, key, newRank, members.size());
-  // Inside a group this runs on a thread of its own: give it the parent's GPU.
-  if (options.cudaDevice >= 0) (void)cudaSetDevice(options.cudaDevice);
+  // On the parent's GPU (inside a group this runs on a thread of its own), and
+  // the caller's current device is left as it was.
+  DeviceGuard guard(options.cudaDevice);
   return commInit(id, static_cast<int>(members.size()), newRank, options, newcomm);
 }
 

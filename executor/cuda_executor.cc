@@ -15,23 +15,6 @@ namespace collie {
 
 namespace {
 
-// Runs the rest of the scope on `device`, then restores the caller's current
-// device: users drive several communicators (devices) from one thread.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
-    if (previous_ != device) (void)cudaSetDevice(device);
-  }
-  ~DeviceGuard() {
-    int now = -1;
-    if (previous_ >= 0 && cudaGetDevice(&now) == cudaSuccess && now != previous_) (void)cudaSetDevice(previous_);
-  }
-
- private:
-  int previous_ = -1;
-};
-
 // Allocations and uploads may happen while the caller's stream is being
 // captured into a graph. They are not part of the captured work, so this
 // thread switches to relaxed capture mode for their duration (what CUDA
@@ -53,7 +36,6 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
   e->rank_ = rank;
   e->device_ = device;
   e->layout_ = layout;
-  e->timeoutSec_ = timeoutSec;
   DeviceGuard guard(device);
   COLLIE_RETURN_IF_ERROR(cudaStatus(static_cast<cudaError_t>(preloadProgramKernels()), "loading the program kernels"));
   const size_t n = layout.nranks;
@@ -76,7 +58,16 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
   e->status_ = static_cast<DeviceStatus*>(p);
   memset(p, 0, sizeof(DeviceStatus));
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaHostGetDevicePointer(&p, e->status_, 0), "cudaHostGetDevicePointer"));
-  e->statusDevice_ = static_cast<DeviceStatus*>(p);
+  // What every launch points at (device addresses).
+  LaunchTables& t = e->tables_;
+  t.rank = rank;
+  t.layout = layout;
+  t.windows = e->deviceWindows_;
+  t.inboxes = e->deviceWindows_ + n;
+  t.counters = e->counters_;
+  t.failed = e->failed_;
+  t.status = static_cast<DeviceStatus*>(p);
+  t.timeoutSec = timeoutSec;
   cudaEvent_t done;
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate"));
   e->lastDone_ = done;
@@ -116,8 +107,8 @@ Status CudaExecutor::attachProxy(const RemoteProxy& proxy) {
     windows_[r] = proxy.outbox(static_cast<int>(r));
     inboxes_[r] = proxy.inbox();
   }
-  sliceBytes_ = proxy.sliceBytes();
-  lost_ = proxy.lost();
+  tables_.sliceBytes = proxy.sliceBytes();
+  tables_.lost = proxy.lost();
   proxy_ = &proxy;
   return uploadWindowTable();
 }
@@ -210,23 +201,33 @@ Status CudaExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& a
   DeviceGuard guard(device_);
   KernelArgs a;
   bool empty = true;
-  COLLIE_RETURN_IF_ERROR(planLaunch(work, args, tables(), this, &a, &empty));
+  COLLIE_RETURN_IF_ERROR(planLaunch(work, args, tables_, this, &a, &empty));
   if (empty) return Status();
   launches_.record(args.seq, *work[0].program);
 
   cudaStream_t stream = static_cast<cudaStream_t>(args.stream);
+  cudaEvent_t done = static_cast<cudaEvent_t>(lastDone_);
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing"));
-  // Another stream than last time: order after the previous launch. (Inside a
-  // capture the caller orders its streams; an event from outside the graph
-  // cannot be waited on there.)
-  if (launched_ && args.stream != lastStream_ && capture == cudaStreamCaptureStatusNone)
-    COLLIE_RETURN_IF_ERROR(
-        cudaStatus(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(lastDone_), 0), "cudaStreamWaitEvent"));
+  // Two kernels of a communicator must never overlap (they share the flag
+  // counters). Another stream than last time waits for the previous launch.
+  // A captured launch runs at each replay of the graph, after or between
+  // launches made now: it waits for, and records, the event as external
+  // nodes of the graph, so each replay is ordered like a launch made then.
+  // (A plain record during a capture would leave the event unusable outside
+  // it: CUDA's cudaErrorCapturedEvent.)
+  const bool captured = capture != cudaStreamCaptureStatusNone;
+  if (launched_ && (captured || !lastStreamKnown_ || args.stream != lastStream_))
+    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamWaitEvent(stream, done, captured ? cudaEventWaitExternal : 0),
+                                      "cudaStreamWaitEvent on the communicator's previous launch"));
   const int rc = launchProgram(a, args.type, args.op, args.stream);
   if (rc != 0) return cudaStatus(static_cast<cudaError_t>(rc), "launching the program kernel");
-  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(static_cast<cudaEvent_t>(lastDone_), stream), "cudaEventRecord"));
+  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventRecordWithFlags(done, stream, captured ? cudaEventRecordExternal : 0),
+                                    "cudaEventRecord after the launch"));
+  // After a capture the stream of the next launch is unknown (a graph may be
+  // replayed on any stream): the next launch made now waits in any case.
   lastStream_ = args.stream;
+  lastStreamKnown_ = !captured;
   launched_ = true;
   return Status();
 }
@@ -245,21 +246,6 @@ void CudaExecutor::abort() {
 
 Status CudaExecutor::asyncStatus() const {
   return status_ == nullptr ? Status() : launchFailure(*status_, rank_, "on the GPU", launches_, proxy_);
-}
-
-LaunchTables CudaExecutor::tables() const {
-  LaunchTables t;
-  t.rank = rank_;
-  t.layout = layout_;
-  t.windows = deviceWindows_;
-  t.inboxes = deviceWindows_ + windows_.size();
-  t.sliceBytes = sliceBytes_;
-  t.lost = lost_;
-  t.counters = counters_;
-  t.failed = failed_;
-  t.status = statusDevice_;
-  t.timeoutSec = timeoutSec_;
-  return t;
 }
 
 Status CudaExecutor::synchronize() {

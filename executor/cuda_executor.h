@@ -6,7 +6,10 @@
 // Ordering: a communicator's launches must run one after another, because
 // each continues the flag counters the previous one left in device memory.
 // Launches on one stream are ordered by the stream; when a call comes on
-// another stream, that stream first waits for the previous launch.
+// another stream, that stream first waits for the previous launch. A launch
+// captured into a CUDA graph waits for and records the same event through
+// external event nodes, so every replay of the graph is ordered the same way
+// with the launches around it, and synchronize() waits for replays too.
 #pragma once
 
 #include <cstdint>
@@ -47,17 +50,17 @@ class CudaExecutor : public Executor, private LaunchStorage {
   Status run(const std::vector<ChannelWork>& work, const ExecArgs& args) override;
   int channels() const override { return static_cast<int>(layout_.nchannels); }
   uint64_t roundElemsLL(size_t typeSize) const override {
-    return lost_ != nullptr ? 0 : layout_.nchannels * (llPayloadBytes(layout_.llSlotBytes) / typeSize);
+    return tables_.lost != nullptr ? 0 : layout_.nchannels * (llPayloadBytes(layout_.llSlotBytes) / typeSize);
   }
   uint64_t roundElems(size_t typeSize) const override { return layout_.nchannels * (layout_.slotBytes / typeSize); }
-  void setTimeout(double seconds) override { timeoutSec_ = seconds; }
+  void setTimeout(double seconds) override { tables_.timeoutSec = seconds; }
 
   Status localCopy(void* dst, const void* src, size_t bytes, collieStream_t stream) override;
   /// Makes every wait of running and future launches give up.
   void abort() override;
   /// The first failure a kernel recorded (rank, peer, step), or OK.
   Status asyncStatus() const override;
-  /// Waits for the communicator's last launch.
+  /// Waits for the communicator's last launch (or graph replay) enqueued so far.
   Status synchronize() override;
   /// Device bytes this rank holds beyond its window (counters, programs, scratch).
   size_t deviceExtraBytes() const { return extraBytes_; }
@@ -67,26 +70,23 @@ class CudaExecutor : public Executor, private LaunchStorage {
   // LaunchStorage: long programs uploaded once and kept by content; scratch grown, never shrunk.
   Status program(const Program& program, const Step** out) override;
   Status scratch(size_t bytes, void** out) override;
-  LaunchTables tables() const;
   Status uploadWindowTable();
 
   int rank_ = 0;
   int device_ = -1;
   WindowLayout layout_;
-  double timeoutSec_ = 300;
-  std::vector<uint8_t*> windows_;         // as this rank addresses them (null: a peer on another host)
-  std::vector<uint8_t*> inboxes_;         // where each peer's slices for us land: our window, or the proxy's inbox
-  uint8_t** deviceWindows_ = nullptr;     // windows_ then inboxes_, in device memory
-  uint64_t* sliceBytes_ = nullptr;        // with a proxy: its slice size table (device address)
-  const uint32_t* lost_ = nullptr;        // with a proxy: its lost flags (device address)
-  const RemoteProxy* proxy_ = nullptr;    // with a proxy: for the reason it lost a peer
-  RecentLaunches launches_;               // names for the error line of a failure found later
-  uint64_t* counters_ = nullptr;          // device: posted/consumed per channel per peer
-  uint32_t* failed_ = nullptr;            // device
-  DeviceStatus* status_ = nullptr;        // mapped pinned host memory (host address)
-  DeviceStatus* statusDevice_ = nullptr;  // its device address
+  std::vector<uint8_t*> windows_;       // as this rank addresses them (null: a peer on another host)
+  std::vector<uint8_t*> inboxes_;       // where each peer's slices for us land: our window, or the proxy's inbox
+  uint8_t** deviceWindows_ = nullptr;   // windows_ then inboxes_, in device memory
+  const RemoteProxy* proxy_ = nullptr;  // with a proxy: for the reason it lost a peer
+  RecentLaunches launches_;             // names for the error line of a failure found later
+  uint64_t* counters_ = nullptr;        // device: posted/consumed per channel per peer
+  uint32_t* failed_ = nullptr;          // device
+  DeviceStatus* status_ = nullptr;      // mapped pinned host memory (host address)
+  LaunchTables tables_;                 // what every launch points at: the members above, the proxy's tables
   void* lastStream_ = nullptr;
-  void* lastDone_ = nullptr;  // cudaEvent_t recorded after the last launch
+  bool lastStreamKnown_ = false;  // false after a captured launch: its replays may come on any stream
+  void* lastDone_ = nullptr;      // cudaEvent_t recorded after the last launch
   bool launched_ = false;
   void* uploadStream_ = nullptr;  // cudaStream_t for uploads outside the caller's stream
   // Long programs, uploaded once and kept by content (see program()).

@@ -14,7 +14,8 @@ namespace collie {
 RemoteProxy::Memory RemoteProxy::pinnedMemory(int device) {
   Memory m;
   m.allocate = [device](size_t bytes, Region* out) {
-    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaSetDevice(device), "cudaSetDevice"));
+    DeviceGuard guard(device);
+    COLLIE_RETURN_IF_ERROR(guard.status());
     void* host = nullptr;
     COLLIE_RETURN_IF_ERROR(cudaStatus(cudaHostAlloc(&host, bytes, cudaHostAllocMapped | cudaHostAllocPortable),
                                       "cudaHostAlloc of the proxy's memory"));

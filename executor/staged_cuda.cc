@@ -14,7 +14,7 @@ class CudaMover final : public StagedExecutor::Mover {
   explicit CudaMover(int device) : device_(device) {}
   ~CudaMover() override {
     if (event_ != nullptr) {
-      (void)cudaSetDevice(device_);
+      DeviceGuard guard(device_);
       (void)cudaEventSynchronize(event_);
       (void)cudaEventDestroy(event_);
     }
@@ -28,7 +28,9 @@ class CudaMover final : public StagedExecutor::Mover {
     return cudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)),
                       "cudaMemcpyAsync into host staging");
   }
-  Status wait(collieStream_t stream) override {
+  Status usable(collieStream_t stream) override {
+    // Before anything is enqueued: a copy recorded into the capture, or a wait
+    // during it (which invalidates the capture), would outlive this error.
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     COLLIE_RETURN_IF_ERROR(
         cudaStatus(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture), "cudaStreamIsCapturing"));
@@ -36,12 +38,18 @@ class CudaMover final : public StagedExecutor::Mover {
       return Status::error(collieInvalidUsage,
                            "a collective of a CUDA communicator spanning hosts cannot be captured into a CUDA graph: "
                            "it goes through host staging and waits on the host");
+    return Status();
+  }
+  Status wait(collieStream_t stream) override {
     return cudaStatus(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
   }
   Status toDevice(void* dst, const void* src, size_t bytes, collieStream_t stream) override {
     const cudaStream_t s = static_cast<cudaStream_t>(stream);
-    if (event_ == nullptr)
+    if (event_ == nullptr) {
+      // On the communicator's GPU, as the stream is: an event and the stream it is recorded on share a device.
+      DeviceGuard guard(device_);
       COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "cudaEventCreate"));
+    }
     COLLIE_RETURN_IF_ERROR(
         cudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync out of host staging"));
     pending_ = true;

@@ -27,6 +27,9 @@ class StagedExecutor final : public Executor {
   class Mover {
    public:
     virtual ~Mover() = default;
+    /// Whether a call on `stream` can be staged at all (checked before anything
+    /// is enqueued or waited for); a stream being captured cannot.
+    virtual Status usable(collieStream_t) { return Status(); }
     /// Host memory for staging, `bytes` long (pinned on a GPU); freed by release.
     virtual Status allocate(size_t bytes, void** out) = 0;
     virtual void release(void* p) = 0;

@@ -58,6 +58,8 @@ __device__ __forceinline__ uint64_t globalTimerNs() {
 __device__ __forceinline__ uint32_t loadFlag(const volatile uint32_t* p) { return *p; }
 /// Sets *p from 0 to 1; true for the one caller that did.
 __device__ __forceinline__ bool raiseFirst(uint32_t* p) { return atomicCAS(p, 0u, 1u) == 0u; }
+/// Sets *p (shared memory) from 0 to v; several threads may race, one wins.
+__device__ __forceinline__ void keepFirst(int* p, int v) { (void)atomicCAS(p, 0, v); }
 
 #else  // the CPU emulation
 
@@ -92,6 +94,10 @@ inline uint32_t loadFlag(const volatile uint32_t* p) { return __atomic_load_n(p,
 inline bool raiseFirst(uint32_t* p) {
   uint32_t expected = 0;
   return __atomic_compare_exchange_n(p, &expected, 1u, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+inline void keepFirst(int* p, int v) {
+  int expected = 0;
+  (void)__atomic_compare_exchange_n(p, &expected, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
 #endif

@@ -31,16 +31,18 @@ class DevicePrimsLL {
   /// Elements one LL slice carries.
   __device__ uint64_t perSlice() const { return llPayloadBytes(a_.layout.llSlotBytes) / sizeof(T); }
 
+  // A slice whose lines stopped coming (unpack() gave up) is reported by the
+  // next wait: arrived() and room() say no until then.
   __device__ bool arrived(int p) {
+    if (pending_ != 0) return false;
     const bool ok = share(dev::tid() == 0 && headerFlag(p) == llFlag(consumed_[p]));
-    if (ok) unpack(p);
-    return ok;
+    if (ok) pending_ = unpack(p);
+    return ok && pending_ == 0;
   }
-  __device__ bool room(int q) { return share(dev::tid() == 0 && pollRoom(q)); }
+  __device__ bool room(int q) { return pending_ == 0 && share(dev::tid() == 0 && pollRoom(q)); }
   __device__ int waitArrived(int p) {
     const int rc = wait(false, 0, true, p);
-    if (rc == 0) unpack(p);
-    return rc;
+    return rc != 0 ? rc : unpack(p);
   }
   __device__ int waitRoom(int q) { return wait(true, q, false, 0); }
   __device__ int waitEither(bool sending, int q, bool receiving, int p) {
@@ -112,21 +114,33 @@ class DevicePrimsLL {
   }
   // The header has arrived: every thread waits for its lines of the slice and
   // stages their data. Lines are written by many sender threads in no set
-  // order, so each is checked by its own flag; a sender that dies half-way
-  // leaves the wait to the abort flag (checked now and then).
-  __device__ void unpack(int p) {
+  // order, so each is checked by its own flag. A sender that dies half-way
+  // (its process killed) never writes the rest: each wait is bounded like the
+  // others, and the block fails if any thread gave up. Returns 0 or the error.
+  __device__ int unpack(int p) {
     const uint8_t* slot = slotIn(p);
     const uint32_t flag = llFlag(consumed_[p]);
     const uint64_t bytes = dev::loadVolatile64(slot) & 0xffffffffu, words = (bytes + 3) / 4;
-    for (uint64_t w = dev::tid(); w < words; w += dev::nthreads()) {
+    int rc = 0;
+    uint64_t deadline = 0;  // taken at the first slow line only: the clock is not free
+    for (uint64_t w = dev::tid(); w < words && rc == 0; w += dev::nthreads()) {
       uint64_t line = dev::loadVolatile64(slot + kLLLine * (w + 1));
       for (uint32_t i = 0; static_cast<uint32_t>(line >> 32) != flag; ++i) {
-        if ((i & 1023) == 1023 && (dev::loadFlag(&a_.status->abort) != 0 || dev::loadFlag(a_.failed) != 0)) break;
+        if ((i & 1023) == 1023) {
+          if (deadline == 0) deadline = dev::globalTimerNs() + a_.timeoutNs;
+          if (gaveUp(deadline, &rc)) break;
+        }
         line = dev::loadVolatile64(slot + kLLLine * (w + 1));
       }
       in_[w] = static_cast<uint32_t>(line);
     }
+    if (dev::tid() == 0) *shared_ = 0;
     dev::sync();
+    if (rc != 0) dev::keepFirst(shared_, rc);
+    dev::sync();
+    rc = *shared_;
+    dev::sync();
+    return rc;
   }
   __device__ int share(int v) {
     if (dev::tid() == 0) *shared_ = v;
@@ -136,6 +150,7 @@ class DevicePrimsLL {
     return out;
   }
   __device__ int wait(bool sending, int q, bool receiving, int p) {
+    if (pending_ != 0) return pending_;
     int rc = 0;
     if (dev::tid() == 0) {
       const uint64_t deadline = dev::globalTimerNs() + a_.timeoutNs;
@@ -155,6 +170,7 @@ class DevicePrimsLL {
   int* shared_;
   uint32_t* out_;
   uint32_t* in_;
+  int pending_ = 0;  // the error of a slice unpack() gave up on, the same in every thread
 };
 
 }  // namespace collie

@@ -64,8 +64,8 @@ struct KernelArgs {
 // Kernel parameters are limited to 4 KiB on every architecture we build for.
 static_assert(sizeof(KernelArgs) <= 4096, "KernelArgs must fit the kernel parameter space");
 
-/// Loads every instantiation of the program kernel on the current device
-/// (see program_kernel.cu for why). Returns a cudaError_t as an int.
+/// Loads every instantiation of the program kernel, and of the scaling kernel
+/// of pre-multiplied sums, on the current device (see program_kernel.cu for why). Returns a cudaError_t as an int.
 int preloadProgramKernels();
 
 /// Launches the program on `stream` (a cudaStream_t) with one block per

@@ -1,5 +1,6 @@
 // The Simple protocol's program kernels, and the launcher that picks a protocol.
 #include "kernels/program_kernel.cuh"
+#include "kernels/scale.h"
 
 namespace collie {
 
@@ -12,9 +13,12 @@ int preloadProgramKernels() {
   // Lazy module loading (CUDA's default) loads a kernel at its first launch,
   // and loading can wait for the running kernels of the context: a rank whose
   // first launch of some (type, op) comes while a peer's kernel spins waiting
-  // for it would deadlock. Querying every instantiation loads them all now.
-  const int rc = preloadSimple();
-  return rc != 0 ? rc : preloadLL();
+  // for it would deadlock. Querying every instantiation loads them all now,
+  // the scaling kernel's too (a pre-multiplied sum's first call may come
+  // while another rank's program kernel waits).
+  int rc = preloadSimple();
+  if (rc == 0) rc = preloadLL();
+  return rc != 0 ? rc : preloadScaleKernels();
 }
 
 int launchProgram(const KernelArgs& args, collieDataType_t type, ReduceOp op, void* stream) {

@@ -22,6 +22,13 @@ __global__ void __launch_bounds__(kKernelThreads) programKernel(const __grid_con
 /// Loads (see preloadProgramKernels) or launches every (type, op) of one protocol.
 template <bool LL>
 int preloadProtocol() {
+  // Dynamic shared memory: 16 bytes per rank (both protocols), plus two LL
+  // slices' payload; allow as much as the GPU lets a block opt in to, beyond
+  // the default 48 KiB (rank counts in the thousands, 64 KiB LL slots).
+  int device = 0, optin = 48 * 1024;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess)
+    return static_cast<int>(cudaGetLastError());
   int rc = 0;
   for (int t = 0; t < collieNumTypes; ++t)
     visitType(static_cast<collieDataType_t>(t), [&](auto tag) {
@@ -31,9 +38,9 @@ int preloadProtocol() {
           auto kernel = programKernel<T, decltype(opc)::value, LL>;
           cudaFuncAttributes attr;
           cudaError_t e = cudaFuncGetAttributes(&attr, kernel);
-          // LL stages two slices in shared memory: allow more than the default 48 KiB.
-          if (e == cudaSuccess && LL)
-            e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 96 * 1024);
+          if (e == cudaSuccess)
+            e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     optin - static_cast<int>(attr.sharedSizeBytes));
           if (e != cudaSuccess && rc == 0) rc = static_cast<int>(e);
         });
     });

@@ -22,6 +22,18 @@ __global__ void scaleKernel(T* dst, const T* src, size_t n, T immediate, const T
 
 }  // namespace
 
+int preloadScaleKernels() {
+  int rc = static_cast<int>(cudaSuccess);
+  for (int t = 0; t < collieNumTypes; ++t)
+    visitType(static_cast<collieDataType_t>(t), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      cudaFuncAttributes attr;
+      const cudaError_t e = cudaFuncGetAttributes(&attr, scaleKernel<T>);
+      if (e != cudaSuccess && rc == 0) rc = static_cast<int>(e);
+    });
+  return rc;
+}
+
 int launchScale(collieDataType_t type, void* dst, const void* src, size_t n, const void* hostScalar,
                 const void* deviceScalar, void* stream) {
   if (n == 0) return static_cast<int>(cudaSuccess);

@@ -16,6 +16,10 @@ namespace collie {
 /// the kernel runs), else taken from `hostScalar` (its bytes, passed by value
 /// in the launch, so the caller's copy may go at once). Returns the launch's
 /// cudaError_t as an int.
+/// Loads every instantiation of the scaling kernel on the current device (see
+/// preloadProgramKernels in launch.h for why). Returns a cudaError_t as an int.
+int preloadScaleKernels();
+
 int launchScale(collieDataType_t type, void* dst, const void* src, size_t n, const void* hostScalar,
                 const void* deviceScalar, void* stream);
 

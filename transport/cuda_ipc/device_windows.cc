@@ -28,14 +28,17 @@ Status DeviceWindows::create(Bootstrap* bootstrap, const std::vector<PeerInfo>& 
   std::unique_ptr<DeviceWindows> w(new DeviceWindows());
   w->device_ = device;
   w->bytes_ = bytes;
-  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaSetDevice(device), "cudaSetDevice"));
+  DeviceGuard guard(device);
+  COLLIE_RETURN_IF_ERROR(guard.status());
   void* own = nullptr;
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&own, bytes), "cudaMalloc of the device window"));
   w->own_ = static_cast<uint8_t*>(own);
-  // Flags start at zero; the synchronous memset also makes the zeroes visible
-  // before any peer can learn the window's address.
+  // Flags start at zero, and the zeroes land before any peer can learn the
+  // window's address. (Only the legacy stream is waited for: a device-wide
+  // wait would also wait for kernels of other communicators of ranks sharing
+  // the GPU.)
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMemset(own, 0, bytes), "cudaMemset of the device window"));
-  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamSynchronize(cudaStreamLegacy), "synchronising the window's memset"));
 
   const int n = bootstrap->nranks(), rank = bootstrap->rank();
   std::vector<WindowRecord> records(static_cast<size_t>(n));
@@ -58,7 +61,9 @@ Status DeviceWindows::create(Bootstrap* bootstrap, const std::vector<PeerInfo>& 
     const bool sameHost = memcmp(peers[static_cast<size_t>(r)].hostId, peers[static_cast<size_t>(rank)].hostId,
                                  sizeof(peers[0].hostId)) == 0;
     if (!sameHost) continue;
-    if (rec.pid == mine.pid) {
+    // One process: the same pid in the same pid namespace (containers on one host may reuse pids).
+    if (rec.pid == mine.pid &&
+        peers[static_cast<size_t>(r)].pidNamespace == peers[static_cast<size_t>(rank)].pidNamespace) {
       if (rec.device != device) {
         int can = 0;
         COLLIE_RETURN_IF_ERROR(
@@ -90,7 +95,7 @@ Status DeviceWindows::create(Bootstrap* bootstrap, const std::vector<PeerInfo>& 
 }
 
 DeviceWindows::~DeviceWindows() {
-  if (device_ >= 0) (void)cudaSetDevice(device_);
+  DeviceGuard guard(device_);
   for (void* p : opened_) (void)cudaIpcCloseMemHandle(p);
   if (own_ != nullptr) (void)cudaFree(own_);
   (void)cudaGetLastError();

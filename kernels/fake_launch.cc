@@ -1,0 +1,99 @@
+// The launcher headers (launch.h, scale.h, reduce_check.h) in a fake-CUDA
+// build (COLLIE_FAKE_CUDA, tests/fake_cuda): instead of a kernel, each launch
+// enqueues host work on the fake runtime's stream, so it runs in stream order,
+// is recorded by a stream capture and replayed by a graph, like a kernel. The
+// program kernel is the real one's body run by kernels/emulator.h; scale and
+// reduce-check are plain loops over the shared operators (executor/reduce_ops.h).
+//
+// Host threads per emulated block: COLLIE_FAKE_CUDA_THREADS (default 2: enough
+// for the block barrier and the threads' split of a slice to matter).
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "executor/reduce_ops.h"
+#include "kernels/emulator.h"
+#include "kernels/launch.h"
+#include "kernels/reduce_check.h"
+#include "kernels/scale.h"
+#include "tests/fake_cuda/fake_cuda.h"
+
+namespace collie {
+
+namespace {
+
+int threadsPerBlock() {
+  const char* s = getenv("COLLIE_FAKE_CUDA_THREADS");
+  const int n = s != nullptr ? atoi(s) : 2;
+  return n >= 1 && n <= 64 ? n : 2;
+}
+
+// The threads that play a launch's blocks. Work runs on its stream's one
+// worker thread, so a launcher per worker thread is a launcher per stream, and
+// two streams (two ranks) run their launches at once, as on a GPU.
+emu::Launcher* launcherFor(int blocks) {
+  thread_local std::unique_ptr<emu::Launcher> launcher;
+  const int threads = threadsPerBlock();
+  if (launcher == nullptr || launcher->blocks() != blocks || launcher->threadsPerBlock() != threads)
+    launcher.reset(new emu::Launcher(blocks, threads));
+  return launcher.get();
+}
+
+}  // namespace
+
+int preloadProgramKernels() { return static_cast<int>(cudaSuccess); }
+
+int launchProgram(const KernelArgs& args, collieDataType_t type, ReduceOp op, void* stream) {
+  const int blocks = static_cast<int>(args.layout.nchannels);
+  // A launch with a bad configuration fails at once, as cudaLaunchKernel does.
+  if (blocks < 1 || blocks > kMaxChannels || typeSize(type) == 0) return static_cast<int>(cudaErrorInvalidValue);
+  // The arguments are copied into the work, as kernel parameters are at launch.
+  auto copy = std::make_shared<KernelArgs>(args);
+  return static_cast<int>(fakecuda::enqueue(static_cast<cudaStream_t>(stream), [copy, type, op, blocks]() {
+    const int rc = emu::launchProgram(*copy, type, op, launcherFor(blocks));
+    return rc == 0 ? cudaSuccess : cudaErrorLaunchFailure;
+  }));
+}
+
+int launchScale(collieDataType_t type, void* dst, const void* src, size_t n, const void* hostScalar,
+                const void* deviceScalar, void* stream) {
+  if (n == 0) return static_cast<int>(cudaSuccess);
+  if (typeSize(type) == 0) return static_cast<int>(cudaErrorInvalidValue);
+  // A host-immediate scalar is taken now; a device-resident one is read when the work runs.
+  uint64_t immediate = 0;
+  if (hostScalar != nullptr) memcpy(&immediate, hostScalar, typeSize(type));
+  return static_cast<int>(fakecuda::enqueue(static_cast<cudaStream_t>(stream), [=]() {
+    visitType(type, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T s;
+      memcpy(&s, deviceScalar != nullptr ? deviceScalar : static_cast<const void*>(&immediate), sizeof(T));
+      const T* in = static_cast<const T*>(src);
+      T* out = static_cast<T*>(dst);
+      for (size_t i = 0; i < n; ++i) out[i] = scaleBy(in[i], s);
+    });
+    return cudaSuccess;
+  }));
+}
+
+int launchReduceCheck(collieDataType_t type, collieRedOp_t op, const void* a, const void* b, void* out, size_t n,
+                      int divisor, void* stream) {
+  ReduceOp rop;
+  if (!toReduceOp(op, &rop) || typeSize(type) == 0) return static_cast<int>(cudaErrorInvalidValue);
+  return static_cast<int>(fakecuda::enqueue(static_cast<cudaStream_t>(stream), [=]() {
+    visitType(type, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      visitOp(rop, [&](auto opc) {
+        const T* x = static_cast<const T*>(a);
+        const T* y = static_cast<const T*>(b);
+        T* r = static_cast<T*>(out);
+        for (size_t i = 0; i < n; ++i) {
+          const T v = applyOp<decltype(opc)::value>(x[i], y[i]);
+          r[i] = divisor > 0 ? divideBy(v, divisor) : v;
+        }
+      });
+    });
+    return cudaSuccess;
+  }));
+}
+
+}  // namespace collie

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The GPU suite on the CPU: builds Collie against the fake CUDA runtime
+# (tests/fake_cuda; -DCOLLIE_FAKE_CUDA=ON) in build-fakecuda/ and runs the
+# tests of tests/gpu there, plus collie-bench's CUDA backend. The CUDA
+# executor's host code (device windows, cudaIpc between processes, launches on
+# the user's stream, graph capture, the proxy's pinned memory, the error paths)
+# runs for real; the kernels are their own code on host threads. It shows
+# nothing about the GPU itself (memory model, speed): that is tests/gpu/run.sh
+# on a lent GPU. Run after scripts/setup.sh (or scripts/test.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=build-fakecuda
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLIE_FAKE_CUDA=ON -DCOLLIE_WITH_MPI=OFF \
+    >/dev/null
+fi
+cmake --build "$build" --target fake_cudart_test collectives_gpu_test collectives_gpu_mp collie-run nccl_gpu_test \
+  collie-bench
+start=$(date +%s)
+# Few channels and 2 host threads per block: every rank's blocks are host threads on 2 cores. A hang
+# costs a minute, not five.
+export COLLIE_CHANNELS=2 COLLIE_FAKE_CUDA_THREADS=2 COLLIE_TIMEOUT=60
+"$build/tests/fake_cuda/fake_cudart_test" --gtest_brief=1
+# Ranks as threads: every algorithm at 2 and 3 ranks (8 ranks for allreduce), and the CudaBackend cases
+# (tiny slots, all-to-all-v, grouped send/recv, graph capture, wrong buffers, a rank that never joins).
+"$build/tests/collectives_gpu_test" --gtest_brief=1 \
+  --gtest_filter='*_n2:*_n3:*allreduce_ring_n8:CudaBackend.*-CudaBackend.AStreamOfAnotherGpuIsAnError'
+# A stream of another GPU than the communicator's: two fake GPUs.
+COLLIE_FAKE_CUDA_DEVICES=2 "$build/tests/collectives_gpu_test" --gtest_brief=1 \
+  --gtest_filter=CudaBackend.AStreamOfAnotherGpuIsAnError
+# Ranks as processes: device windows exported and opened through cudaIpc handles.
+for np in 2 3; do
+  "$build/tools/collie-run" -np "$np" "$build/tests/collectives_gpu_mp"
+done
+if grep -q 'COLLIE_WITH_UCX:BOOL=ON' "$build/CMakeCache.txt"; then
+  # 2 fake nodes x 2 processes: the staged path, then the proxy thread (pinned outboxes and inbox).
+  UCX_TLS=sm,self "$build/tools/collie-run" --nodes 2 -np 4 "$build/tests/collectives_gpu_mp"
+  UCX_TLS=sm,self COLLIE_GPU_REMOTE=proxy "$build/tools/collie-run" --nodes 2 -np 4 "$build/tests/collectives_gpu_mp"
+fi
+# The drop-in libnccl.so.2 on "device" buffers.
+"$build/tests/nccl/nccl_gpu_test"
+# collie-bench's CUDA backend: ranks as threads, the copy limit, and graphs (-G).
+"$build/bench/collie-bench" allreduce -t 3 --backend cuda -b 8 -e 64K -f 16 -n 3 -w 1 --limit
+"$build/bench/collie-bench" allreduce -t 2 --backend cuda -b 8 -e 4K -f 8 -n 3 -w 1 -G 2
+echo "fake-GPU suite: passed in $(($(date +%s) - start)) s"

@@ -1,0 +1,24 @@
+// The fake CUDA runtime (collie_fake_cudart): the subset of the CUDA runtime API that Collie calls,
+// implemented on the CPU with the toolkit's own signatures, for builds with COLLIE_FAKE_CUDA=ON on
+// machines without a GPU. Device memory is POSIX shared memory (so IPC handles work across
+// processes), each stream is a FIFO run by one worker thread, and a kernel launch is a `Work` that a
+// launcher enqueues here. Misuses that CUDA reports are reported with CUDA's error codes; what is
+// modelled and what is simplified is listed in docs/design.md ("A fake CUDA runtime").
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <functional>
+
+namespace fakecuda {
+/// A unit of device work (a kernel launch): runs on the stream's worker thread, in stream order.
+/// Its error, if any, is recorded as an asynchronous (sticky) error, as CUDA does for a failed kernel.
+using Work = std::function<cudaError_t()>;
+/// Enqueues `work` on `stream` (0, cudaStreamLegacy and cudaStreamPerThread mean the current device's
+/// default stream). While `stream` is capturing, the work is recorded into the capture's graph instead.
+/// Returns what cudaLaunchKernel would: cudaSuccess, or the error of an invalid stream / capture misuse.
+cudaError_t enqueue(cudaStream_t stream, Work work);
+
+/// Test hook: forgets `device`'s sticky error, which a real process keeps until it exits.
+/// cudaErrorInvalidDevice for an index out of range.
+cudaError_t clearStickyErrorForTesting(int device);
+}  // namespace fakecuda
