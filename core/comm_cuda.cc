@@ -34,6 +34,16 @@ int ranksPerDevice(const collieComm* comm) {
   return most;
 }
 
+// Ranks of this process on this rank's GPU (threads sharing one CUDA context).
+int ranksInProcessOnDevice(const collieComm* comm) {
+  const PeerInfo& me = comm->peers[static_cast<size_t>(comm->rank)];
+  int same = 0;
+  for (const PeerInfo& b : comm->peers)
+    same += strncmp(me.hostId, b.hostId, sizeof(me.hostId)) == 0 && me.pid == b.pid &&
+            me.pidNamespace == b.pidNamespace && me.cudaDevice == b.cudaDevice;
+  return same;
+}
+
 // Device window geometry from the environment, identical on every rank given
 // the same environment and GPU model (checked against each peer's header).
 // Channels: enough blocks in all to keep about half the GPU's SMs moving
@@ -50,6 +60,26 @@ Status deviceLayout(const collieComm* comm, WindowLayout* layout) {
   const int64_t channels = env::getInt("COLLIE_CHANNELS", fallback, &bad);
   if (bad || channels < 1 || channels > kMaxChannels)
     return Status::error(collieInvalidArgument, "COLLIE_CHANNELS must be 1..%d", kMaxChannels);
+  // Each rank's blocks spin until their peers' blocks answer, so the blocks of
+  // all ranks sharing the GPU must be resident at once: one block per SM is
+  // what a 512-thread block is sure to get.
+  if (channels * ranksPerDevice(comm) > sms)
+    return Status::error(collieInvalidUsage,
+                         "COLLIE_CHANNELS=%lld x %d ranks on GPU %d is %lld blocks, more than its %d SMs can hold at "
+                         "once; the ranks' kernels wait for each other, so all must run together: lower "
+                         "COLLIE_CHANNELS",
+                         static_cast<long long>(channels), ranksPerDevice(comm), comm->cudaDevice,
+                         static_cast<long long>(channels * ranksPerDevice(comm)), sms);
+  // Streams share CUDA_DEVICE_MAX_CONNECTIONS hardware queues (default 8):
+  // with fewer queues than ranks of this process on the GPU, one rank's
+  // waiting kernel can hold back the peer kernel it waits for.
+  const int local = ranksInProcessOnDevice(comm);
+  const int64_t queues = env::getInt("CUDA_DEVICE_MAX_CONNECTIONS", 8, &bad);
+  if (!bad && local > 1 && queues < local && comm->rank == 0)
+    COLLIE_WARN(
+        "CUDA_DEVICE_MAX_CONNECTIONS=%lld is below the %d ranks this process runs on GPU %d: their kernels may "
+        "queue behind each other and wait until COLLIE_TIMEOUT; unset it or raise it to %d",
+        static_cast<long long>(queues), local, comm->cudaDevice, local);
   const int64_t slots = env::getInt("COLLIE_SLOTS", 4, &bad);
   if (bad || slots < 2 || slots > 64) return Status::error(collieInvalidArgument, "COLLIE_SLOTS must be 2..64");
   const int64_t slotBytes = env::getInt("COLLIE_SLOT_BYTES", 1 << 18, &bad);

@@ -217,7 +217,9 @@ Status CudaExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& a
   // (A plain record during a capture would leave the event unusable outside
   // it: CUDA's cudaErrorCapturedEvent.)
   const bool captured = capture != cudaStreamCaptureStatusNone;
-  if (launched_ && (captured || !lastStreamKnown_ || args.stream != lastStream_))
+  // (Waiting on an event never recorded waits for nothing: a graph captured
+  // before any launch is still ordered between its own replays.)
+  if (captured || (launched_ && (!lastStreamKnown_ || args.stream != lastStream_)))
     COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamWaitEvent(stream, done, captured ? cudaEventWaitExternal : 0),
                                       "cudaStreamWaitEvent on the communicator's previous launch"));
   const int rc = launchProgram(a, args.type, args.op, args.stream);

@@ -340,6 +340,22 @@ TEST(CudaBackend, AStreamOfAnotherGpuIsAnError) {
   cudaFree(buf);
 }
 
+// More blocks than the GPU can hold at once (COLLIE_CHANNELS x ranks sharing
+// it): the ranks' kernels wait for each other, so init refuses, naming the
+// numbers, instead of kernels that would wait until COLLIE_TIMEOUT.
+TEST(CudaBackend, MoreBlocksThanTheGpuHoldsIsAnError) {
+  SKIP_WITHOUT_GPU();
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv channels("COLLIE_CHANNELS", "32");
+  const int n = sms / 32 + 1;  // n x 32 blocks > sms
+  collie::test::Comms comms(n);
+  EXPECT_EQ(comms.result, collieInvalidUsage);
+  EXPECT_NE(std::string(collieGetLastError(nullptr)).find("lower COLLIE_CHANNELS"), std::string::npos)
+      << collieGetLastError(nullptr);
+}
+
 // Rank 1 never calls: rank 0's kernel gives up after COLLIE_TIMEOUT and the
 // error, naming the peer, comes back through collieCommGetAsyncError.
 TEST(CudaBackend, MissingPeerTimesOutWithAsyncError) {
