@@ -17,6 +17,19 @@ fi
 cmake --build "$build" --target fake_cudart_test collectives_gpu_test collectives_gpu_mp collie-run nccl_gpu_test \
   collie-bench
 start=$(date +%s)
+# The fake's device memory is POSIX shared memory, unlinked by cudaFree and at exit; a process that ends
+# by _exit or a signal leaves its objects behind. Remove those of processes that are gone.
+sweep() {
+  local f pid
+  for f in /dev/shm/fakecuda-collie-*; do
+    [ -e "$f" ] || continue
+    pid=${f#/dev/shm/fakecuda-collie-}
+    pid=${pid%%-*}
+    kill -0 "$pid" 2>/dev/null || rm -f "$f"
+  done
+}
+sweep
+trap sweep EXIT
 # Few channels and 2 host threads per block: every rank's blocks are host threads on 2 cores. A hang
 # costs a minute, not five.
 export COLLIE_CHANNELS=2 COLLIE_FAKE_CUDA_THREADS=2 COLLIE_TIMEOUT=60
