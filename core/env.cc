@@ -68,6 +68,9 @@ const std::vector<VarInfo>& knownVars() {
       {"COLLIE_SOAK_ITERS", "tests/unit/soak_test.cc: number of random cases"},
       {"COLLIE_SOAK_ONLY", "tests/unit/soak_test.cc: run only this iteration (a replay)"},
       {"COLLIE_SOAK_SECONDS", "tests/unit/soak_test.cc: time budget when COLLIE_SOAK_ITERS is not set"},
+      {"CUDA_DEVICE_MAX_CONNECTIONS",
+       "CUDA's hardware queues per GPU, read (never set) to warn when ranks sharing a GPU in one process outnumber "
+       "them"},
       {"OMPI_COMM_WORLD_RANK", "OpenMPI's rank, used by environment init"},
       {"OMPI_COMM_WORLD_SIZE", "OpenMPI's size, used by environment init"},
       {"OMPI_COMM_WORLD_LOCAL_RANK", "OpenMPI's local rank"},

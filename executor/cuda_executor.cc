@@ -243,7 +243,8 @@ Status CudaExecutor::localCopy(void* dst, const void* src, size_t bytes, collieS
 }
 
 void CudaExecutor::abort() {
-  if (status_ != nullptr) status_->abort = 1;
+  // The kernels poll it while the host writes it (mapped pinned memory).
+  if (status_ != nullptr) __atomic_store_n(&status_->abort, 1u, __ATOMIC_RELAXED);
 }
 
 Status CudaExecutor::asyncStatus() const {

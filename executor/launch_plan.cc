@@ -94,7 +94,9 @@ std::string RecentLaunches::name(uint64_t seq) const {
 
 Status launchFailure(const DeviceStatus& status, int rank, const char* where, const RecentLaunches& launches,
                      const RemoteProxy* proxy) {
-  const uint32_t raw = status.code;
+  // Written last by the failing block, after the fields below (a kernel may
+  // be writing them while the host asks): acquire, then read them.
+  const uint32_t raw = __atomic_load_n(&status.code, __ATOMIC_ACQUIRE);
   if (raw == 0) return Status();
   const collieResult_t code = static_cast<collieResult_t>(raw);
   const int peer = static_cast<int>(status.peer);

@@ -56,6 +56,9 @@ __device__ __forceinline__ uint64_t globalTimerNs() {
 }
 /// A 32-bit flag another agent (host, other block, proxy) may raise at any time.
 __device__ __forceinline__ uint32_t loadFlag(const volatile uint32_t* p) { return *p; }
+/// Sets a 32-bit flag the host reads; the caller fences first (fenceSystem) so
+/// the fields written before it are visible with it.
+__device__ __forceinline__ void storeFlag(volatile uint32_t* p, uint32_t v) { *p = v; }
 /// Sets *p from 0 to 1; true for the one caller that did.
 __device__ __forceinline__ bool raiseFirst(uint32_t* p) { return atomicCAS(p, 0u, 1u) == 0u; }
 /// Sets *p (shared memory) from 0 to v; several threads may race, one wins.
@@ -91,6 +94,8 @@ inline void storeVolatile64(uint8_t* p, uint64_t v) {
 }
 inline uint64_t globalTimerNs() { return emu::nowNs(); }
 inline uint32_t loadFlag(const volatile uint32_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+// A release store: the host thread reading it with an acquire load (launchFailure) sees the fields before it.
+inline void storeFlag(volatile uint32_t* p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 inline bool raiseFirst(uint32_t* p) {
   uint32_t expected = 0;
   return __atomic_compare_exchange_n(p, &expected, 1u, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);

@@ -81,7 +81,7 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
       a.status->channel = c;
       a.status->seq = a.seq;
       dev::fenceSystem();
-      a.status->code = static_cast<uint32_t>(f.code);
+      dev::storeFlag(&a.status->code, static_cast<uint32_t>(f.code));
       dev::fenceSystem();
     }
     return;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU suite on the CPU: builds Collie against the fake CUDA runtime
 # (tests/fake_cuda; -DCOLLIE_FAKE_CUDA=ON) in build-fakecuda/ and runs the
-# tests of tests/gpu there, plus collie-bench's CUDA backend. The CUDA
+# tests of tests/gpu there, plus collie-bench's CUDA backend; then part of it
+# again under ThreadSanitizer (build-fakecuda-tsan/). The CUDA
 # executor's host code (device windows, cudaIpc between processes, launches on
 # the user's stream, graph capture, the proxy's pinned memory, the error paths)
 # runs for real; the kernels are their own code on host threads. It shows
@@ -56,3 +57,19 @@ fi
 "$build/bench/collie-bench" allreduce -t 3 --backend cuda -b 8 -e 64K -f 16 -n 3 -w 1 --limit
 "$build/bench/collie-bench" allreduce -t 2 --backend cuda -b 8 -e 4K -f 8 -n 3 -w 1 -G 2
 echo "fake-GPU suite: passed in $(($(date +%s) - start)) s"
+
+# The CUDA executor's host code under ThreadSanitizer: the fake's streams run launches on threads of their
+# own while the rank threads poll for errors, abort, and make the next calls.
+tsan=build-fakecuda-tsan
+if [ ! -f "$tsan/build.ninja" ]; then
+  cmake -S . -B "$tsan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCOLLIE_FAKE_CUDA=ON -DCOLLIE_WITH_MPI=OFF \
+    -DCOLLIE_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS="-fsanitize=thread -O1" -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
+    -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread >/dev/null
+fi
+cmake --build "$tsan" --target collectives_gpu_test
+start=$(date +%s)
+# As in scripts/sanitize.sh: UCX's memory hooks and TSan's mmap interception do not mix.
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no \
+  COLLIE_TIMEOUT=120 "$tsan/tests/collectives_gpu_test" --gtest_brief=1 \
+  --gtest_filter='CudaBackend.*:*allreduce_ring_n3:*alltoall_pairwise_n3-CudaBackend.AStreamOfAnotherGpuIsAnError'
+echo "fake-GPU suite under ThreadSanitizer: clean in $(($(date +%s) - start)) s"
