@@ -307,6 +307,14 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   strncpy(me.hostId, hostId.c_str(), sizeof(me.hostId) - 1);
   me.pid = getpid();
   me.cudaDevice = comm->cudaDevice;
+  if (comm->backend == collieBackendCuda) {
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, comm->cudaDevice) == cudaSuccess) {
+      memcpy(me.gpuUuid, prop.uuid.bytes, sizeof(me.gpuUuid));
+    } else {
+      (void)cudaGetLastError();
+    }
+  }
   me.backend = comm->backend;
   me.checkCalls = options.checkCalls ? 1 : 0;
   me.pidNamespace = pidNamespace();

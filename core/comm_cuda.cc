@@ -21,14 +21,24 @@ namespace collie {
 
 namespace {
 
+// Whether two ranks use the same GPU: the same host and GPU UUID (ordinals
+// depend on each process's CUDA_VISIBLE_DEVICES: under Slurm's per-task GPU
+// binding every rank has device 0), or the same ordinal when a UUID is unknown.
+bool sameGpu(const PeerInfo& a, const PeerInfo& b) {
+  static const uint8_t kNone[sizeof(a.gpuUuid)] = {};
+  if (strncmp(a.hostId, b.hostId, sizeof(a.hostId)) != 0) return false;
+  if (memcmp(a.gpuUuid, kNone, sizeof(kNone)) != 0 && memcmp(b.gpuUuid, kNone, sizeof(kNone)) != 0)
+    return memcmp(a.gpuUuid, b.gpuUuid, sizeof(a.gpuUuid)) == 0;
+  return a.cudaDevice == b.cudaDevice;
+}
+
 // Ranks that share this rank's GPU (several ranks per GPU is supported: it is
 // how one GPU tests everything). Every rank computes the same maximum.
 int ranksPerDevice(const collieComm* comm) {
   int most = 1;
   for (const PeerInfo& a : comm->peers) {
     int same = 0;
-    for (const PeerInfo& b : comm->peers)
-      same += strncmp(a.hostId, b.hostId, sizeof(a.hostId)) == 0 && a.cudaDevice == b.cudaDevice;
+    for (const PeerInfo& b : comm->peers) same += sameGpu(a, b);
     most = std::max(most, same);
   }
   return most;
@@ -38,9 +48,7 @@ int ranksPerDevice(const collieComm* comm) {
 int ranksInProcessOnDevice(const collieComm* comm) {
   const PeerInfo& me = comm->peers[static_cast<size_t>(comm->rank)];
   int same = 0;
-  for (const PeerInfo& b : comm->peers)
-    same += strncmp(me.hostId, b.hostId, sizeof(me.hostId)) == 0 && me.pid == b.pid &&
-            me.pidNamespace == b.pidNamespace && me.cudaDevice == b.cudaDevice;
+  for (const PeerInfo& b : comm->peers) same += sameGpu(me, b) && me.pid == b.pid && me.pidNamespace == b.pidNamespace;
   return same;
 }
 

@@ -17,6 +17,8 @@ struct PeerInfo {
   uint64_t machine;       // hash of hostname + boot id, never faked: ranks that share CPUs (core/cpu_share.h)
   uint64_t cpus[16];      // the CPUs this rank may run on (a bit per CPU, the first 1024)
   uint64_t pidNamespace;  // inode of /proc/self/ns/pid (0: unknown): pids compare only within one namespace
+  uint8_t gpuUuid[16];    // the GPU's UUID (zeros: a host communicator, or unknown): device ordinals differ
+                          // between processes with different CUDA_VISIBLE_DEVICES, the UUID does not
 };
 
 }  // namespace collie

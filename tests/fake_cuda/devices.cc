@@ -122,6 +122,9 @@ cudaError_t getDeviceProperties(cudaDeviceProp* prop, int device) {
   prop->sharedMemPerBlock = kSharedMemPerBlock;
   prop->sharedMemPerBlockOptin = kSharedMemPerBlockOptin;
   prop->pciBusID = device;
+  // Distinct per device and the same in every process, as a real GPU's UUID is.
+  memset(prop->uuid.bytes, 0x5a, sizeof(prop->uuid.bytes));
+  memcpy(prop->uuid.bytes, &device, sizeof(device));
   prop->unifiedAddressing = 1;
   prop->canMapHostMemory = 1;
   prop->concurrentKernels = 1;
