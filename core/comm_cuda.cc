@@ -44,11 +44,17 @@ int ranksPerDevice(const collieComm* comm) {
   return most;
 }
 
-// Ranks of this process on this rank's GPU (threads sharing one CUDA context).
-int ranksInProcessOnDevice(const collieComm* comm) {
+// Ranks of this process on this rank's GPU (threads sharing one CUDA context),
+// and the lowest of them in `*first`.
+int ranksInProcessOnDevice(const collieComm* comm, int* first) {
   const PeerInfo& me = comm->peers[static_cast<size_t>(comm->rank)];
   int same = 0;
-  for (const PeerInfo& b : comm->peers) same += sameGpu(me, b) && me.pid == b.pid && me.pidNamespace == b.pidNamespace;
+  *first = comm->rank;
+  for (size_t r = 0; r < comm->peers.size(); ++r) {
+    const PeerInfo& b = comm->peers[r];
+    if (!sameGpu(me, b) || me.pid != b.pid || me.pidNamespace != b.pidNamespace) continue;
+    if (same++ == 0) *first = static_cast<int>(r);
+  }
   return same;
 }
 
@@ -64,26 +70,29 @@ Status deviceLayout(const collieComm* comm, WindowLayout* layout) {
     sms = 32;
   }
   bool bad = false;
-  const int64_t fallback = std::clamp<int64_t>(sms / (2 * ranksPerDevice(comm)), 1, 16);
+  const int perGpu = ranksPerDevice(comm);  // O(ranks^2): once
+  const int64_t fallback = std::clamp<int64_t>(sms / (2 * perGpu), 1, 16);
   const int64_t channels = env::getInt("COLLIE_CHANNELS", fallback, &bad);
   if (bad || channels < 1 || channels > kMaxChannels)
     return Status::error(collieInvalidArgument, "COLLIE_CHANNELS must be 1..%d", kMaxChannels);
   // Each rank's blocks spin until their peers' blocks answer, so the blocks of
   // all ranks sharing the GPU must be resident at once: one block per SM is
   // what a 512-thread block is sure to get.
-  if (channels * ranksPerDevice(comm) > sms)
+  if (channels * perGpu > sms)
     return Status::error(collieInvalidUsage,
                          "COLLIE_CHANNELS=%lld x %d ranks on GPU %d is %lld blocks, more than its %d SMs can hold at "
                          "once; the ranks' kernels wait for each other, so all must run together: lower "
                          "COLLIE_CHANNELS",
-                         static_cast<long long>(channels), ranksPerDevice(comm), comm->cudaDevice,
-                         static_cast<long long>(channels * ranksPerDevice(comm)), sms);
+                         static_cast<long long>(channels), perGpu, comm->cudaDevice,
+                         static_cast<long long>(channels * perGpu), sms);
   // Streams share CUDA_DEVICE_MAX_CONNECTIONS hardware queues (default 8):
   // with fewer queues than ranks of this process on the GPU, one rank's
   // waiting kernel can hold back the peer kernel it waits for.
-  const int local = ranksInProcessOnDevice(comm);
+  // Said once per process and GPU, by the lowest rank there (not rank 0, which may be elsewhere).
+  int first = 0;
+  const int local = ranksInProcessOnDevice(comm, &first);
   const int64_t queues = env::getInt("CUDA_DEVICE_MAX_CONNECTIONS", 8, &bad);
-  if (!bad && local > 1 && queues < local && comm->rank == 0)
+  if (!bad && local > 1 && queues < local && comm->rank == first)
     COLLIE_WARN(
         "CUDA_DEVICE_MAX_CONNECTIONS=%lld is below the %d ranks this process runs on GPU %d: their kernels may "
         "queue behind each other and wait until COLLIE_TIMEOUT; unset it or raise it to %d",
