@@ -15,6 +15,13 @@ bool depsDone(const std::vector<Dep>& deps) {
   return true;
 }
 
+// Waiting on a stream that is capturing (synchronize, query) is refused and spoils the capture.
+cudaError_t refuseCapturing(Stream& s) {
+  if (!s.capture) return cudaSuccess;
+  invalidate(*s.capture);
+  return cudaErrorStreamCaptureUnsupported;
+}
+
 // Runs `s`'s items in order, each once its dependencies are done. After a device's sticky error its
 // items complete without running, as a GPU context that hit one runs no more kernels.
 void workerLoop(std::shared_ptr<Stream> s) {
@@ -198,11 +205,8 @@ cudaError_t streamDestroy(cudaStream_t handle) {
   auto it = st.streams.find(handle);
   if (it == st.streams.end()) return cudaErrorInvalidResourceHandle;
   std::shared_ptr<Stream> s = it->second;
-  if (s->capture) {
-    // CUDA leaves this undefined; refusing keeps the capture endable.
-    invalidate(*s->capture);
-    return cudaErrorStreamCaptureUnsupported;
-  }
+  // Destroying a capturing stream: CUDA leaves this undefined; refusing keeps the capture endable.
+  if (const cudaError_t e = refuseCapturing(*s)) return e;
   st.streams.erase(it);
   s->destroyed = true;
   st.progress.notify_all();
@@ -215,10 +219,7 @@ cudaError_t streamSynchronize(cudaStream_t handle) {
   auto lock = lockState();
   std::shared_ptr<Stream> s;
   if (const cudaError_t e = resolveStream(st, handle, &s)) return e;
-  if (s->capture) {
-    invalidate(*s->capture);
-    return cudaErrorStreamCaptureUnsupported;
-  }
+  if (const cudaError_t e = refuseCapturing(*s)) return e;
   if (const cudaError_t e = legacyCaptureCheck(st, *s)) return e;
   if (const cudaError_t e = unsafeCallCheck(st)) return e;
   waitFor(st, lock, orderingDeps(st, s));
@@ -231,10 +232,7 @@ cudaError_t streamQuery(cudaStream_t handle) {
   auto lock = lockState();
   std::shared_ptr<Stream> s;
   if (const cudaError_t e = resolveStream(st, handle, &s)) return e;
-  if (s->capture) {
-    invalidate(*s->capture);
-    return cudaErrorStreamCaptureUnsupported;
-  }
+  if (const cudaError_t e = refuseCapturing(*s)) return e;
   if (const cudaError_t e = legacyCaptureCheck(st, *s)) return e;
   if (const cudaError_t e = deviceState(st, s->device).sticky) return e;
   for (const Dep& d : orderingDeps(st, s))
