@@ -475,7 +475,13 @@ int main(int argc, char** argv) {
   printf("nccl_clique_test: %d ranks, seed %llu (rerun with COLLIE_TEST_SEED=%llu)\n", n, seed, seed);
 
   NCCLCHECK(ncclGetVersion(&version));
-  EXPECT(version == NCCL_VERSION_CODE && version == 21903, "version %d", version);
+  EXPECT(version == 21903, "library version %d", version);
+#ifdef NCCL_COLLIE
+  EXPECT(NCCL_VERSION_CODE == 21903, "header version %d", NCCL_VERSION_CODE);
+#else
+  printf("nccl_clique_test: built against NCCL's own nccl.h %d.%d.%d, running on the library of version %d\n",
+         NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH, version);
+#endif
   EXPECT(NCCL_VERSION(2, 19, 3) == 21903 && NCCL_VERSION(2, 8, 4) == 2804, "the two version codings");
   EXPECT(sizeof(ncclUniqueId) == NCCL_UNIQUE_ID_BYTES && NCCL_UNIQUE_ID_BYTES == 128, "unique id size");
 

@@ -19,6 +19,13 @@
 #include <thread>
 #include <vector>
 
+#ifndef NCCL_COLLIE
+// Built against NVIDIA's nccl.h (tests/nccl/nccl_abi_test.sh runs it on Collie's libnccl.so.2): Collie's
+// additions to the header by value, as such a binary receives them.
+#define NCCL_API_MAGIC 0xcafebeef
+static const ncclResult_t ncclTimeout = static_cast<ncclResult_t>(8);
+#endif
+
 namespace {
 
 int failures = 0;
@@ -229,7 +236,7 @@ void callsOfLaterVersions() {
   EXPECT(shrunk == nullptr, "no communicator handed out");
   // The pnccl names are the same functions.
   int version = 0;
-  EXPECT(pncclGetVersion(&version) == ncclSuccess && version == NCCL_VERSION_CODE, "pncclGetVersion");
+  EXPECT(pncclGetVersion(&version) == ncclSuccess && version == 21903, "pncclGetVersion");
   for (ncclComm_t c : comms) NCCLCHECK(ncclCommDestroy(c));
 }
 
