@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "core/cuda_check.h"
-#include "core/hash.h"
+#include "core/env.h"
 #include "core/log.h"
 #include "executor/launch_plan.h"
 #include "executor/remote_proxy.h"
@@ -74,6 +74,13 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
   cudaStream_t upload;
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamCreateWithFlags(&upload, cudaStreamNonBlocking), "cudaStreamCreate"));
   e->uploadStream_ = upload;
+  ProgramCache::Limits limits;
+  bool bad = false;
+  const int64_t entries = env::getInt("COLLIE_PROGRAM_CACHE", static_cast<int64_t>(limits.maxEntries), &bad);
+  if (bad || entries < 1 || entries > (1 << 20))
+    return Status::error(collieInvalidArgument, "COLLIE_PROGRAM_CACHE must be 1..1048576 programs");
+  limits.maxEntries = static_cast<size_t>(entries);
+  e->programs_ = std::make_unique<ProgramCache>(limits);
   *out = std::move(e);
   return Status();
 }
@@ -82,7 +89,10 @@ CudaExecutor::~CudaExecutor() {
   DeviceGuard guard(device_);
   // Kernels still running use everything below; each wait in them is bounded.
   if (launched_) (void)cudaEventSynchronize(static_cast<cudaEvent_t>(lastDone_));
-  for (auto& p : programs_) (void)cudaFree(p.second.device);
+  if (programs_ != nullptr)
+    for (void* b : programs_->blocks()) (void)cudaFree(b);
+  for (auto& c : checkpoints_) spareEvents_.push_back(c.second);
+  for (void* ev : spareEvents_) (void)cudaEventDestroy(static_cast<cudaEvent_t>(ev));
   for (void* s : scratch_) (void)cudaFree(s);
   if (uploadStream_ != nullptr) (void)cudaStreamDestroy(static_cast<cudaStream_t>(uploadStream_));
   if (lastDone_ != nullptr) (void)cudaEventDestroy(static_cast<cudaEvent_t>(lastDone_));
@@ -145,39 +155,68 @@ Status CudaExecutor::checkPeers(const WindowHeader* gathered) const {
 
 Status CudaExecutor::program(const Program& program, const Step** out) {
   // Programs too long to travel in the launch parameters (many ranks, or
-  // all-to-all-v) are uploaded once and found again by their bytes: a
-  // program's steps never change, and the cache keeps capture-safe addresses.
-  const size_t bytes = program.steps.size() * sizeof(Step);
-  const uint64_t key = fnv1a(program.steps.data(), bytes);
-  auto it = programs_.find(key);
-  if (it != programs_.end() && it->second.host.size() == program.steps.size() &&
-      memcmp(it->second.host.data(), program.steps.data(), bytes) == 0) {
-    *out = it->second.device;
+  // all-to-all-v) are copied to device memory and found again by content. A
+  // block is overwritten only once no launch reads it (program_cache.h), so
+  // changing counts do not make the copies grow without bound.
+  const uint64_t launch = launchSeq_ + 1;
+  if (void* found = programs_->find(program.steps, launch, capturing_)) {
+    *out = static_cast<const Step*>(found);
     return Status();
   }
+  const size_t n = program.steps.size();
   RelaxedCapture relaxed;
-  void* p = nullptr;
-  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&p, bytes), "cudaMalloc of a program"));
+  size_t bytes = 0;
+  void* block = programs_->takeFree(n, &bytes);
+  if (block == nullptr) {
+    bytes = ProgramCache::blockBytes(n);
+    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&block, bytes), "cudaMalloc of a program"));
+    extraBytes_ += bytes;
+  }
+  // On a stream of our own, waited for here: the launch that reads the copy is enqueued after this returns.
   cudaStream_t upload = static_cast<cudaStream_t>(uploadStream_);
-  Status st = cudaStatus(cudaMemcpyAsync(p, program.steps.data(), bytes, cudaMemcpyHostToDevice, upload),
+  Status st = cudaStatus(cudaMemcpyAsync(block, program.steps.data(), n * sizeof(Step), cudaMemcpyHostToDevice, upload),
                          "uploading a program");
   if (st.ok()) st = cudaStatus(cudaStreamSynchronize(upload), "uploading a program");
   if (!st.ok()) {
-    (void)cudaFree(p);
+    programs_->release(block, bytes);
     return st;
   }
-  if (it != programs_.end()) {
-    // A different program with the same hash: keep the old one alive (a
-    // launch may still read it) under a key no lookup will match.
-    programs_.emplace(~key ^ reinterpret_cast<uint64_t>(it->second.device), std::move(it->second));
-    programs_.erase(it);
-  }
-  UploadedProgram& u = programs_[key];
-  u.device = static_cast<Step*>(p);
-  u.host = program.steps;
-  extraBytes_ += bytes;
-  *out = u.device;
+  programs_->insert(program.steps, block, bytes, launch, capturing_);
+  *out = static_cast<const Step*>(block);
   return Status();
+}
+
+Status CudaExecutor::pollCheckpoints() {
+  while (!checkpoints_.empty()) {
+    const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(checkpoints_.front().second));
+    if (e == cudaErrorNotReady) break;
+    if (e != cudaSuccess) return cudaStatus(e, "cudaEventQuery of a finished-launch checkpoint");
+    programs_->completed(checkpoints_.front().first);
+    spareEvents_.push_back(checkpoints_.front().second);
+    checkpoints_.pop_front();
+  }
+  return Status();
+}
+
+Status CudaExecutor::recordCheckpoint(void* stream) {
+  // A few in flight are enough: each covers every launch before it.
+  if (checkpoints_.size() >= 4) return Status();
+  if (spareEvents_.empty()) {
+    cudaEvent_t ev;
+    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate"));
+    spareEvents_.push_back(ev);
+  }
+  void* ev = spareEvents_.back();
+  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(static_cast<cudaEvent_t>(ev), static_cast<cudaStream_t>(stream)),
+                                    "cudaEventRecord of a finished-launch checkpoint"));
+  spareEvents_.pop_back();
+  checkpoints_.emplace_back(launchSeq_, ev);
+  return Status();
+}
+
+size_t CudaExecutor::programBlocks() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return programs_->entries() + programs_->freeBlocks();
 }
 
 Status CudaExecutor::scratch(size_t bytes, void** out) {
@@ -199,16 +238,18 @@ Status CudaExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& a
   std::lock_guard<std::mutex> lock(mu_);
   COLLIE_RETURN_IF_ERROR(asyncStatus());
   DeviceGuard guard(device_);
+  cudaStream_t stream = static_cast<cudaStream_t>(args.stream);
+  cudaEvent_t done = static_cast<cudaEvent_t>(lastDone_);
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing"));
+  capturing_ = capture != cudaStreamCaptureStatusNone;
+  // Free the blocks of programs no launch reads any more (not while capturing: a query is no capture call).
+  if (!capturing_ && programs_->overLimit()) COLLIE_RETURN_IF_ERROR(pollCheckpoints());
   KernelArgs a;
   bool empty = true;
   COLLIE_RETURN_IF_ERROR(planLaunch(work, args, tables_, this, &a, &empty));
   if (empty) return Status();
   launches_.record(args.seq, *work[0].program);
-
-  cudaStream_t stream = static_cast<cudaStream_t>(args.stream);
-  cudaEvent_t done = static_cast<cudaEvent_t>(lastDone_);
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing"));
   // Two kernels of a communicator must never overlap (they share the flag
   // counters). Another stream than last time waits for the previous launch.
   // A captured launch runs at each replay of the graph, after or between
@@ -216,7 +257,7 @@ Status CudaExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& a
   // nodes of the graph, so each replay is ordered like a launch made then.
   // (A plain record during a capture would leave the event unusable outside
   // it: CUDA's cudaErrorCapturedEvent.)
-  const bool captured = capture != cudaStreamCaptureStatusNone;
+  const bool captured = capturing_;
   // (Waiting on an event never recorded waits for nothing: a graph captured
   // before any launch is still ordered between its own replays.)
   if (captured || (launched_ && (!lastStreamKnown_ || args.stream != lastStream_)))
@@ -231,6 +272,9 @@ Status CudaExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& a
   lastStream_ = args.stream;
   lastStreamKnown_ = !captured;
   launched_ = true;
+  ++launchSeq_;
+  // Over the cache's limits: learn later when this launch (and every one before it) has finished.
+  if (!captured && programs_->overLimit()) COLLIE_RETURN_IF_ERROR(recordCheckpoint(args.stream));
   return Status();
 }
 

@@ -13,13 +13,14 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include "executor/executor.h"
 #include "executor/launch_plan.h"
+#include "executor/program_cache.h"
 #include "executor/protocol.h"
 #include "kernels/launch.h"
 
@@ -64,13 +65,18 @@ class CudaExecutor : public Executor, private LaunchStorage {
   Status synchronize() override;
   /// Device bytes this rank holds beyond its window (counters, programs, scratch).
   size_t deviceExtraBytes() const { return extraBytes_; }
+  /// Device blocks holding uploaded programs, cached or free for reuse (bounded; see program_cache.h).
+  size_t programBlocks() const;
 
  private:
   CudaExecutor() = default;
-  // LaunchStorage: long programs uploaded once and kept by content; scratch grown, never shrunk.
+  // LaunchStorage: long programs uploaded and found again by content; scratch grown, never shrunk.
   Status program(const Program& program, const Step** out) override;
   Status scratch(size_t bytes, void** out) override;
   Status uploadWindowTable();
+  // Learns, without waiting, which launches have finished, so the program cache can reuse their programs' blocks.
+  Status pollCheckpoints();
+  Status recordCheckpoint(void* stream);
 
   int rank_ = 0;
   int device_ = -1;
@@ -89,13 +95,15 @@ class CudaExecutor : public Executor, private LaunchStorage {
   void* lastDone_ = nullptr;      // cudaEvent_t recorded after the last launch
   bool launched_ = false;
   void* uploadStream_ = nullptr;  // cudaStream_t for uploads outside the caller's stream
-  // Long programs, uploaded once and kept by content (see program()).
-  struct UploadedProgram {
-    Step* device = nullptr;
-    std::vector<Step> host;
-  };
-  std::map<uint64_t, UploadedProgram> programs_;
-  std::vector<void*> scratch_;  // every scratch buffer made; the last is the largest
+  // Long programs in device memory, reused once no launch reads them (executor/program_cache.h). Launches are
+  // numbered; a checkpoint is an event recorded after launch `first`, queried (never waited for): launches run
+  // one after another, so when it has happened every launch up to `first` has finished.
+  std::unique_ptr<ProgramCache> programs_;
+  uint64_t launchSeq_ = 0;                              // launches made so far; the one being planned is launchSeq_ + 1
+  bool capturing_ = false;                              // the launch being planned is captured into a graph
+  std::deque<std::pair<uint64_t, void*>> checkpoints_;  // (launch, cudaEvent_t), oldest first
+  std::vector<void*> spareEvents_;                      // checkpoint events not in use
+  std::vector<void*> scratch_;                          // every scratch buffer made; the last is the largest
   size_t scratchBytes_ = 0;
   size_t extraBytes_ = 0;
   mutable std::mutex mu_;

@@ -5,8 +5,8 @@
 // through the LL protocol, large ones through Simple); the buffers are
 // device memory, checked by the same code as the host tests (Memory::kDevice).
 // Also: uneven channel splits with tiny slots, all-to-all-v and grouped
-// send/recv, CUDA graph capture, programs too long for the launch parameters,
-// too many blocks for the GPU, and a rank that never joins (the kernel's
+// send/recv, CUDA graph capture, programs too long for the launch parameters
+// (and their reuse when counts change), too many blocks for the GPU, and a rank that never joins (the kernel's
 // bounded wait becomes collieCommGetAsyncError's collieTimeout).
 // Every test skips, saying why, when no GPU is usable.
 #include <cuda_runtime.h>
@@ -24,6 +24,8 @@
 #include "common/collective_case.h"
 #include "common/rank_threads.h"
 #include "common/test_util.h"
+#include "core/comm.h"
+#include "executor/cuda_executor.h"
 #include "executor/reduce_ops.h"
 
 namespace {
@@ -359,6 +361,35 @@ TEST(CudaBackend, LongProgramsAreUploaded) {
                                                               inPlace, 0, seed + call, Memory::kDevice);
       ASSERT_EQ(err, "") << "call " << call << (inPlace ? " in-place" : " out-of-place") << " (seed " << seed << ")";
     }
+}
+
+// Long programs whose counts change at every call (as all-to-all-v's do with
+// a mixture of experts' splits) reuse a bounded set of device blocks instead
+// of one new upload kept per count (executor/program_cache.h), and the reused
+// blocks carry the right program: every result is checked.
+TEST(CudaBackend, ChangingCountsReuseUploadedPrograms) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv algo("COLLIE_ALGO", "allreduce:ring");
+  ScopedEnv channels("COLLIE_CHANNELS", "1");
+  ScopedEnv timeout("COLLIE_TIMEOUT", "60");
+  ScopedEnv cache("COLLIE_PROGRAM_CACHE", "2");
+  const uint64_t seed = collie::test::testSeed();
+  const int calls = 24;
+  collie::test::Comms comms(22);  // a ring of 22 ranks: 42 steps, more than the launch parameters hold
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  for (int call = 0; call < calls; ++call) {
+    const std::string err = collie::test::runCollectiveCase(comms, Coll::kAllReduce, collieFloat32, collieSum,
+                                                            1001 + 16 * static_cast<uint64_t>(call), false, 0,
+                                                            seed + static_cast<uint64_t>(call), Memory::kDevice);
+    ASSERT_EQ(err, "") << "call " << call << " (seed " << seed << ")";
+  }
+  for (int r = 0; r < comms.size(); ++r) {
+    const auto* exec = dynamic_cast<const collie::CudaExecutor*>(comms[r]->executor.get());
+    ASSERT_NE(exec, nullptr);
+    // The cache's 2, programs of launches not yet known to be finished (up to 4 checkpoints), a few free.
+    EXPECT_LE(exec->programBlocks(), 8u) << "rank " << r << " after " << calls << " counts";
+  }
 }
 
 // More blocks than the GPU can hold at once (COLLIE_CHANNELS x ranks sharing

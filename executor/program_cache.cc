@@ -1,0 +1,125 @@
+#include "executor/program_cache.h"
+
+#include <algorithm>
+
+#include "core/hash.h"
+
+namespace collie {
+
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t v) { return fnv1a(&v, sizeof(v), h); }
+
+}  // namespace
+
+uint64_t ProgramCache::hash(const std::vector<Step>& steps) {
+  uint64_t h = kFnvOffset;
+  for (const Step& s : steps) {
+    h = mix(h, static_cast<uint64_t>(s.op) | static_cast<uint64_t>(s.src.buffer) << 8 |
+                   static_cast<uint64_t>(s.dst.buffer) << 16 | static_cast<uint64_t>(s.finalize) << 24);
+    h = mix(h, static_cast<uint64_t>(static_cast<uint32_t>(s.sendPeer)) << 32 | static_cast<uint32_t>(s.recvPeer));
+    h = mix(h, s.src.offset);
+    h = mix(h, s.dst.offset);
+    h = mix(h, s.count);
+    h = mix(h, s.recvCount);
+  }
+  return h;
+}
+
+bool ProgramCache::same(const std::vector<Step>& a, const std::vector<Step>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const Step &x = a[i], &y = b[i];
+    if (x.op != y.op || x.sendPeer != y.sendPeer || x.recvPeer != y.recvPeer || x.src.buffer != y.src.buffer ||
+        x.src.offset != y.src.offset || x.dst.buffer != y.dst.buffer || x.dst.offset != y.dst.offset ||
+        x.count != y.count || x.recvCount != y.recvCount || x.finalize != y.finalize)
+      return false;
+  }
+  return true;
+}
+
+size_t ProgramCache::blockBytes(size_t steps) {
+  size_t bytes = 256;
+  while (bytes < steps * sizeof(Step)) bytes *= 2;
+  return bytes;
+}
+
+void* ProgramCache::find(const std::vector<Step>& steps, uint64_t launch, bool captured) {
+  auto range = entries_.equal_range(hash(steps));
+  for (auto it = range.first; it != range.second; ++it) {
+    Entry& e = it->second;
+    if (!same(e.steps, steps)) continue;
+    e.lastUse = std::max(e.lastUse, launch);
+    if (captured && !e.pinned) {
+      e.pinned = true;
+      --unpinned_;
+      unpinnedBytes_ -= e.bytes;
+    }
+    return e.block;
+  }
+  return nullptr;
+}
+
+void* ProgramCache::takeFree(size_t steps, size_t* bytes) {
+  // Of the size, else the smallest larger: otherwise free blocks of one size
+  // pile up while programs of another keep asking for new ones.
+  for (auto it = free_.lower_bound(blockBytes(steps)); it != free_.end(); ++it) {
+    if (it->second.empty()) continue;
+    void* block = it->second.back();
+    it->second.pop_back();
+    *bytes = it->first;
+    return block;
+  }
+  return nullptr;
+}
+
+void ProgramCache::insert(const std::vector<Step>& steps, void* block, size_t bytes, uint64_t launch, bool captured) {
+  Entry e;
+  e.steps = steps;
+  e.block = block;
+  e.bytes = bytes;
+  e.lastUse = launch;
+  e.pinned = captured;
+  if (!captured) {
+    ++unpinned_;
+    unpinnedBytes_ += bytes;
+  }
+  entries_.emplace(hash(steps), std::move(e));
+}
+
+void ProgramCache::release(void* block, size_t bytes) { free_[bytes].push_back(block); }
+
+bool ProgramCache::overLimit() const { return unpinned_ > limits_.maxEntries || unpinnedBytes_ > limits_.maxBytes; }
+
+void ProgramCache::completed(uint64_t launch) {
+  if (!overLimit()) return;
+  // The candidates, oldest use first. Evicting down to three quarters of the
+  // limits leaves room, so the scan does not come back at every call.
+  std::vector<std::pair<uint64_t, decltype(entries_)::iterator>> old;
+  for (auto it = entries_.begin(); it != entries_.end(); ++it)
+    if (!it->second.pinned && it->second.lastUse <= launch) old.emplace_back(it->second.lastUse, it);
+  std::sort(old.begin(), old.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& o : old) {
+    if (unpinned_ <= limits_.maxEntries * 3 / 4 && unpinnedBytes_ <= limits_.maxBytes * 3 / 4) break;
+    Entry& e = o.second->second;
+    free_[e.bytes].push_back(e.block);
+    --unpinned_;
+    unpinnedBytes_ -= e.bytes;
+    entries_.erase(o.second);
+  }
+}
+
+size_t ProgramCache::freeBlocks() const {
+  size_t n = 0;
+  for (const auto& f : free_) n += f.second.size();
+  return n;
+}
+
+std::vector<void*> ProgramCache::blocks() const {
+  std::vector<void*> all;
+  for (const auto& e : entries_) all.push_back(e.second.block);
+  for (const auto& f : free_) all.insert(all.end(), f.second.begin(), f.second.end());
+  return all;
+}
+
+}  // namespace collie

@@ -1,0 +1,86 @@
+// The CUDA executor's uploaded programs (executor/cuda_executor.h), as
+// bookkeeping the CPU suite tests: which device copy holds which steps, which
+// launches still read it, and which copies may be overwritten.
+//
+// Why it exists: a program too long for the launch parameters (more than
+// kInlineSteps steps: a ring of 21 ranks or more, all-to-all-v of many ranks)
+// is copied to device memory. Its steps hold counts and offsets, so every new
+// count is a new program; all-to-all-v with changing splits (a mixture of
+// experts) makes one per call. Kept for ever, they grow without bound. Freeing
+// one is not an option either: cudaFree may wait for the whole device, where
+// another rank's kernel may be waiting for this rank's next launch.
+//
+// So copies are reused instead: above `maxEntries` entries or `maxBytes`
+// bytes, the least recently used ones are evicted once every launch that read
+// them is known to have finished (completed()), and their device blocks
+// (power-of-two sizes) are handed out again for the next uploads, a larger
+// one when none of the size is free. A copy used
+// by a launch captured into a CUDA graph is pinned: the graph may replay it at
+// any time, so it stays until the communicator goes. Equality is field by
+// field: a Step has padding bytes, which two equal programs need not share.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <unordered_map>
+#include <vector>
+
+#include "algorithms/program.h"
+
+namespace collie {
+
+class ProgramCache {
+ public:
+  struct Limits {
+    size_t maxEntries = 256;     // unpinned programs kept
+    size_t maxBytes = 4u << 20;  // their device blocks' bytes
+  };
+  explicit ProgramCache(Limits limits) : limits_(limits) {}
+  ProgramCache(const ProgramCache&) = delete;
+  ProgramCache& operator=(const ProgramCache&) = delete;
+
+  /// The device copy of `steps`, or nullptr. A hit is marked as read by
+  /// launch `launch` (numbers grow by launch) and, when `captured`, pinned.
+  void* find(const std::vector<Step>& steps, uint64_t launch, bool captured);
+  /// Bytes of the device block that holds `steps` (a power of two, at least 256).
+  static size_t blockBytes(size_t steps);
+  /// A block that holds `steps` steps and that no launch reads any more (an
+  /// evicted program's: of blockBytes(steps), else the smallest larger one),
+  /// its size in *bytes; or nullptr: the caller allocates blockBytes(steps).
+  void* takeFree(size_t steps, size_t* bytes);
+  /// Records `steps` as uploaded to `block` of `bytes` (from takeFree, or
+  /// newly allocated), read by launch `launch`, pinned when `captured`.
+  void insert(const std::vector<Step>& steps, void* block, size_t bytes, uint64_t launch, bool captured);
+  /// Gives back a block of `bytes` whose upload failed.
+  void release(void* block, size_t bytes);
+  /// Every launch numbered up to `launch` has finished: evicts unpinned
+  /// programs no later launch reads, least recently used first, until within
+  /// the limits; their blocks become free.
+  void completed(uint64_t launch);
+  /// Whether unpinned programs exceed the limits (completed() would evict).
+  bool overLimit() const;
+
+  size_t entries() const { return entries_.size(); }
+  size_t freeBlocks() const;
+  /// Every device block held (cached and free), for the owner to free at the end.
+  std::vector<void*> blocks() const;
+
+ private:
+  struct Entry {
+    std::vector<Step> steps;
+    void* block = nullptr;
+    size_t bytes = 0;  // of the block
+    uint64_t lastUse = 0;
+    bool pinned = false;
+  };
+  static uint64_t hash(const std::vector<Step>& steps);
+  static bool same(const std::vector<Step>& a, const std::vector<Step>& b);
+
+  const Limits limits_;
+  std::unordered_multimap<uint64_t, Entry> entries_;  // by hash(steps)
+  std::map<size_t, std::vector<void*>> free_;         // blocks by size
+  size_t unpinned_ = 0, unpinnedBytes_ = 0;
+};
+
+}  // namespace collie
