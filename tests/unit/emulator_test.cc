@@ -2,15 +2,20 @@
 // and the launch planning it shares with the CUDA executor (executor/launch_plan.h).
 // Its exactness over every algorithm and collective is checked by the *_emulated
 // ctest entries, which run the usual suites in this mode; here: what a launch
-// carries, and how failures inside an emulated kernel reach the caller.
+// carries, and how failures inside an emulated kernel reach the caller (a
+// missing rank, an LL slice cut short).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "collie.h"
 #include "common/rank_threads.h"
+#include "core/comm.h"
 #include "executor/launch_plan.h"
+#include "executor/protocol.h"
+#include "transport/shm/shm_window.h"
 
 namespace {
 
@@ -156,6 +161,34 @@ TEST(Emulator, AMissingRankTimesOutInsideTheKernel) {
   float x = 1;
   EXPECT_EQ(collieAllReduce(&x, &x, 1, collieFloat32, collieSum, c[0], nullptr), collieTimeout);
   EXPECT_NE(std::string(collieGetLastError(c[0])).find("broken"), std::string::npos) << collieGetLastError(c[0]);
+}
+
+// An LL slice whose header came but whose lines never do (a sender killed
+// half-way through writing it): the receiver's wait for each line is bounded
+// too, so the call times out naming the sender instead of spinning for ever
+// (ctest's timeout would fail this test if it did).
+TEST(Emulator, AnLLSliceWhoseLinesNeverComeTimesOut) {
+  ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "2");
+  ScopedEnv timeout("COLLIE_TIMEOUT", "1");
+  ScopedEnv algo("COLLIE_ALGO", "allreduce:ring");
+  ScopedEnv proto("COLLIE_PROTO", "ll");
+  collie::test::Comms c(2);
+  ASSERT_EQ(c.result, collieSuccess) << collieGetLastError(nullptr);
+  // Rank 1 never calls; in its place, the header of its first slice to rank 0 (channel 0, slice 0): 16 floats,
+  // half of a 32-float ring allreduce, and none of the lines.
+  uint8_t* window = c[0]->windows->window(0);
+  collie::WindowHeader h;
+  std::memcpy(&h, window, sizeof(h));
+  ASSERT_EQ(h.magic, collie::kWindowMagic);
+  ASSERT_GT(h.llSlotBytes, 0u) << "the emulated kernels' windows have LL slots";
+  const collie::WindowLayout layout{h.nranks, h.nslots, h.slotBytes, h.nchannels, h.llSlotBytes};
+  const uint64_t header = static_cast<uint64_t>(collie::llFlag(0)) << 32 | 16 * sizeof(float);
+  __atomic_store_n(reinterpret_cast<uint64_t*>(window + layout.llSlotOffset(0, 1, 0)), header, __ATOMIC_RELEASE);
+  std::vector<float> mine(32, 1.0f);
+  EXPECT_EQ(collieAllReduce(mine.data(), mine.data(), mine.size(), collieFloat32, collieSum, c[0], nullptr),
+            collieTimeout);
+  const std::string text = collieGetLastError(c[0]);
+  EXPECT_NE(text.find("rank 0 waiting on rank 1"), std::string::npos) << text;
 }
 
 }  // namespace
