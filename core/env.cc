@@ -40,7 +40,7 @@ const std::vector<VarInfo>& knownVars() {
       {"COLLIE_LL_SLOT_BYTES", "CUDA backend: bytes of one LL slot (default 16384; half carries data)"},
       {"COLLIE_PROGRAM_CACHE",
        "CUDA backend: uploaded programs (those too long for the launch parameters) kept for reuse before the least "
-       "recently used are overwritten (default 256)"},
+       "recently used are overwritten (default 256; also past 4 MiB of them)"},
       {"COLLIE_DEVICE_WINDOW_BYTES", "bound on the slot bytes of one rank's device window (default 32 MiB)"},
       {"COLLIE_CHANNELS",
        "channels per collective, 1..32: blocks on the GPU (default by SMs and ranks per GPU); on the host 1, more only "

@@ -186,32 +186,49 @@ Status CudaExecutor::program(const Program& program, const Step** out) {
   return Status();
 }
 
-Status CudaExecutor::pollCheckpoints() {
+void CudaExecutor::pollCheckpoints() {
+  // Relaxed: a query is an unsafe call while this thread captures, or another thread captures in global mode.
+  RelaxedCapture relaxed;
   while (!checkpoints_.empty()) {
     const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(checkpoints_.front().second));
     if (e == cudaErrorNotReady) break;
-    if (e != cudaSuccess) return cudaStatus(e, "cudaEventQuery of a finished-launch checkpoint");
+    if (e != cudaSuccess) {
+      // Not ours to report (a failed launch is found through the status block): keep the blocks.
+      (void)cudaGetLastError();
+      break;
+    }
     programs_->completed(checkpoints_.front().first);
     spareEvents_.push_back(checkpoints_.front().second);
     checkpoints_.pop_front();
   }
-  return Status();
 }
 
-Status CudaExecutor::recordCheckpoint(void* stream) {
-  // A few in flight are enough: each covers every launch before it.
-  if (checkpoints_.size() >= 4) return Status();
-  if (spareEvents_.empty()) {
-    cudaEvent_t ev;
-    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate"));
-    spareEvents_.push_back(ev);
+void CudaExecutor::recordCheckpoint(void* stream) {
+  // Bookkeeping only: a failure here costs reuse, never the call.
+  RelaxedCapture relaxed;
+  void* ev = nullptr;
+  if (checkpoints_.size() >= 4) {
+    // Enough in flight: move the newest forward (a query answers for the latest record), so the
+    // checkpoints do not stay on launches long past while the GPU catches up.
+    ev = checkpoints_.back().second;
+    checkpoints_.pop_back();
+  } else if (!spareEvents_.empty()) {
+    ev = spareEvents_.back();
+    spareEvents_.pop_back();
+  } else {
+    cudaEvent_t created;
+    if (cudaEventCreateWithFlags(&created, cudaEventDisableTiming) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return;
+    }
+    ev = created;
   }
-  void* ev = spareEvents_.back();
-  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(static_cast<cudaEvent_t>(ev), static_cast<cudaStream_t>(stream)),
-                                    "cudaEventRecord of a finished-launch checkpoint"));
-  spareEvents_.pop_back();
+  if (cudaEventRecord(static_cast<cudaEvent_t>(ev), static_cast<cudaStream_t>(stream)) != cudaSuccess) {
+    (void)cudaGetLastError();
+    spareEvents_.push_back(ev);
+    return;
+  }
   checkpoints_.emplace_back(launchSeq_, ev);
-  return Status();
 }
 
 size_t CudaExecutor::programBlocks() const {
@@ -243,8 +260,8 @@ Status CudaExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& a
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing"));
   capturing_ = capture != cudaStreamCaptureStatusNone;
-  // Free the blocks of programs no launch reads any more (not while capturing: a query is no capture call).
-  if (!capturing_ && programs_->overLimit()) COLLIE_RETURN_IF_ERROR(pollCheckpoints());
+  // Learn which programs no launch reads any more, so their blocks can be reused.
+  if (programs_->overLimit()) pollCheckpoints();
   KernelArgs a;
   bool empty = true;
   COLLIE_RETURN_IF_ERROR(planLaunch(work, args, tables_, this, &a, &empty));
@@ -259,22 +276,26 @@ Status CudaExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& a
   // it: CUDA's cudaErrorCapturedEvent.)
   const bool captured = capturing_;
   // (Waiting on an event never recorded waits for nothing: a graph captured
-  // before any launch is still ordered between its own replays.)
-  if (captured || (launched_ && (!lastStreamKnown_ || args.stream != lastStream_)))
+  // before any launch is still ordered between its own replays.) One handle,
+  // cudaStreamPerThread, is another stream in each thread.
+  if (captured || (launched_ && (!lastStreamKnown_ || args.stream != lastStream_ || stream == cudaStreamPerThread)))
     COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamWaitEvent(stream, done, captured ? cudaEventWaitExternal : 0),
                                       "cudaStreamWaitEvent on the communicator's previous launch"));
   const int rc = launchProgram(a, args.type, args.op, args.stream);
+  // From here the kernel may be queued, even after an error: it counts as a launch (the programs it read stay
+  // until a later checkpoint), and the next launch waits for the event whatever its stream.
+  ++launchSeq_;
+  launched_ = true;
+  lastStream_ = args.stream;
+  lastStreamKnown_ = false;
   if (rc != 0) return cudaStatus(static_cast<cudaError_t>(rc), "launching the program kernel");
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventRecordWithFlags(done, stream, captured ? cudaEventRecordExternal : 0),
                                     "cudaEventRecord after the launch"));
   // After a capture the stream of the next launch is unknown (a graph may be
   // replayed on any stream): the next launch made now waits in any case.
-  lastStream_ = args.stream;
   lastStreamKnown_ = !captured;
-  launched_ = true;
-  ++launchSeq_;
   // Over the cache's limits: learn later when this launch (and every one before it) has finished.
-  if (!captured && programs_->overLimit()) COLLIE_RETURN_IF_ERROR(recordCheckpoint(args.stream));
+  if (!captured && programs_->overLimit()) recordCheckpoint(args.stream);
   return Status();
 }
 
@@ -300,6 +321,8 @@ Status CudaExecutor::synchronize() {
   if (!launched_) return Status();
   DeviceGuard guard(device_);
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventSynchronize(static_cast<cudaEvent_t>(lastDone_)), "cudaEventSynchronize"));
+  // Every launch made so far has finished (those captured since may replay, but their programs are pinned).
+  programs_->completed(launchSeq_);
   return asyncStatus();
 }
 

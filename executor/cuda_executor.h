@@ -75,8 +75,8 @@ class CudaExecutor : public Executor, private LaunchStorage {
   Status scratch(size_t bytes, void** out) override;
   Status uploadWindowTable();
   // Learns, without waiting, which launches have finished, so the program cache can reuse their programs' blocks.
-  Status pollCheckpoints();
-  Status recordCheckpoint(void* stream);
+  void pollCheckpoints();
+  void recordCheckpoint(void* stream);
 
   int rank_ = 0;
   int device_ = -1;

@@ -61,9 +61,12 @@ void* ProgramCache::find(const std::vector<Step>& steps, uint64_t launch, bool c
 }
 
 void* ProgramCache::takeFree(size_t steps, size_t* bytes) {
-  // Of the size, else the smallest larger: otherwise free blocks of one size
-  // pile up while programs of another keep asking for new ones.
-  for (auto it = free_.lower_bound(blockBytes(steps)); it != free_.end(); ++it) {
+  // Of the size, else the smallest larger up to 4 times it: otherwise free
+  // blocks of one size pile up while programs of another keep asking for new
+  // ones; but a small program in a huge block would make the next huge one
+  // allocate again.
+  const size_t want = blockBytes(steps);
+  for (auto it = free_.lower_bound(want); it != free_.end() && it->first <= 4 * want; ++it) {
     if (it->second.empty()) continue;
     void* block = it->second.back();
     it->second.pop_back();

@@ -14,7 +14,9 @@
 // bytes, the least recently used ones are evicted once every launch that read
 // them is known to have finished (completed()), and their device blocks
 // (power-of-two sizes) are handed out again for the next uploads, a larger
-// one when none of the size is free. A copy used
+// one when none of the size is free. Pinned programs stay even after their
+// graph is destroyed (Collie is not told): capturing graph after graph with
+// new counts still grows. A copy used
 // by a launch captured into a CUDA graph is pinned: the graph may replay it at
 // any time, so it stays until the communicator goes. Equality is field by
 // field: a Step has padding bytes, which two equal programs need not share.
@@ -46,8 +48,9 @@ class ProgramCache {
   /// Bytes of the device block that holds `steps` (a power of two, at least 256).
   static size_t blockBytes(size_t steps);
   /// A block that holds `steps` steps and that no launch reads any more (an
-  /// evicted program's: of blockBytes(steps), else the smallest larger one),
-  /// its size in *bytes; or nullptr: the caller allocates blockBytes(steps).
+  /// evicted program's: of blockBytes(steps), else the smallest larger one up
+  /// to 4 times that), its size in *bytes; or nullptr: the caller allocates
+  /// blockBytes(steps).
   void* takeFree(size_t steps, size_t* bytes);
   /// Records `steps` as uploaded to `block` of `bytes` (from takeFree, or
   /// newly allocated), read by launch `launch`, pinned when `captured`.

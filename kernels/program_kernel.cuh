@@ -53,10 +53,12 @@ int launchProtocol(const KernelArgs& args, collieDataType_t type, ReduceOp op, v
   visitType(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     visitOp(op, [&](auto opc) {
-      programKernel<T, decltype(opc)::value, LL>
-          <<<args.layout.nchannels, kKernelThreads, programSharedBytes(args, LL), static_cast<cudaStream_t>(stream)>>>(
-              args);
-      rc = static_cast<int>(cudaGetLastError());
+      // cudaLaunchKernel answers for this launch alone; after <<<>>>, cudaGetLastError would also return an
+      // error the caller's own code left in this thread, and a launch that happened would count as failed.
+      void* params[] = {const_cast<KernelArgs*>(&args)};
+      rc = static_cast<int>(cudaLaunchKernel(programKernel<T, decltype(opc)::value, LL>, dim3(args.layout.nchannels),
+                                             dim3(kKernelThreads), params, programSharedBytes(args, LL),
+                                             static_cast<cudaStream_t>(stream)));
     });
   });
   return rc;

@@ -45,9 +45,13 @@ int launchScale(collieDataType_t type, void* dst, const void* src, size_t n, con
     using T = typename decltype(tag)::type;
     T immediate{};
     if (hostScalar != nullptr) memcpy(&immediate, hostScalar, sizeof(T));
-    scaleKernel<T><<<blocks, 256, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<T*>(dst), static_cast<const T*>(src), n, immediate, static_cast<const T*>(deviceScalar));
-    rc = static_cast<int>(cudaGetLastError());
+    // As the program kernel's launch: an error of this launch only, not one the caller's code left behind.
+    T* d = static_cast<T*>(dst);
+    const T* sp = static_cast<const T*>(src);
+    const T* ds = static_cast<const T*>(deviceScalar);
+    void* params[] = {&d, &sp, &n, &immediate, &ds};
+    rc = static_cast<int>(
+        cudaLaunchKernel(scaleKernel<T>, dim3(blocks), dim3(256), params, 0, static_cast<cudaStream_t>(stream)));
   });
   return rc;
 }

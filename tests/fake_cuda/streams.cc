@@ -410,6 +410,16 @@ cudaError_t CUDARTAPI cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t s
 
 cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t event) { return report(eventQuery(event)); }
 
+// Tests hold a stream with it (a host function that waits for a flag). Stricter than CUDA: the stream must be
+// of the current device, as for a kernel.
+cudaError_t CUDARTAPI cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* userData) {
+  if (fn == nullptr) return report(cudaErrorInvalidValue);
+  return fakecuda::enqueue(stream, [fn, userData] {
+    fn(userData);
+    return cudaSuccess;
+  });
+}
+
 cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t event) { return report(eventSynchronize(event)); }
 
 cudaError_t CUDARTAPI cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {

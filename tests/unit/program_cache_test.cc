@@ -60,9 +60,31 @@ TEST(ProgramCache, FoundByContentNotByPaddingBytes) {
   EXPECT_EQ(cache.find(b, 2, false), block(1));
   EXPECT_EQ(cache.find(makeProgram(50, 1001), 2, false), nullptr) << "another count is another program";
   EXPECT_EQ(cache.find(makeProgram(49, 1000), 2, false), nullptr) << "another length is another program";
-  std::vector<Step> c = a;
-  c[7].dst.buffer = Buffer::kScratch;
-  EXPECT_EQ(cache.find(c, 2, false), nullptr) << "another buffer is another program";
+  // Every field of a step counts.
+  const std::vector<void (*)(Step&)> changes = {
+      [](Step& s) { s.op = StepOp::kCopy; }, [](Step& s) { s.sendPeer += 1; },
+      [](Step& s) { s.recvPeer += 1; },      [](Step& s) { s.src.buffer = Buffer::kScratch; },
+      [](Step& s) { s.src.offset += 1; },    [](Step& s) { s.dst.buffer = Buffer::kScratch; },
+      [](Step& s) { s.dst.offset += 1; },    [](Step& s) { s.count += 1; },
+      [](Step& s) { s.recvCount += 1; },     [](Step& s) { s.finalize = !s.finalize; },
+  };
+  for (size_t i = 0; i < changes.size(); ++i) {
+    std::vector<Step> c = a;
+    changes[i](c[7]);
+    EXPECT_EQ(cache.find(c, 2, false), nullptr) << "change " << i << " of one step is another program";
+  }
+}
+
+TEST(ProgramCache, AFreeBlockUpToFourTimesLargerServesASmallerProgram) {
+  ProgramCache cache(ProgramCache::Limits{});
+  const size_t small = ProgramCache::blockBytes(50), n4 = (4 * small) / sizeof(Step), n8 = (8 * small) / sizeof(Step);
+  cache.release(block(1), ProgramCache::blockBytes(n8));
+  size_t bytes = 0;
+  EXPECT_EQ(cache.takeFree(50, &bytes), nullptr) << "8 times larger: kept for a large program";
+  cache.release(block(2), ProgramCache::blockBytes(n4));
+  EXPECT_EQ(cache.takeFree(50, &bytes), block(2));
+  EXPECT_EQ(bytes, 4 * small);
+  EXPECT_EQ(cache.takeFree(n8, &bytes), block(1));
 }
 
 TEST(ProgramCache, BlockSizesArePowersOfTwoThatHoldTheProgram) {
