@@ -68,8 +68,8 @@ void* ProgramCache::takeFree(size_t steps, size_t* bytes) {
   const size_t want = blockBytes(steps);
   for (auto it = free_.lower_bound(want); it != free_.end() && it->first <= 4 * want; ++it) {
     if (it->second.empty()) continue;
-    void* block = it->second.back();
-    it->second.pop_back();
+    void* block = it->second.front();
+    it->second.pop_front();
     *bytes = it->first;
     return block;
   }

@@ -24,6 +24,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <unordered_map>
 #include <vector>
@@ -82,7 +83,7 @@ class ProgramCache {
 
   const Limits limits_;
   std::unordered_multimap<uint64_t, Entry> entries_;  // by hash(steps)
-  std::map<size_t, std::vector<void*>> free_;         // blocks by size
+  std::map<size_t, std::deque<void*>> free_;          // blocks by size, the longest free first
   size_t unpinned_ = 0, unpinnedBytes_ = 0;
 };
 

@@ -15,8 +15,8 @@ if [ ! -f "$build/build.ninja" ]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLIE_FAKE_CUDA=ON -DCOLLIE_WITH_MPI=OFF \
     >/dev/null
 fi
-cmake --build "$build" --target fake_cudart_test collectives_gpu_test collectives_gpu_mp collie-run nccl_gpu_test \
-  collie-bench
+cmake --build "$build" --target fake_cudart_test collectives_gpu_test program_cache_gpu_test collectives_gpu_mp \
+  collie-run nccl_gpu_test collie-bench
 start=$(date +%s)
 # The fake's device memory is POSIX shared memory, unlinked by cudaFree and at exit; a process that ends
 # by _exit or a signal leaves its objects behind. Remove those of processes that are gone.
@@ -39,6 +39,8 @@ export COLLIE_CHANNELS=2 COLLIE_FAKE_CUDA_THREADS=2 COLLIE_TIMEOUT=60
 # (tiny slots, all-to-all-v, grouped send/recv, graph capture, wrong buffers, a rank that never joins).
 "$build/tests/collectives_gpu_test" --gtest_brief=1 \
   --gtest_filter='*_n2:*_n3:*allreduce_ring_n8:CudaBackend.*-CudaBackend.AStreamOfAnotherGpuIsAnError'
+# Uploaded programs reused across changing counts, kept while queued launches or captured graphs read them.
+"$build/tests/program_cache_gpu_test" --gtest_brief=1
 # A stream of another GPU than the communicator's: two fake GPUs.
 COLLIE_FAKE_CUDA_DEVICES=2 "$build/tests/collectives_gpu_test" --gtest_brief=1 \
   --gtest_filter=CudaBackend.AStreamOfAnotherGpuIsAnError
@@ -66,10 +68,12 @@ if [ ! -f "$tsan/build.ninja" ]; then
     -DCOLLIE_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS="-fsanitize=thread -O1" -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
     -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread >/dev/null
 fi
-cmake --build "$tsan" --target collectives_gpu_test
+cmake --build "$tsan" --target collectives_gpu_test program_cache_gpu_test
 start=$(date +%s)
 # As in scripts/sanitize.sh: UCX's memory hooks and TSan's mmap interception do not mix.
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no \
   COLLIE_TIMEOUT=120 "$tsan/tests/collectives_gpu_test" --gtest_brief=1 \
   --gtest_filter='CudaBackend.*:*allreduce_ring_n3:*alltoall_pairwise_n3-CudaBackend.AStreamOfAnotherGpuIsAnError'
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no \
+  COLLIE_TIMEOUT=120 "$tsan/tests/program_cache_gpu_test" --gtest_brief=1 --gtest_filter='*Queued*:*GlobalCapture*'
 echo "fake-GPU suite under ThreadSanitizer: clean in $(($(date +%s) - start)) s"

@@ -6,13 +6,12 @@
 // device memory, checked by the same code as the host tests (Memory::kDevice).
 // Also: uneven channel splits with tiny slots, all-to-all-v and grouped
 // send/recv, CUDA graph capture, programs too long for the launch parameters
-// (and their reuse when counts change), too many blocks for the GPU, and a rank that never joins (the kernel's
+// (their reuse: program_cache_gpu_test.cc), too many blocks for the GPU, and a rank that never joins (the kernel's
 // bounded wait becomes collieCommGetAsyncError's collieTimeout).
 // Every test skips, saying why, when no GPU is usable.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -26,32 +25,14 @@
 #include "common/collective_case.h"
 #include "common/rank_threads.h"
 #include "common/test_util.h"
-#include "core/comm.h"
-#include "executor/cuda_executor.h"
 #include "executor/reduce_ops.h"
+#include "gpu/gpu_skip.h"
 
 namespace {
 
 using collie::test::Coll;
 using collie::test::Memory;
 using collie::test::ScopedEnv;
-
-bool gpuUsable(std::string* why) {
-  int count = 0;  // left unwritten when there is no driver
-  cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess || count == 0) {
-    *why = std::string("no usable GPU: ") + (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-    (void)cudaGetLastError();
-    return false;
-  }
-  return true;
-}
-
-#define SKIP_WITHOUT_GPU()                     \
-  do {                                         \
-    std::string why;                           \
-    if (!gpuUsable(&why)) GTEST_SKIP() << why; \
-  } while (0)
 
 struct Param {
   const collie::AlgorithmInfo* algo;
@@ -363,114 +344,6 @@ TEST(CudaBackend, LongProgramsAreUploaded) {
                                                               inPlace, 0, seed + call, Memory::kDevice);
       ASSERT_EQ(err, "") << "call " << call << (inPlace ? " in-place" : " out-of-place") << " (seed " << seed << ")";
     }
-}
-
-// Long programs whose counts change at every call (as all-to-all-v's do with
-// a mixture of experts' splits) reuse a bounded set of device blocks instead
-// of one new upload kept per count (executor/program_cache.h), and the reused
-// blocks carry the right program: every result is checked.
-TEST(CudaBackend, ChangingCountsReuseUploadedPrograms) {
-  SKIP_WITHOUT_GPU();
-  ScopedEnv device("COLLIE_DEVICE", "cuda");
-  ScopedEnv algo("COLLIE_ALGO", "allreduce:ring");
-  ScopedEnv channels("COLLIE_CHANNELS", "1");
-  ScopedEnv timeout("COLLIE_TIMEOUT", "60");
-  ScopedEnv cache("COLLIE_PROGRAM_CACHE", "2");
-  const uint64_t seed = collie::test::testSeed();
-  const int calls = 24;
-  collie::test::Comms comms(22);  // a ring of 22 ranks: 44 steps, more than the launch parameters hold
-  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
-  for (int call = 0; call < calls; ++call) {
-    const std::string err = collie::test::runCollectiveCase(comms, Coll::kAllReduce, collieFloat32, collieSum,
-                                                            1001 + 16 * static_cast<uint64_t>(call), false, 0,
-                                                            seed + static_cast<uint64_t>(call), Memory::kDevice);
-    ASSERT_EQ(err, "") << "call " << call << " (seed " << seed << ")";
-  }
-  for (int r = 0; r < comms.size(); ++r) {
-    const auto* exec = dynamic_cast<const collie::CudaExecutor*>(comms[r]->executor.get());
-    ASSERT_NE(exec, nullptr);
-    // The cache's 2, programs of launches not yet known to be finished (up to 4 checkpoints), a few free.
-    EXPECT_LE(exec->programBlocks(), 8u) << "rank " << r << " after " << calls << " counts";
-  }
-}
-
-TEST(CudaBackend, ABadProgramCacheSettingIsRefusedAtInit) {
-  SKIP_WITHOUT_GPU();
-  ScopedEnv device("COLLIE_DEVICE", "cuda");
-  for (const char* bad : {"0", "lots", "-3"}) {
-    ScopedEnv cache("COLLIE_PROGRAM_CACHE", bad);
-    collie::test::Comms comms(2);
-    EXPECT_EQ(comms.result, collieInvalidArgument) << bad;
-    EXPECT_NE(std::string(collieGetLastError(nullptr)).find("COLLIE_PROGRAM_CACHE must be 1..1048576"),
-              std::string::npos)
-        << collieGetLastError(nullptr);
-  }
-}
-
-// Calls queued behind a held stream keep their programs: with room for one
-// cached program, each new count's upload must not overwrite the program of
-// an earlier call that has not run yet (its checkpoint has not happened), so
-// every result is right once the streams are let go.
-TEST(CudaBackend, QueuedLaunchesKeepTheirPrograms) {
-  SKIP_WITHOUT_GPU();
-  ScopedEnv device("COLLIE_DEVICE", "cuda");
-  ScopedEnv algo("COLLIE_ALGO", "allreduce:ring");
-  ScopedEnv channels("COLLIE_CHANNELS", "1");
-  ScopedEnv timeout("COLLIE_TIMEOUT", "60");
-  ScopedEnv cache("COLLIE_PROGRAM_CACHE", "1");
-  const int n = 22, calls = 6;  // 22 ranks: the ring's 44 steps are uploaded
-  collie::test::Comms comms(n);
-  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
-  std::atomic<int> queued{0};
-  std::atomic<bool> go{false};
-  std::vector<std::string> errors(n);
-  collie::test::onRanks(n, [&](int r) {
-    std::string& err = errors[static_cast<size_t>(r)];
-    cudaStream_t s;
-    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) err = "cudaStreamCreate";
-    std::vector<float*> in(calls, nullptr), out(calls, nullptr);
-    auto count = [](int k) { return static_cast<size_t>(1001 + 16 * k); };
-    for (int k = 0; k < calls && err.empty(); ++k) {
-      std::vector<float> host(count(k));
-      for (size_t i = 0; i < host.size(); ++i)
-        host[i] = static_cast<float>((r + 1) * (k + 1) + static_cast<int>(i % 7));
-      if (cudaMalloc(&in[k], host.size() * sizeof(float)) != cudaSuccess ||
-          cudaMalloc(&out[k], host.size() * sizeof(float)) != cudaSuccess ||
-          cudaMemcpy(in[k], host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess ||
-          cudaMemset(out[k], 0xff, host.size() * sizeof(float)) != cudaSuccess)
-        err = "preparing buffers";
-    }
-    // Hold the stream until every rank has queued every call (bounded: a broken test must not hang).
-    auto hold = [](void* flag) {
-      for (int i = 0; i < 60000 && !static_cast<std::atomic<bool>*>(flag)->load(); ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    };
-    if (err.empty() && cudaLaunchHostFunc(s, hold, &go) != cudaSuccess) err = "cudaLaunchHostFunc";
-    for (int k = 0; k < calls && err.empty(); ++k)
-      if (collieAllReduce(in[k], out[k], count(k), collieFloat32, collieSum, comms[r], s) != collieSuccess)
-        err = std::string("call ") + std::to_string(k) + ": " + collieGetLastError(comms[r]);
-    if (++queued == n) go = true;
-    if (cudaStreamSynchronize(s) != cudaSuccess && err.empty()) err = "cudaStreamSynchronize";
-    for (int k = 0; k < calls && err.empty(); ++k) {
-      std::vector<float> got(count(k));
-      if (cudaMemcpy(got.data(), out[k], got.size() * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess) {
-        err = "reading results";
-        break;
-      }
-      for (size_t i = 0; i < got.size() && err.empty(); ++i) {
-        const float want = static_cast<float>((k + 1) * n * (n + 1) / 2 + n * static_cast<int>(i % 7));
-        if (got[i] != want)
-          err = "call " + std::to_string(k) + " element " + std::to_string(i) + ": " + std::to_string(got[i]) +
-                ", expected " + std::to_string(want);
-      }
-    }
-    for (int k = 0; k < calls; ++k) {
-      cudaFree(in[k]);
-      cudaFree(out[k]);
-    }
-    cudaStreamDestroy(s);
-  });
-  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
 }
 
 // More blocks than the GPU can hold at once (COLLIE_CHANNELS x ranks sharing

@@ -10,23 +10,13 @@
 
 #include "common/test_util.h"
 #include "executor/reduce_ops.h"
+#include "gpu/gpu_skip.h"
 #include "kernels/reduce_check.h"
 
 namespace {
 
-bool gpuUsable(std::string* why) {
-  int count = 0;  // left unwritten when there is no driver
-  cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess || count == 0) {
-    *why = std::string("no usable GPU: ") + (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-    return false;
-  }
-  return true;
-}
-
 TEST(ReduceOpsGpu, DeviceMatchesHostForEveryTypeAndOp) {
-  std::string why;
-  if (!gpuUsable(&why)) GTEST_SKIP() << why;
+  SKIP_WITHOUT_GPU();
   const size_t n = 4099;
   const uint64_t seed = collie::test::testSeed();
   for (collieDataType_t type : collie::test::allTypes()) {

@@ -66,8 +66,8 @@ fi
 if want build; then
   step configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_ARCHITECTURES="$arch" \
     -DCOLLIE_WITH_MPI=OFF -DCMAKE_PREFIX_PATH="$prefix" -DGTest_DIR="$prefix/lib/x86_64-linux-gnu/cmake/GTest"
-  step build cmake --build "$build" -j 16 --target collectives_gpu_test reduce_ops_gpu_test collectives_gpu_mp \
-    collie-run nccl_gpu_test collie-bench
+  step build cmake --build "$build" -j 16 --target collectives_gpu_test program_cache_gpu_test reduce_ops_gpu_test \
+    collectives_gpu_mp collie-run nccl_gpu_test collie-bench
 fi
 if want test; then
   # With one GPU the two-GPU test would skip, which counts as a failure here: leave it out.
@@ -80,6 +80,7 @@ if want test; then
     step gpu_threads "$build/tests/collectives_gpu_test" --gtest_brief=1 --gtest_filter="*$others"
   fi
   step gpu_reduce_ops "$build/tests/reduce_ops_gpu_test" --gtest_brief=1
+  step gpu_program_cache "$build/tests/program_cache_gpu_test" --gtest_brief=1
   for np in 2 3 4; do
     step "gpu_processes_np$np" "$build/tools/collie-run" -np "$np" "$build/tests/collectives_gpu_mp"
   done
