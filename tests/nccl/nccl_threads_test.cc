@@ -226,13 +226,15 @@ void callsOfLaterVersions() {
   EXPECT(sum == 14, "allreduce on a communicator from ncclCommInitRankScalable");
   ncclWindow_t win = reinterpret_cast<ncclWindow_t>(0x1);
   char buf[64];
-  EXPECT(ncclCommWindowRegister(comms[0], buf, sizeof(buf), &win, 0) == ncclInvalidUsage, "windows unsupported");
+  EXPECT(ncclCommWindowRegister(comms[0], buf, sizeof(buf), &win, NCCL_WIN_DEFAULT) == ncclInvalidUsage,
+         "windows unsupported");
   EXPECT(win == nullptr, "no window handed out");
   EXPECT(std::string(ncclGetLastError(comms[0])).find("not supported by Collie") != std::string::npos,
          ncclGetLastError(comms[0]));
   ncclComm_t shrunk = comms[0];
   int exclude = 1;
-  EXPECT(ncclCommShrink(comms[0], &exclude, 1, &shrunk, nullptr, 0) == ncclInvalidUsage, "shrink unsupported");
+  EXPECT(ncclCommShrink(comms[0], &exclude, 1, &shrunk, nullptr, NCCL_SHRINK_DEFAULT) == ncclInvalidUsage,
+         "shrink unsupported");
   EXPECT(shrunk == nullptr, "no communicator handed out");
   // The pnccl names are the same functions.
   int version = 0;
