@@ -14,12 +14,12 @@
 // bytes, the least recently used ones are evicted once every launch that read
 // them is known to have finished (completed()), and their device blocks
 // (power-of-two sizes) are handed out again for the next uploads, a larger
-// one when none of the size is free. Pinned programs stay even after their
-// graph is destroyed (Collie is not told): capturing graph after graph with
-// new counts still grows. A copy used
-// by a launch captured into a CUDA graph is pinned: the graph may replay it at
-// any time, so it stays until the communicator goes. Equality is field by
-// field: a Step has padding bytes, which two equal programs need not share.
+// one when none of the size is free. A copy used by a launch captured into a
+// CUDA graph is pinned: the graph may replay it at any time, so it stays until
+// the communicator goes, even after the graph is destroyed (Collie is not
+// told): capturing graph after graph with new counts still grows. Equality is
+// field by field: a Step has padding bytes, which two equal programs need not
+// share.
 #pragma once
 
 #include <cstddef>

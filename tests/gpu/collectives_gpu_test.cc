@@ -6,8 +6,9 @@
 // device memory, checked by the same code as the host tests (Memory::kDevice).
 // Also: uneven channel splits with tiny slots, all-to-all-v and grouped
 // send/recv, CUDA graph capture, programs too long for the launch parameters
-// (their reuse: program_cache_gpu_test.cc), too many blocks for the GPU, and a rank that never joins (the kernel's
-// bounded wait becomes collieCommGetAsyncError's collieTimeout).
+// (their reuse: program_cache_gpu_test.cc), too many blocks for the GPU, and
+// a rank that never joins (the kernel's bounded wait becomes
+// collieCommGetAsyncError's collieTimeout).
 // Every test skips, saying why, when no GPU is usable.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
