@@ -14,7 +14,7 @@
 # (build-gpu/ stays between calls while the machine is held).
 # Exit status 0 only when every step passed. A test that skips counts as a
 # failure here: on a GPU machine a skip means the GPU was not usable.
-# COLLIE_TIMEOUT defaults to 30 s, so a hang costs 30 s, not 300.
+# COLLIE_TIMEOUT defaults to 30 s, so a hang costs 30 s, not 300; CUDA_DEVICE_MAX_CONNECTIONS to 32.
 # Logs go to $OUT (or gpu-logs/).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -34,6 +34,10 @@ mkdir -p "$logs"
 build=build-gpu
 prefix=$PWD/.deps/root/usr
 export COLLIE_TIMEOUT=${COLLIE_TIMEOUT:-30}
+# Some tests run 22 ranks as threads of one process (programs too long for the launch parameters): with CUDA's
+# default 8 hardware queues their kernels could queue behind each other (Collie warns). 32 is CUDA's maximum;
+# a process setting, read when its CUDA context is made, not a setting of the card.
+export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32}
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
 arch=${arch:-90}
 
