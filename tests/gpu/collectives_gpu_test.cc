@@ -5,10 +5,10 @@
 // through the LL protocol, large ones through Simple); the buffers are
 // device memory, checked by the same code as the host tests (Memory::kDevice).
 // Also: uneven channel splits with tiny slots, all-to-all-v and grouped
-// send/recv, CUDA graph capture, programs too long for the launch parameters
-// (their reuse: program_cache_gpu_test.cc), too many blocks for the GPU, and
-// a rank that never joins (the kernel's bounded wait becomes
-// collieCommGetAsyncError's collieTimeout).
+// send/recv, CUDA graph capture, too many blocks for the GPU, and a rank
+// that never joins (the kernel's bounded wait becomes collieCommGetAsyncError's
+// collieTimeout). Programs too long for the launch parameters: see
+// program_cache_gpu_test.cc.
 // Every test skips, saying why, when no GPU is usable.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -325,26 +325,6 @@ TEST(CudaBackend, AStreamOfAnotherGpuIsAnError) {
       << collieGetLastError(gpu[0]);
   cudaStreamDestroy(other);
   cudaFree(buf);
-}
-
-// Programs longer than the 40 steps a launch carries (ring allreduce on 22
-// ranks: 44 steps) are uploaded to the device once and found again by their
-// content on the next call.
-TEST(CudaBackend, LongProgramsAreUploaded) {
-  SKIP_WITHOUT_GPU();
-  ScopedEnv device("COLLIE_DEVICE", "cuda");
-  ScopedEnv algo("COLLIE_ALGO", "allreduce:ring");
-  ScopedEnv channels("COLLIE_CHANNELS", "1");
-  ScopedEnv timeout("COLLIE_TIMEOUT", "60");
-  const uint64_t seed = collie::test::testSeed();
-  collie::test::Comms comms(22);
-  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
-  for (int call = 0; call < 2; ++call)
-    for (bool inPlace : {false, true}) {
-      const std::string err = collie::test::runCollectiveCase(comms, Coll::kAllReduce, collieFloat32, collieSum, 1001,
-                                                              inPlace, 0, seed + call, Memory::kDevice);
-      ASSERT_EQ(err, "") << "call " << call << (inPlace ? " in-place" : " out-of-place") << " (seed " << seed << ")";
-    }
 }
 
 // More blocks than the GPU can hold at once (COLLIE_CHANNELS x ranks sharing

@@ -1,6 +1,7 @@
 // The CUDA executor's uploaded programs (executor/program_cache.h) on the
 // device: programs too long for the launch parameters (a ring of 22 ranks: 44
-// steps) whose counts change at every call reuse a bounded set of blocks;
+// steps) are uploaded and found again; those whose counts change at every
+// call reuse a bounded set of blocks;
 // calls queued behind a held stream keep theirs; a global-mode capture in
 // another thread survives the cache's bookkeeping; a captured program is
 // never overwritten, so its graph replays right after many eager calls. Every
@@ -29,7 +30,7 @@ using collie::test::Memory;
 using collie::test::ScopedEnv;
 
 // Sets the environment of these tests: the CUDA backend, a ring on one channel (22 ranks make 44 steps,
-// uploaded), room for `programs` cached programs.
+// uploaded), room for `programs` cached programs (nullptr: the default).
 struct LongRingEnv {
   explicit LongRingEnv(const char* programs) : cache("COLLIE_PROGRAM_CACHE", programs) {}
   ScopedEnv device{"COLLIE_DEVICE", "cuda"};
@@ -78,6 +79,23 @@ struct CallBuffers {
     cudaFree(out);
   }
 };
+
+// Programs longer than the 40 steps a launch carries are uploaded to the
+// device and found again by their content on the next call (the default
+// cache size).
+TEST(CudaBackend, LongProgramsAreUploaded) {
+  SKIP_WITHOUT_GPU();
+  LongRingEnv env(nullptr);
+  const uint64_t seed = collie::test::testSeed();
+  collie::test::Comms comms(22);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  for (int call = 0; call < 2; ++call)
+    for (bool inPlace : {false, true}) {
+      const std::string err = collie::test::runCollectiveCase(comms, Coll::kAllReduce, collieFloat32, collieSum, 1001,
+                                                              inPlace, 0, seed + call, Memory::kDevice);
+      ASSERT_EQ(err, "") << "call " << call << (inPlace ? " in-place" : " out-of-place") << " (seed " << seed << ")";
+    }
+}
 
 // Long programs whose counts change at every call (as all-to-all-v's do with
 // a mixture of experts' splits) reuse a bounded set of device blocks instead
