@@ -17,6 +17,22 @@ inline Status cudaStatus(cudaError_t e, const char* what) {
   return Status::error(collieUnhandledCudaError, "%s failed: %s", what, cudaGetErrorString(e));
 }
 
+/// Switches this thread to relaxed stream-capture mode for the scope. Collie's
+/// own queries, allocations and uploads may run while the caller's stream is
+/// being captured into a graph in global mode; they are not part of the
+/// captured work, and in global mode CUDA refuses them (and invalidates the
+/// capture) unless the calling thread is relaxed.
+class RelaxedCapture {
+ public:
+  RelaxedCapture() { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~RelaxedCapture() { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
 /// Makes `device` current for the rest of the scope, then restores the
 /// caller's current device: users drive several communicators (GPUs) from one
 /// thread, and a call into Collie must not change which GPU their next CUDA

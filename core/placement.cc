@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include "core/api_checks.h"
+#include "core/cuda_check.h"
 
 namespace collie {
 namespace api {
@@ -68,6 +69,13 @@ Status checkStream(collieComm_t comm, collieStream_t stream, const char* call) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   // The special handles mean "the current device's": there is nothing to compare.
   if (s == cudaStreamLegacy || s == cudaStreamPerThread) return Status();
+  // Asking for a stream's device is an "unsafe" call while a graph is being captured in global mode
+  // (CUDA refuses it and invalidates the capture, seen on an H100): ask in relaxed mode, and leave a
+  // capturing stream alone (its device is checked when it is first used outside a capture).
+  RelaxedCapture relaxed;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(s, &capture) == cudaSuccess && capture != cudaStreamCaptureStatusNone) return Status();
+  (void)cudaGetLastError();
   int device = -1;
   const cudaError_t e = cudaStreamGetDevice(s, &device);
   if (e != cudaSuccess) {

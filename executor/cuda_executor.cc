@@ -2,6 +2,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstring>
 
 #include "core/cuda_check.h"
@@ -12,23 +13,6 @@
 #include "transport/cuda_ipc/device_windows.h"
 
 namespace collie {
-
-namespace {
-
-// Allocations and uploads may happen while the caller's stream is being
-// captured into a graph. They are not part of the captured work, so this
-// thread switches to relaxed capture mode for their duration (what CUDA
-// requires for such calls during a global-mode capture).
-class RelaxedCapture {
- public:
-  RelaxedCapture() { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
-  ~RelaxedCapture() { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
-
- private:
-  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
-};
-
-}  // namespace
 
 Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, const DeviceWindows& windows,
                             double timeoutSec, std::unique_ptr<CudaExecutor>* out) {
@@ -126,8 +110,12 @@ Status CudaExecutor::attachProxy(const RemoteProxy& proxy) {
 Status CudaExecutor::initWindow() {
   DeviceGuard guard(device_);
   const WindowHeader h = windowHeader(layout_);
-  return cudaStatus(cudaMemcpy(windows_[static_cast<size_t>(rank_)], &h, sizeof(h), cudaMemcpyHostToDevice),
-                    "writing the window header");
+  COLLIE_RETURN_IF_ERROR(
+      cudaStatus(cudaMemcpy(windows_[static_cast<size_t>(rank_)], &h, sizeof(h), cudaMemcpyHostToDevice),
+                 "writing the window header"));
+  // From pageable memory cudaMemcpy may return before the copy lands; peers read the header (checkPeers)
+  // right after the next barrier. Without this wait, peer processes on an H100 read zeros now and then.
+  return cudaStatus(cudaStreamSynchronize(cudaStreamLegacy), "writing the window header");
 }
 
 Status CudaExecutor::checkPeers(const WindowHeader* gathered) const {
@@ -255,6 +243,23 @@ Status CudaExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& a
   std::lock_guard<std::mutex> lock(mu_);
   COLLIE_RETURN_IF_ERROR(asyncStatus());
   DeviceGuard guard(device_);
+  // An enqueue should take microseconds. One that blocks (a CUDA call waiting for the device) while
+  // peers' kernels already wait for this rank's ends in their timeout: say where the time went.
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0 = Clock::now();
+  Clock::time_point tPlan = t0;
+  struct SlowEnqueueLog {
+    const Clock::time_point& t0;
+    const Clock::time_point& tPlan;
+    int rank;
+    uint64_t seq;
+    ~SlowEnqueueLog() {
+      const double total = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (total > 0.1)
+        COLLIE_WARN("rank %d: enqueueing call #%llu took %.3f s (%.3f s of it preparing programs and scratch)", rank,
+                    static_cast<unsigned long long>(seq), total, std::chrono::duration<double>(tPlan - t0).count());
+    }
+  } slowLog{t0, tPlan, rank_, args.seq};
   cudaStream_t stream = static_cast<cudaStream_t>(args.stream);
   cudaEvent_t done = static_cast<cudaEvent_t>(lastDone_);
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
@@ -265,6 +270,7 @@ Status CudaExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& a
   KernelArgs a;
   bool empty = true;
   COLLIE_RETURN_IF_ERROR(planLaunch(work, args, tables_, this, &a, &empty));
+  tPlan = Clock::now();
   if (empty) return Status();
   launches_.record(args.seq, *work[0].program);
   // Two kernels of a communicator must never overlap (they share the flag

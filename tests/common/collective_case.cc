@@ -2,6 +2,8 @@
 
 #include <cuda_runtime.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "common/rank_threads.h"
@@ -40,6 +42,9 @@ std::string runOnDevice(const Comms& comms, Coll coll, collieDataType_t type, co
     check(cudaMemcpy(din[r], in[r].data(), in[r].size(), cudaMemcpyHostToDevice), "cudaMemcpy");
     check(cudaMemcpy(dout[r], out[r].data(), out[r].size(), cudaMemcpyHostToDevice), "cudaMemcpy");
     check(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking), "cudaStreamCreate");
+    // From pageable memory cudaMemcpy may return before the copy lands, and the calls run on
+    // non-blocking streams: wait for this device's legacy stream.
+    check(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize");
   }
   if (err.empty()) {
     onRanks(n, [&](int r) {
@@ -48,24 +53,32 @@ std::string runOnDevice(const Comms& comms, Coll coll, collieDataType_t type, co
       cudaSetDevice(device);
       void* s = count ? twin(r, send[r]) : nullptr;
       void* d = count ? twin(r, recv[r]) : nullptr;
+      const auto t0 = std::chrono::steady_clock::now();
       (*rc)[r] = collie::test::callCollective(coll, s, d, count, type, op, root, comms[r], streams[r]);
+      // Peers' kernels wait for this rank's while it enqueues: a slow enqueue explains a timeout.
+      const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (took > 0.1) fprintf(stderr, "rank %d: the call took %.3f s to return\n", r, took);
       if ((*rc)[r] == collieSuccess) cudaStreamSynchronize(streams[r]);
     });
   }
+  std::string async;
   for (int r = 0; r < n; ++r) {
     if (err.empty()) {
       check(cudaMemcpy(in[r].data(), din[r], in[r].size(), cudaMemcpyDeviceToHost), "cudaMemcpy back");
       check(cudaMemcpy(out[r].data(), dout[r], out[r].size(), cudaMemcpyDeviceToHost), "cudaMemcpy back");
-      collieResult_t async = collieSuccess;
-      collieCommGetAsyncError(comms[r], &async);
-      if (async != collieSuccess && err.empty())
-        err = "rank " + std::to_string(r) + " async error: " + collieGetLastError(comms[r]);
     }
+    // Every rank's: where each one waited shows a cycle, or which rank never came.
+    collieResult_t rcAsync = collieSuccess;
+    collieCommGetAsyncError(comms[r], &rcAsync);
+    if (rcAsync != collieSuccess)
+      async +=
+          (async.empty() ? "" : "; ") + ("rank " + std::to_string(r) + " async error: ") + collieGetLastError(comms[r]);
     if (streams[r]) cudaStreamDestroy(streams[r]);
     cudaFree(din[r]);
     cudaFree(dout[r]);
   }
-  return err;
+  if (async.empty() || err.empty()) return err + async;
+  return err + "; " + async;
 }
 
 }  // namespace

@@ -665,6 +665,35 @@ TEST_F(FakeCuda, IpcHandlesAreForOtherProcesses) {
   cudaGetLastError();
 }
 
+// From pageable host memory to the device, cudaMemcpy returns once the bytes are staged; the copy
+// lands later, on the legacy stream. A non-blocking stream is not ordered after it: it may still read
+// the old bytes (on an H100 a peer process read a window header still zero). Waiting for the legacy
+// stream makes the copy visible.
+TEST_F(FakeCuda, PageableCopyToDeviceLandsAfterReturning) {
+  const size_t n = 4096;
+  char* dev = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dev), n), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dev, 0, n), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaStream_t other;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), cudaSuccess);
+  std::vector<char> src(n, 7), seen(n, 1);
+  setenv("COLLIE_FAKE_CUDA_PAGEABLE_MS", "300", 1);  // long enough for the look below to come first
+  ASSERT_EQ(cudaMemcpy(dev, src.data(), n, cudaMemcpyHostToDevice), cudaSuccess);
+  unsetenv("COLLIE_FAKE_CUDA_PAGEABLE_MS");
+  src.assign(n, 9);  // staged: what lands is what src held during the call
+  ASSERT_EQ(cudaMemcpyAsync(seen.data(), dev, n, cudaMemcpyDeviceToHost, other), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(other), cudaSuccess);
+  EXPECT_EQ(seen[0], 0) << "the copy was modelled as landing before cudaMemcpy returned";
+  ASSERT_EQ(cudaStreamSynchronize(cudaStreamLegacy), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(seen.data(), dev, n, cudaMemcpyDeviceToHost, other), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(other), cudaSuccess);
+  EXPECT_EQ(seen[0], 7);
+  EXPECT_EQ(seen[n - 1], 7);
+  ASSERT_EQ(cudaStreamDestroy(other), cudaSuccess);
+  ASSERT_EQ(cudaFree(dev), cudaSuccess);
+}
+
 // Another process opens the handle (twice: one mapping, counted), reads what this one wrote and
 // writes back; once the memory is freed here the handle no longer opens.
 TEST_F(FakeCuda, IpcAcrossProcesses) {
@@ -675,6 +704,8 @@ TEST_F(FakeCuda, IpcAcrossProcesses) {
   std::vector<unsigned char> host(n);
   for (size_t i = 0; i < n; ++i) host[i] = parentByte(i);
   ASSERT_EQ(cudaMemcpy(dev, host.data(), n, cudaMemcpyHostToDevice), cudaSuccess);
+  // From pageable memory the copy may land after cudaMemcpy returns: the child must not look before.
+  ASSERT_EQ(cudaStreamSynchronize(cudaStreamLegacy), cudaSuccess);
   cudaIpcMemHandle_t h;
   ASSERT_EQ(cudaIpcGetMemHandle(&h, dev + 100), cudaSuccess);  // the handle stands for the allocation
   EXPECT_EQ(runIpcChild("open", h, n), 0);

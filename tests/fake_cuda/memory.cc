@@ -9,9 +9,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "internal.h"
 
@@ -423,6 +426,22 @@ cudaError_t memcpySync(void* dst, const void* src, size_t n, cudaMemcpyKind kind
   if (n == 0) return cudaSuccess;
   Allocation *da = nullptr, *sa = nullptr;
   if (const cudaError_t e = checkCopy(st, dst, src, n, kind, &da, &sa)) return e;
+  if (sa == nullptr && onDevice(da)) {
+    // From pageable memory to the device CUDA returns once the bytes are staged, before the copy lands
+    // (the runtime API's "API synchronization behavior"): a reader on another stream or in another
+    // process must wait for the legacy stream. A peer on an H100 read a window header still zero.
+    auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src), static_cast<const char*>(src) + n);
+    const Work copy = copyWork(dst, staged->data(), n, idOf(da), 0);
+    // Lands a little later (COLLIE_FAKE_CUDA_PAGEABLE_MS, default 2), so a reader that does not wait
+    // sees the old bytes here as it may on a GPU.
+    const char* env = getenv("COLLIE_FAKE_CUDA_PAGEABLE_MS");
+    const int ms = env != nullptr ? atoi(env) : 2;
+    work = [copy, staged, ms] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      return copy();
+    };
+    return syncOnLegacy(st, lock, work, true);
+  }
   work = copyWork(dst, src, n, idOf(da), idOf(sa));
   return syncOnLegacy(st, lock, work, onDevice(da) && onDevice(sa));
 }

@@ -245,6 +245,9 @@ cudaError_t streamGetDevice(cudaStream_t handle, int* device) {
   if (const cudaError_t e = begin()) return e;
   State& st = state();
   auto lock = lockState();
+  // "Potentially unsafe" during a global-mode capture: CUDA 13 on an H100 refused it with
+  // cudaErrorStreamCaptureUnsupported and invalidated the capture.
+  if (const cudaError_t e = unsafeCallCheck(st)) return e;
   std::shared_ptr<Stream> s;
   if (const cudaError_t e = resolveStream(st, handle, &s)) return e;
   *device = s->device;

@@ -61,7 +61,9 @@ struct CallBuffers {
     for (size_t i = 0; i < n; ++i) host[i] = input(r, k, i);
     return cudaMalloc(&in, n * sizeof(float)) == cudaSuccess && cudaMalloc(&out, n * sizeof(float)) == cudaSuccess &&
            cudaMemcpy(in, host.data(), n * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess &&
-           cudaMemset(out, 0xff, n * sizeof(float)) == cudaSuccess;
+           cudaMemset(out, 0xff, n * sizeof(float)) == cudaSuccess &&
+           // Both may return before they land; the calls run on non-blocking streams.
+           cudaStreamSynchronize(cudaStreamLegacy) == cudaSuccess;
   }
   // "" when out holds the sum of call k over n ranks.
   std::string check(int n, int k) const {
