@@ -1,6 +1,7 @@
 #include "executor/launch_plan.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "executor/remote_proxy.h"
@@ -105,9 +106,27 @@ Status launchFailure(const DeviceStatus& status, int rank, const char* where, co
   const std::string what = code == collieTimeout ? std::string("timed out ") + where
                            : why.empty()         ? std::string("was aborted ") + where
                                                  : std::string("failed ") + where + ": " + why;
-  return Status::error(code, "rank %d waiting on rank %d at step %d (channel %d) of %s #%llu %s", rank, peer,
+  // Whether the peer's kernel had begun this call tells a stalled peer (its kernel never ran: its host thread
+  // blocked, or its kernel could not start on a shared GPU) from one that waits in turn.
+  std::string started;
+  const uint64_t mark = status.peerStarted;
+  const unsigned long long seq = static_cast<unsigned long long>(status.seq);
+  if (code == collieTimeout && peer >= 0 && mark != kPeerStartedUnknown) {
+    char buf[160];
+    if (mark == 0)
+      snprintf(buf, sizeof(buf), "; rank %d had started no kernel yet", peer);
+    else if (mark - 1 < status.seq)
+      snprintf(buf, sizeof(buf), "; rank %d's kernel for #%llu had not started (its newest: #%llu)", peer, seq,
+               static_cast<unsigned long long>(mark - 1));
+    else if (mark - 1 == status.seq)
+      snprintf(buf, sizeof(buf), "; rank %d's kernel for #%llu had started", peer, seq);
+    else
+      snprintf(buf, sizeof(buf), "; rank %d had gone on to #%llu", peer, static_cast<unsigned long long>(mark - 1));
+    started = buf;
+  }
+  return Status::error(code, "rank %d waiting on rank %d at step %d (channel %d) of %s #%llu %s%s", rank, peer,
                        static_cast<int>(status.step), static_cast<int>(status.channel),
-                       launches.name(status.seq).c_str(), static_cast<unsigned long long>(status.seq), what.c_str());
+                       launches.name(status.seq).c_str(), seq, what.c_str(), started.c_str());
 }
 
 }  // namespace collie

@@ -76,6 +76,14 @@ struct WindowLayout {
   }
 };
 
+/// After the header, in the window's first line: 1 + the call number (seq) of the newest launch whose
+/// kernel has begun on the owner (0: none yet), written by the kernel's blocks as they start. A rank
+/// that gives up waiting on a peer reads it, so the error can say whether the peer's kernel had even
+/// started: a peer whose host thread is blocked, or whose kernel cannot start on a shared GPU, looks
+/// like a peer that waits in turn otherwise (docs/RELIABILITY.md, "On a GPU").
+constexpr uint64_t kStartedOffset = 32;
+static_assert(sizeof(WindowHeader) <= kStartedOffset && kStartedOffset + 8 <= kLine, "the started mark fits line 0");
+
 /// The header a rank writes at the start of its window (and gathers for peers it cannot map).
 inline WindowHeader windowHeader(const WindowLayout& l) {
   return WindowHeader{kWindowMagic, l.nranks, l.nslots, l.slotBytes, l.nchannels, l.llSlotBytes};

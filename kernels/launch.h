@@ -27,7 +27,11 @@ struct DeviceStatus {
   volatile int32_t step, peer, channel;
   volatile uint32_t pad;
   volatile uint64_t seq;
+  // What the failing block read at `peer`'s kStartedOffset (executor/protocol.h) when it gave up;
+  // kPeerStartedUnknown where it could not tell (a peer on another host).
+  volatile uint64_t peerStarted;
 };
+constexpr uint64_t kPeerStartedUnknown = ~uint64_t{0};
 
 /// Distinct programs one launch may carry: a round's channel parts have at
 /// most two sizes (full parts and the last one).

@@ -42,6 +42,8 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
   // communicator run in stream order, so each starts where the last stopped.
   const int n = static_cast<int>(a.layout.nranks);
   const int prog = a.channelProgram[c];
+  // "This rank's kernel for call seq has begun", for a peer's timeout report; every block writes the same value.
+  if (dev::tid() == 0) dev::storeVolatile64(a.windows[a.rank] + kStartedOffset, a.seq + 1);
   if (prog < 0) return;  // no work on this channel: its counters stay as they are
   uint64_t* const posted = a.counters + static_cast<size_t>(c) * n;
   uint64_t* const consumed = a.counters + static_cast<size_t>(C + c) * n;
@@ -80,6 +82,10 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
       a.status->peer = f.peer;
       a.status->channel = c;
       a.status->seq = a.seq;
+      // A proxy's outbox stands where a remote peer's window would be: nothing to read there.
+      a.status->peerStarted = f.peer >= 0 && f.peer < n && a.lost == nullptr
+                                  ? dev::loadVolatile64(a.windows[f.peer] + kStartedOffset)
+                                  : kPeerStartedUnknown;
       dev::fenceSystem();
       dev::storeFlag(&a.status->code, static_cast<uint32_t>(f.code));
       dev::fenceSystem();

@@ -156,11 +156,41 @@ TEST(Emulator, AMissingRankTimesOutInsideTheKernel) {
               std::string::npos)
         << text[static_cast<size_t>(r)];
   }
-  // Rank 0's ring predecessor is rank 2, which never came.
+  // Rank 0's ring predecessor is rank 2, which never came: its kernel never began. Rank 1 waited on rank 0,
+  // whose kernel had begun (and waited in turn).
   EXPECT_NE(text[0].find("waiting on rank 2"), std::string::npos) << text[0];
+  EXPECT_NE(text[0].find("rank 2 had started no kernel yet"), std::string::npos) << text[0];
+  EXPECT_NE(text[1].find("rank 0's kernel for #0 had started"), std::string::npos) << text[1];
   float x = 1;
   EXPECT_EQ(collieAllReduce(&x, &x, 1, collieFloat32, collieSum, c[0], nullptr), collieTimeout);
   EXPECT_NE(std::string(collieGetLastError(c[0])).find("broken"), std::string::npos) << collieGetLastError(c[0]);
+}
+
+// The report of a timed-out wait says what the peer's kernel was doing: begun on this call, still on an
+// earlier one (a stalled host thread, or a kernel that could not start on a shared GPU), gone on, or
+// unknown (a peer behind the proxy).
+TEST(Emulator, ATimeoutSaysWhetherThePeersKernelHadStarted) {
+  collie::RecentLaunches launches;
+  collie::DeviceStatus st{};
+  st.code = static_cast<uint32_t>(collieTimeout);
+  st.peer = 2;
+  st.step = 1;
+  st.channel = 3;
+  st.seq = 70;
+  auto text = [&](uint64_t mark) {
+    st.peerStarted = mark;
+    return collie::launchFailure(st, 0, "on the GPU", launches, nullptr).message();
+  };
+  EXPECT_NE(text(0).find("rank 0 waiting on rank 2 at step 1 (channel 3) of collective #70 timed out on the GPU; "
+                         "rank 2 had started no kernel yet"),
+            std::string::npos)
+      << text(0);
+  EXPECT_NE(text(70).find("; rank 2's kernel for #70 had not started (its newest: #69)"), std::string::npos)
+      << text(70);
+  EXPECT_NE(text(71).find("; rank 2's kernel for #70 had started"), std::string::npos) << text(71);
+  EXPECT_NE(text(80).find("; rank 2 had gone on to #79"), std::string::npos) << text(80);
+  const std::string unknown = text(collie::kPeerStartedUnknown);
+  EXPECT_EQ(unknown.find("; rank 2"), std::string::npos) << unknown;
 }
 
 // An LL slice whose header came but whose lines never do (a sender killed
