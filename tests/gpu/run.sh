@@ -10,11 +10,14 @@
 #              and, at one rank, NCCL;
 # and ends with a table of what passed and how long it took.
 #   tests/gpu/run.sh [--quick] [PART...]   PART: build test sanitize bench (default: all four)
-# A lent machine allows 10 minutes per command: run the parts as separate calls
-# (build-gpu/ stays between calls while the machine is held).
+# A lent machine allows 10 minutes per command and goes back 30 s after a call, so each call starts
+# bare: build here with scripts/gpu_stage.sh (nvcc needs no GPU), carry .deps/root and .gpurun, and
+# begin each call with `tar xJf .gpurun/build-gpu.tar.xz` instead of running the build part there.
 # Exit status 0 only when every step passed. A test that skips counts as a
 # failure here: on a GPU machine a skip means the GPU was not usable.
 # COLLIE_TIMEOUT defaults to 30 s, so a hang costs 30 s, not 300; CUDA_DEVICE_MAX_CONNECTIONS to 32.
+# GPU_STEP_TIMEOUT (seconds, default none) stops any one step that runs longer, so that one call of a
+# lent machine always reaches the summary.
 # Logs go to $OUT (or gpu-logs/).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -47,7 +50,11 @@ step() {  # step NAME COMMAND...: runs it, logs to $logs/NAME.log, records the o
   shift
   local t0=$(date +%s) rc=0
   echo "== $name: $*"
-  "$@" >"$logs/$name.log" 2>&1 || rc=$?
+  if [ -n "${GPU_STEP_TIMEOUT:-}" ]; then
+    timeout -k 5 "$GPU_STEP_TIMEOUT" "$@" >"$logs/$name.log" 2>&1 || rc=$?
+  else
+    "$@" >"$logs/$name.log" 2>&1 || rc=$?
+  fi
   if [ "$rc" != 0 ]; then
     results+=("FAIL($rc)")
   elif grep -q -e '\[  SKIPPED \]' -e '^skipped' "$logs/$name.log"; then
@@ -61,6 +68,8 @@ step() {  # step NAME COMMAND...: runs it, logs to $logs/NAME.log, records the o
 }
 
 nvidia-smi >"$logs/gpu.txt" 2>&1 || echo "nvidia-smi failed: see $logs/gpu.txt"
+# libcudart.so.13 of the machine's toolkit, for a build made elsewhere (scripts/gpu_stage.sh).
+[ -d /usr/local/cuda/lib64 ] && export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # UCX from .deps (scripts/gpu_deps.sh), for GPU communicators across fake nodes.
 if [ -e "$prefix/lib/x86_64-linux-gnu/libucp.so.0" ]; then
   export PKG_CONFIG_PATH=$prefix/lib/x86_64-linux-gnu/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
@@ -78,13 +87,13 @@ if want test; then
   others=
   [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ] || others=-CudaBackend.AStreamOfAnotherGpuIsAnError
   if [ "$quick" = 1 ]; then
-    step gpu_threads "$build/tests/collectives_gpu_test" --gtest_brief=1 \
+    step gpu_threads "$build/tests/collectives_gpu_test" \
       --gtest_filter="*_n2:*_n3:CudaBackend.*$others"
   else
-    step gpu_threads "$build/tests/collectives_gpu_test" --gtest_brief=1 --gtest_filter="*$others"
+    step gpu_threads "$build/tests/collectives_gpu_test" --gtest_filter="*$others"
   fi
-  step gpu_reduce_ops "$build/tests/reduce_ops_gpu_test" --gtest_brief=1
-  step gpu_program_cache "$build/tests/program_cache_gpu_test" --gtest_brief=1
+  step gpu_reduce_ops "$build/tests/reduce_ops_gpu_test"
+  step gpu_program_cache "$build/tests/program_cache_gpu_test"
   for np in 2 3 4; do
     step "gpu_processes_np$np" "$build/tools/collie-run" -np "$np" "$build/tests/collectives_gpu_mp"
   done
@@ -100,9 +109,9 @@ if want test; then
 fi
 if want sanitize && [ "$quick" = 0 ] && command -v compute-sanitizer >/dev/null; then
   step memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/collectives_gpu_test" \
-    --gtest_brief=1 --gtest_filter='*allreduce_ring_n3:*allgather_ring_n2:*alltoall_pairwise_n3:CudaBackend.AllToAllv*'
+    --gtest_filter='*allreduce_ring_n3:*allgather_ring_n2:*alltoall_pairwise_n3:CudaBackend.AllToAllv*'
   step racecheck compute-sanitizer --tool racecheck --error-exitcode 9 "$build/tests/collectives_gpu_test" \
-    --gtest_brief=1 --gtest_filter='*allreduce_ring_n2:*reducescatter_ring_n3'
+    --gtest_filter='*allreduce_ring_n2:*reducescatter_ring_n3'
 fi
 bench=$build/bench/collie-bench
 if want bench && [ -x "$bench" ]; then
