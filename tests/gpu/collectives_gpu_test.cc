@@ -36,6 +36,13 @@ using collie::test::Coll;
 using collie::test::Memory;
 using collie::test::ScopedEnv;
 
+// COLLIE_TIMEOUT for these tests: 60 s unless the caller chose (tests/gpu/run.sh: 30 s, so a hang costs
+// less of a lent machine).
+std::string timeoutSeconds() {
+  const char* chosen = getenv("COLLIE_TIMEOUT");
+  return chosen != nullptr ? chosen : "60";
+}
+
 struct Param {
   const collie::AlgorithmInfo* algo;
   int nranks;
@@ -52,10 +59,7 @@ TEST_P(CudaAlgorithmsTest, ExactOnDeviceBuffers) {
   const std::string spec = std::string(collie::collectiveName(p.algo->collective)) + ":" + p.algo->name;
   ScopedEnv device("COLLIE_DEVICE", "cuda");
   ScopedEnv algo("COLLIE_ALGO", spec.c_str());
-  // 60 s unless the caller chose (tests/gpu/run.sh: 30 s, so a hang costs less of a lent machine).
-  const char* chosen = getenv("COLLIE_TIMEOUT");
-  const std::string timeoutSec = chosen ? chosen : "60";
-  ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSec.c_str());
+  ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
   collie::test::Comms comms(p.nranks);
   ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
   int cases = 0, index = 0;
@@ -156,10 +160,7 @@ struct RankDevice {
 TEST(CudaBackend, AllToAllvAndGroupedSendRecv) {
   SKIP_WITHOUT_GPU();
   ScopedEnv device("COLLIE_DEVICE", "cuda");
-  // 60 s unless the caller chose (tests/gpu/run.sh: 30 s, so a hang costs less of a lent machine).
-  const char* chosen = getenv("COLLIE_TIMEOUT");
-  const std::string timeoutSec = chosen ? chosen : "60";
-  ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSec.c_str());
+  ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
   const int n = 4;
   collie::test::Comms comms(n);
   ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
@@ -230,10 +231,7 @@ TEST(CudaBackend, AllToAllvAndGroupedSendRecv) {
 TEST(CudaBackend, AllReduceInCudaGraph) {
   SKIP_WITHOUT_GPU();
   ScopedEnv device("COLLIE_DEVICE", "cuda");
-  // 60 s unless the caller chose (tests/gpu/run.sh: 30 s, so a hang costs less of a lent machine).
-  const char* chosen = getenv("COLLIE_TIMEOUT");
-  const std::string timeoutSec = chosen ? chosen : "60";
-  ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSec.c_str());
+  ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
   const int n = 2;
   const size_t count = 1 << 16;
   collie::test::Comms comms(n);
