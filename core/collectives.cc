@@ -93,15 +93,6 @@ Status executeCall(collieComm_t comm, const Call& call) {
     return Status::error(collieInternalError, "%s: no algorithm is registered for %s", call.name,
                          collie::collectiveName(call.collective));
   const collie::AlgorithmInfo& algo = *chosen;
-  // One rank: every collective leaves out = in (a pre-multiplied sum was scaled before it got here; an average
-  // divides by 1), so copy and launch nothing, as NCCL does. On the lent H100 our kernel took 7 us in place and
-  // copied 278 GB/s out of place, against NCCL's 0.5 us and 1.4 TB/s (docs/PERFORMANCE.md).
-  if (comm->nranks == 1 && call.collective != Collective::kAllToAllv) {
-    if (call.count == 0 || call.input == call.output) return Status();
-    Status st = comm->executor->localCopy(call.output, call.input, call.count * es, call.stream);
-    if (!st.ok()) comm->asyncError.store(st.code());
-    return st.withContext(call.name);
-  }
   const int perNode = comm->topology.ranksPerNode;
   uint64_t roundCount = collie::roundCount(algo, comm->nranks, comm->executor->roundElems(es), perNode);
   // LL for small calls that fit one LL slice per chunk on every channel: one round.
