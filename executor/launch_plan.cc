@@ -106,8 +106,10 @@ Status launchFailure(const DeviceStatus& status, int rank, const char* where, co
   const std::string what = code == collieTimeout ? std::string("timed out ") + where
                            : why.empty()         ? std::string("was aborted ") + where
                                                  : std::string("failed ") + where + ": " + why;
-  // Whether the peer's kernel had begun this call tells a stalled peer (its kernel never ran: its host thread
-  // blocked, or its kernel could not start on a shared GPU) from one that waits in turn.
+  // What the peer's kernel had begun tells a stalled peer (its kernel never ran: its host thread blocked, or its
+  // kernel could not start on a shared GPU) from one that waits in turn. Both numbers are given, not compared:
+  // call numbers match across ranks only while every call is a collective of all of them (a send/receive counts
+  // on the ranks that take part), and a graph replay marks the number it was captured with.
   std::string started;
   const uint64_t mark = status.peerStarted;
   const unsigned long long seq = static_cast<unsigned long long>(status.seq);
@@ -115,13 +117,9 @@ Status launchFailure(const DeviceStatus& status, int rank, const char* where, co
     char buf[160];
     if (mark == 0)
       snprintf(buf, sizeof(buf), "; rank %d had started no kernel yet", peer);
-    else if (mark - 1 < status.seq)
-      snprintf(buf, sizeof(buf), "; rank %d's kernel for #%llu had not started (its newest: #%llu)", peer, seq,
-               static_cast<unsigned long long>(mark - 1));
-    else if (mark - 1 == status.seq)
-      snprintf(buf, sizeof(buf), "; rank %d's kernel for #%llu had started", peer, seq);
     else
-      snprintf(buf, sizeof(buf), "; rank %d had gone on to #%llu", peer, static_cast<unsigned long long>(mark - 1));
+      snprintf(buf, sizeof(buf), "; the newest kernel rank %d had started was its call #%llu (this is #%llu here)",
+               peer, static_cast<unsigned long long>(mark - 1), seq);
     started = buf;
   }
   return Status::error(code, "rank %d waiting on rank %d at step %d (channel %d) of %s #%llu %s%s", rank, peer,

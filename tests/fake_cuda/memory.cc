@@ -440,6 +440,9 @@ cudaError_t memcpySync(void* dst, const void* src, size_t n, cudaMemcpyKind kind
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
       return copy();
     };
+    // As CUDA does, the call still waits for the work queued before it on the legacy stream.
+    Work before = [] { return cudaSuccess; };
+    if (const cudaError_t e = syncOnLegacy(st, lock, before, false)) return e;
     return syncOnLegacy(st, lock, work, true);
   }
   work = copyWork(dst, src, n, idOf(da), idOf(sa));

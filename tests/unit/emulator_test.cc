@@ -160,15 +160,16 @@ TEST(Emulator, AMissingRankTimesOutInsideTheKernel) {
   // whose kernel had begun (and waited in turn).
   EXPECT_NE(text[0].find("waiting on rank 2"), std::string::npos) << text[0];
   EXPECT_NE(text[0].find("rank 2 had started no kernel yet"), std::string::npos) << text[0];
-  EXPECT_NE(text[1].find("rank 0's kernel for #0 had started"), std::string::npos) << text[1];
+  EXPECT_NE(text[1].find("the newest kernel rank 0 had started was its call #0 (this is #0 here)"), std::string::npos)
+      << text[1];
   float x = 1;
   EXPECT_EQ(collieAllReduce(&x, &x, 1, collieFloat32, collieSum, c[0], nullptr), collieTimeout);
   EXPECT_NE(std::string(collieGetLastError(c[0])).find("broken"), std::string::npos) << collieGetLastError(c[0]);
 }
 
-// The report of a timed-out wait says what the peer's kernel was doing: begun on this call, still on an
-// earlier one (a stalled host thread, or a kernel that could not start on a shared GPU), gone on, or
-// unknown (a peer behind the proxy).
+// The report of a timed-out wait says which call the peer's newest kernel was (an earlier one: a stalled host
+// thread, or a kernel that could not start on a shared GPU), that it had started none, or nothing where it
+// cannot tell (a peer behind the proxy).
 TEST(Emulator, ATimeoutSaysWhetherThePeersKernelHadStarted) {
   collie::RecentLaunches launches;
   collie::DeviceStatus st{};
@@ -185,10 +186,12 @@ TEST(Emulator, ATimeoutSaysWhetherThePeersKernelHadStarted) {
                          "rank 2 had started no kernel yet"),
             std::string::npos)
       << text(0);
-  EXPECT_NE(text(70).find("; rank 2's kernel for #70 had not started (its newest: #69)"), std::string::npos)
+  EXPECT_NE(text(70).find("; the newest kernel rank 2 had started was its call #69 (this is #70 here)"),
+            std::string::npos)
       << text(70);
-  EXPECT_NE(text(71).find("; rank 2's kernel for #70 had started"), std::string::npos) << text(71);
-  EXPECT_NE(text(80).find("; rank 2 had gone on to #79"), std::string::npos) << text(80);
+  EXPECT_NE(text(71).find("; the newest kernel rank 2 had started was its call #70 (this is #70 here)"),
+            std::string::npos)
+      << text(71);
   const std::string unknown = text(collie::kPeerStartedUnknown);
   EXPECT_EQ(unknown.find("; rank 2"), std::string::npos) << unknown;
 }
