@@ -64,6 +64,11 @@ Status decodeUniqueId(const collieUniqueId& id, UniqueIdInfo* info);
 Status startRendezvousRoot(const std::string& bindHost, int port, const Secret& secret, double initTimeoutSec,
                            collieUniqueId* id);
 
+/// Root threads of this process not yet finished: each exits on its own after
+/// its rendezvous (when the ranks' init has returned, or after its timeout)
+/// and holds its sockets until then. For tests that count descriptors.
+int liveRendezvousRoots();
+
 class Bootstrap {
  public:
   /// Joins the rendezvous named by `id` as `rank` of `nranks`, sharing `info`

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -330,6 +331,12 @@ void RendezvousRoot::run() {
 
 // ---------------------------------------------------------------- startRendezvousRoot
 
+namespace {
+std::atomic<int> liveRoots{0};
+}  // namespace
+
+int liveRendezvousRoots() { return liveRoots.load(); }
+
 Status startRendezvousRoot(const std::string& bindHost, int port, const Secret& secret, double initTimeoutSec,
                            collieUniqueId* id) {
   if (id == nullptr) return Status::error(collieInvalidArgument, "startRendezvousRoot: id is NULL");
@@ -357,17 +364,26 @@ Status startRendezvousRoot(const std::string& bindHost, int port, const Secret& 
   COLLIE_INFO("rendezvous root listening on %s", addr.c_str());
   try {
     auto root = std::make_shared<RendezvousRoot>(std::move(listener), addr, secret, initTimeoutSec);
-    std::thread([root, addr] {
-      setThreadLogRank(-1);
-      // Nothing may escape a detached thread: it would terminate the whole program.
-      try {
-        root->run();
-      } catch (const std::exception& e) {
-        COLLIE_WARN("rendezvous root %s stopped: %s", addr.c_str(), e.what());
-      } catch (...) {
-        COLLIE_WARN("rendezvous root %s stopped on an unknown exception", addr.c_str());
-      }
-    }).detach();
+    liveRoots.fetch_add(1);
+    try {
+      // The thread holds the only reference: the root closes its sockets when the thread lets go.
+      std::thread([root = std::move(root), addr]() mutable {
+        setThreadLogRank(-1);
+        // Nothing may escape a detached thread: it would terminate the whole program.
+        try {
+          root->run();
+        } catch (const std::exception& e) {
+          COLLIE_WARN("rendezvous root %s stopped: %s", addr.c_str(), e.what());
+        } catch (...) {
+          COLLIE_WARN("rendezvous root %s stopped on an unknown exception", addr.c_str());
+        }
+        root.reset();  // its sockets close here, before the thread counts as finished
+        liveRoots.fetch_sub(1);
+      }).detach();
+    } catch (...) {
+      liveRoots.fetch_sub(1);
+      throw;
+    }
   } catch (const std::exception& e) {
     return Status::error(collieSystemError, "cannot start the rendezvous root thread: %s", e.what());
   }
