@@ -127,8 +127,8 @@ Status executeCall(collieComm_t comm, const Call& call) {
   // collective on its part of every block (as rounds are), in 16-byte units.
   const uint64_t channels = static_cast<uint64_t>(comm->executor->channels());
   const uint64_t align = std::max<uint64_t>(1, 16 / es);
-  auto cut = [&](uint64_t round, std::vector<collie::ChannelWork>* work) {
-    const uint64_t per = ((round + channels - 1) / channels + align - 1) / align * align;
+  auto partOf = [&](uint64_t round) { return ((round + channels - 1) / channels + align - 1) / align * align; };
+  auto cut = [&](uint64_t round, uint64_t per, std::vector<collie::ChannelWork>* work) {
     for (uint64_t off = 0; off == 0 || off < round; off += per) {
       args.count = std::min<uint64_t>(per, round - off);
       work->push_back(collie::ChannelWork{&programFor(comm, algo, args), off});
@@ -143,8 +143,11 @@ Status executeCall(collieComm_t comm, const Call& call) {
   // A call needs at most four programs (two kinds of round, each with full channel parts and the last);
   // the cache is bounded (the sizes of one sweep) and emptied before, never between, lookups.
   if (comm->programs.size() >= 60) comm->programs.clear();
-  if (plan.rounds > 1) cut(roundCount, &plan.full);
-  cut(call.count - (plan.rounds - 1) * plan.stride, &plan.last);
+  // After full rounds the last one is cut in the full rounds' parts: its full parts reuse their program, so a
+  // launch carries two or three programs, which stay inline in the launch (kInlineSteps) for rings up to ten.
+  const uint64_t lastCount = call.count - (plan.rounds - 1) * plan.stride;
+  if (plan.rounds > 1) cut(roundCount, partOf(roundCount), &plan.full);
+  cut(lastCount, plan.rounds > 1 ? partOf(roundCount) : partOf(lastCount), &plan.last);
   exec.input = call.input;
   exec.output = call.output;
   Status st = comm->executor->runRounds(plan, exec);

@@ -60,8 +60,8 @@ class Executor {
   virtual Status run(const std::vector<ChannelWork>& work, const ExecArgs& args) = 0;
   /// Runs every round of a call, in order; `args` holds round 0's buffers. This
   /// one calls run() per round. The CUDA executor and its emulation override it
-  /// with one launch for the whole call: several launches queued per rank on a
-  /// GPU that ranks share can keep a peer's kernel from starting (docs/design.md).
+  /// with one launch for the whole call: with one launch per round, ranks sharing
+  /// a GPU timed out at their first call of two rounds (docs/design.md, "One launch per call").
   virtual Status runRounds(const RoundPlan& plan, ExecArgs args);
   /// Channels (independent pipelines) this executor runs per launch.
   virtual int channels() const = 0;

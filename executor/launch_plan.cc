@@ -19,6 +19,8 @@ Status planLaunch(const RoundPlan& plan, const ExecArgs& args, const LaunchTable
                   KernelArgs* a, bool* empty) {
   *empty = true;
   if (plan.last.empty() || plan.rounds == 0) return Status();
+  if (args.splitSteps && plan.rounds != 1)
+    return Status::error(collieInternalError, "a split program runs in one round");
   const size_t es = typeSize(args.type);
   // The distinct programs of both kinds of round (at most kMaxPrograms), inline while they fit.
   const Program* programs[kMaxPrograms] = {};
@@ -66,7 +68,6 @@ Status planLaunch(const RoundPlan& plan, const ExecArgs& args, const LaunchTable
   }
   if (args.splitSteps) {
     // One program on every channel, each moving its part of each step.
-    if (plan.rounds != 1) return Status::error(collieInternalError, "a split program runs in one round");
     for (size_t c = 0; c < tables.layout.nchannels; ++c) a->channelProgram[kLastRound][c] = 0;
     a->splitSteps = 1;
   }
@@ -137,8 +138,11 @@ Status launchFailure(const DeviceStatus& status, int rank, const char* where, co
                peer, static_cast<unsigned long long>(mark - 1), seq);
     started = buf;
   }
-  return Status::error(code, "rank %d waiting on rank %d at step %d (channel %d) of %s #%llu %s%s", rank, peer,
-                       static_cast<int>(status.step), static_cast<int>(status.channel),
+  // A call in rounds runs them all in one launch (Executor::runRounds): past the first, say which.
+  char round[32] = "";
+  if (status.round > 0) snprintf(round, sizeof(round), ", round %u", static_cast<unsigned>(status.round));
+  return Status::error(code, "rank %d waiting on rank %d at step %d (channel %d%s) of %s #%llu %s%s", rank, peer,
+                       static_cast<int>(status.step), static_cast<int>(status.channel), round,
                        launches.name(status.seq).c_str(), seq, what.c_str(), started.c_str());
 }
 

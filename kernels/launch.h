@@ -25,7 +25,7 @@ struct DeviceStatus {
   volatile uint32_t abort;  // host -> device: every wait gives up with collieRemoteError
   volatile uint32_t code;   // device -> host: collieTimeout or collieRemoteError; 0 while healthy
   volatile int32_t step, peer, channel;
-  volatile uint32_t pad;
+  volatile uint32_t round;  // the round (of a call in rounds) the failing block was in
   volatile uint64_t seq;
   // What the failing block read at `peer`'s kStartedOffset (executor/protocol.h) when it gave up;
   // kPeerStartedUnknown where it could not tell (a peer on another host).

@@ -66,7 +66,8 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
   // and channels advance independently (each owns its part of every block, and its scratch).
   StepFailure f;
   int lastSteps = 0;
-  for (uint64_t r = 0; r < a.rounds && f.code == 0; ++r) {
+  uint64_t r = 0;
+  for (; r < a.rounds && f.code == 0; ++r) {
     const int kind = r + 1 < a.rounds ? kFullRound : kLastRound;
     const int prog = a.channelProgram[kind][c];
     if (prog < 0) continue;
@@ -79,6 +80,7 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
                     a.splitSteps ? C : 1, 16 / sizeof(T));
     lastSteps = a.nsteps[prog];
   }
+  const uint32_t failedRound = static_cast<uint32_t>(r > 0 ? r - 1 : 0);  // the loop stepped past it
   if (f.code == 0) {
     f.code = prims.drain(&f.peer);
     f.step = lastSteps;  // "after the last step"
@@ -91,6 +93,7 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
       a.status->step = f.step;
       a.status->peer = f.peer;
       a.status->channel = c;
+      a.status->round = failedRound;
       a.status->seq = a.seq;
       // A proxy's outbox stands where a remote peer's window would be: nothing to read there.
       a.status->peerStarted = f.peer >= 0 && f.peer < n && a.lost == nullptr

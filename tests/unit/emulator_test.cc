@@ -241,6 +241,9 @@ TEST(Emulator, ATimeoutSaysWhetherThePeersKernelHadStarted) {
       << text(71);
   const std::string unknown = text(collie::kPeerStartedUnknown);
   EXPECT_EQ(unknown.find("; rank 2"), std::string::npos) << unknown;
+  // A call in rounds runs them in one launch: past the first, the report names the round.
+  st.round = 12;
+  EXPECT_NE(text(0).find("at step 1 (channel 3, round 12) of collective #70"), std::string::npos) << text(0);
 }
 
 // An LL slice whose header came but whose lines never do (a sender killed
