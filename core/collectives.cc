@@ -76,6 +76,7 @@ struct Call {
 
 // Runs `call` in rounds (see the file comment) and marks the communicator
 // broken when a round fails, since its counters no longer match its peers'.
+// The executor gets every round at once: the CUDA executor makes one launch of them.
 Status executeCall(collieComm_t comm, const Call& call) {
   collie::ScopedLogRank logRank(comm->rank);
   collie::ExecArgs exec;
@@ -126,29 +127,33 @@ Status executeCall(collieComm_t comm, const Call& call) {
   // collective on its part of every block (as rounds are), in 16-byte units.
   const uint64_t channels = static_cast<uint64_t>(comm->executor->channels());
   const uint64_t align = std::max<uint64_t>(1, 16 / es);
-  std::vector<collie::ChannelWork> work;
-  for (uint64_t base = 0; base == 0 || base < call.count; base += roundCount) {
-    const uint64_t round = std::min<uint64_t>(roundCount, call.count - base);
-    // Every buffer of these collectives advances by the round's offset: blocks
-    // keep their full-count stride, and each round takes the same part of each.
-    exec.input = call.input ? static_cast<const char*>(call.input) + base * es : nullptr;
-    exec.output = call.output ? static_cast<char*>(call.output) + base * es : nullptr;
-    const uint64_t per = ((round + channels - 1) / channels + align - 1) / align * align;
-    // A round needs at most two programs (full parts and the last); the cache
-    // is bounded (the sizes of one sweep) and emptied before, never between, lookups.
-    if (comm->programs.size() >= 62) comm->programs.clear();
-    work.clear();
+  auto partOf = [&](uint64_t round) { return ((round + channels - 1) / channels + align - 1) / align * align; };
+  auto cut = [&](uint64_t round, uint64_t per, std::vector<collie::ChannelWork>* work) {
     for (uint64_t off = 0; off == 0 || off < round; off += per) {
       args.count = std::min<uint64_t>(per, round - off);
-      work.push_back(collie::ChannelWork{&programFor(comm, algo, args), off});
+      work->push_back(collie::ChannelWork{&programFor(comm, algo, args), off});
       if (round == 0) break;
     }
-    Status st = comm->executor->run(work, exec);
-    if (!st.ok()) {
-      comm->asyncError.store(st.code());
-      return st.withContext(call.name);
-    }
-    if (call.count == 0) break;
+  };
+  // Every round but the last carries roundCount elements; each runs on the buffers advanced by its offset
+  // (blocks keep their full-count stride, and each round takes the same part of each).
+  collie::RoundPlan plan;
+  plan.rounds = call.count <= roundCount ? 1 : 1 + (call.count - 1) / roundCount;
+  plan.stride = plan.rounds > 1 ? roundCount : 0;
+  // A call needs at most four programs (two kinds of round, each with full channel parts and the last);
+  // the cache is bounded (the sizes of one sweep) and emptied before, never between, lookups.
+  if (comm->programs.size() >= 60) comm->programs.clear();
+  // After full rounds the last one is cut in the full rounds' parts: its full parts reuse their program, so a
+  // launch carries two or three programs, which stay inline in the launch (kInlineSteps) for rings up to ten.
+  const uint64_t lastCount = call.count - (plan.rounds - 1) * plan.stride;
+  if (plan.rounds > 1) cut(roundCount, partOf(roundCount), &plan.full);
+  cut(lastCount, plan.rounds > 1 ? partOf(roundCount) : partOf(lastCount), &plan.last);
+  exec.input = call.input;
+  exec.output = call.output;
+  Status st = comm->executor->runRounds(plan, exec);
+  if (!st.ok()) {
+    comm->asyncError.store(st.code());
+    return st.withContext(call.name);
   }
   return Status();
 }

@@ -224,6 +224,11 @@ size_t CudaExecutor::programBlocks() const {
   return programs_->entries() + programs_->freeBlocks();
 }
 
+uint64_t CudaExecutor::launches() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return launchSeq_;
+}
+
 Status CudaExecutor::scratch(size_t bytes, void** out) {
   if (bytes > scratchBytes_) {
     // Grown, never shrunk or freed early: launches still queued may use the
@@ -240,6 +245,12 @@ Status CudaExecutor::scratch(size_t bytes, void** out) {
 }
 
 Status CudaExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& args) {
+  RoundPlan plan;
+  plan.last = work;
+  return runRounds(plan, args);
+}
+
+Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   std::lock_guard<std::mutex> lock(mu_);
   COLLIE_RETURN_IF_ERROR(asyncStatus());
   DeviceGuard guard(device_);
@@ -269,10 +280,10 @@ Status CudaExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& a
   if (programs_->overLimit()) pollCheckpoints();
   KernelArgs a;
   bool empty = true;
-  COLLIE_RETURN_IF_ERROR(planLaunch(work, args, tables_, this, &a, &empty));
+  COLLIE_RETURN_IF_ERROR(planLaunch(plan, args, tables_, this, &a, &empty));
   tPlan = Clock::now();
   if (empty) return Status();
-  launches_.record(args.seq, *work[0].program);
+  launches_.record(args.seq, *plan.last[0].program);
   // Two kernels of a communicator must never overlap (they share the flag
   // counters). Another stream than last time waits for the previous launch.
   // A captured launch runs at each replay of the graph, after or between

@@ -49,6 +49,8 @@ class CudaExecutor : public Executor, private LaunchStorage {
   Status attachProxy(const RemoteProxy& proxy);
 
   Status run(const std::vector<ChannelWork>& work, const ExecArgs& args) override;
+  /// Every round of the call in one launch (Executor::runRounds says why).
+  Status runRounds(const RoundPlan& plan, ExecArgs args) override;
   int channels() const override { return static_cast<int>(layout_.nchannels); }
   uint64_t roundElemsLL(size_t typeSize) const override {
     return tables_.lost != nullptr ? 0 : layout_.nchannels * (llPayloadBytes(layout_.llSlotBytes) / typeSize);
@@ -67,6 +69,8 @@ class CudaExecutor : public Executor, private LaunchStorage {
   size_t deviceExtraBytes() const { return extraBytes_; }
   /// Device blocks holding uploaded programs, cached or free for reuse (bounded; see program_cache.h).
   size_t programBlocks() const;
+  /// Kernels launched so far (captured ones counted once, at capture).
+  uint64_t launches() const;
 
  private:
   CudaExecutor() = default;

@@ -38,14 +38,20 @@ void EmulatedExecutor::attachProxy(const RemoteProxy& proxy) {
 }
 
 Status EmulatedExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& args) {
+  RoundPlan plan;
+  plan.last = work;
+  return runRounds(plan, args);
+}
+
+Status EmulatedExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   std::lock_guard<std::mutex> lock(mu_);
   // As on the GPU, a communicator whose launch failed is broken: report it again.
   COLLIE_RETURN_IF_ERROR(asyncStatus());
   KernelArgs a;
   bool empty = true;
-  COLLIE_RETURN_IF_ERROR(planLaunch(work, args, tables_, this, &a, &empty));
+  COLLIE_RETURN_IF_ERROR(planLaunch(plan, args, tables_, this, &a, &empty));
   if (empty) return Status();
-  launches_.record(args.seq, *work[0].program);
+  launches_.record(args.seq, *plan.last[0].program);
   const int rc = emu::launchProgram(a, args.type, args.op, &launcher_);
   if (rc != 0) return Status::error(static_cast<collieResult_t>(rc), "emulated launch of type %d failed", args.type);
   return asyncStatus();

@@ -33,6 +33,8 @@ class EmulatedExecutor : public Executor, private LaunchStorage {
   void attachProxy(const RemoteProxy& proxy);
 
   Status run(const std::vector<ChannelWork>& work, const ExecArgs& args) override;
+  /// Every round of the call in one launch (Executor::runRounds says why).
+  Status runRounds(const RoundPlan& plan, ExecArgs args) override;
   int channels() const override { return static_cast<int>(tables_.layout.nchannels); }
   uint64_t roundElems(size_t typeSize) const override {
     return tables_.layout.nchannels * (tables_.layout.slotBytes / typeSize);

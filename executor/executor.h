@@ -41,6 +41,16 @@ struct ChannelWork {
   uint64_t offset = 0;
 };
 
+/// A call cut into rounds (core/collectives.cc): round r runs on the buffers
+/// advanced by r * stride elements; every round but the last runs `full`, the
+/// last runs `last` (one entry per channel, as for Executor::run).
+struct RoundPlan {
+  std::vector<ChannelWork> full;  // empty when there is one round
+  std::vector<ChannelWork> last;
+  uint64_t rounds = 1;
+  uint64_t stride = 0;
+};
+
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -48,6 +58,11 @@ class Executor {
   /// entries). After a failure the communicator's counters are out of step
   /// with its peers': it is broken.
   virtual Status run(const std::vector<ChannelWork>& work, const ExecArgs& args) = 0;
+  /// Runs every round of a call, in order; `args` holds round 0's buffers. This
+  /// one calls run() per round. The CUDA executor and its emulation override it
+  /// with one launch for the whole call: with one launch per round, ranks sharing
+  /// a GPU timed out at their first call of two rounds (docs/design.md, "One launch per call").
+  virtual Status runRounds(const RoundPlan& plan, ExecArgs args);
   /// Channels (independent pipelines) this executor runs per launch.
   virtual int channels() const = 0;
   /// Runs a program whose steps can be split across channels (ExecArgs::splitSteps).

@@ -10,34 +10,50 @@ namespace collie {
 
 Status planLaunch(const std::vector<ChannelWork>& work, const ExecArgs& args, const LaunchTables& tables,
                   LaunchStorage* storage, KernelArgs* a, bool* empty) {
+  RoundPlan plan;
+  plan.last = work;
+  return planLaunch(plan, args, tables, storage, a, empty);
+}
+
+Status planLaunch(const RoundPlan& plan, const ExecArgs& args, const LaunchTables& tables, LaunchStorage* storage,
+                  KernelArgs* a, bool* empty) {
   *empty = true;
-  if (work.empty()) return Status();
+  if (plan.last.empty() || plan.rounds == 0) return Status();
+  if (args.splitSteps && plan.rounds != 1)
+    return Status::error(collieInternalError, "a split program runs in one round");
   const size_t es = typeSize(args.type);
-  // The distinct programs (at most kMaxPrograms), inline while they fit.
-  const Program* programs[kMaxPrograms] = {nullptr, nullptr};
+  // The distinct programs of both kinds of round (at most kMaxPrograms), inline while they fit.
+  const Program* programs[kMaxPrograms] = {};
   int nprograms = 0, inlineUsed = 0;
   uint64_t scratchCount = 0, totalSteps = 0;
-  for (size_t c = 0; c < static_cast<size_t>(kMaxChannels); ++c) {
-    a->channelProgram[c] = -1;
-    a->channelOffset[c] = 0;
-  }
-  if (work.size() > tables.layout.nchannels)
-    return Status::error(collieInternalError, "%zu channels of work for a launch of %u blocks", work.size(),
-                         tables.layout.nchannels);
-  for (size_t c = 0; c < work.size(); ++c) {
-    const Program* p = work[c].program;
-    int index = 0;
-    while (index < nprograms && programs[index] != p) ++index;
-    if (index == nprograms) {
-      if (nprograms == kMaxPrograms)
-        return Status::error(collieInternalError, "a launch carries more than %d distinct programs", kMaxPrograms);
-      programs[nprograms++] = p;
-      scratchCount = std::max(scratchCount, p->scratchCount);
-      totalSteps += p->steps.size();
+  for (int kind : {kFullRound, kLastRound})
+    for (size_t c = 0; c < static_cast<size_t>(kMaxChannels); ++c) {
+      a->channelProgram[kind][c] = -1;
+      a->channelOffset[kind][c] = 0;
     }
-    a->channelProgram[c] = static_cast<int8_t>(index);
-    a->channelOffset[c] = work[c].offset;
+  for (int kind : {kFullRound, kLastRound}) {
+    if (kind == kFullRound && plan.rounds == 1) continue;  // only the last round runs
+    const std::vector<ChannelWork>& work = kind == kFullRound ? plan.full : plan.last;
+    if (work.size() > tables.layout.nchannels)
+      return Status::error(collieInternalError, "%zu channels of work for a launch of %u blocks", work.size(),
+                           tables.layout.nchannels);
+    for (size_t c = 0; c < work.size(); ++c) {
+      const Program* p = work[c].program;
+      int index = 0;
+      while (index < nprograms && programs[index] != p) ++index;
+      if (index == nprograms) {
+        if (nprograms == kMaxPrograms)
+          return Status::error(collieInternalError, "a launch carries more than %d distinct programs", kMaxPrograms);
+        programs[nprograms++] = p;
+        scratchCount = std::max(scratchCount, p->scratchCount);
+        totalSteps += p->steps.size();
+      }
+      a->channelProgram[kind][c] = static_cast<int8_t>(index);
+      a->channelOffset[kind][c] = work[c].offset;
+    }
   }
+  a->rounds = plan.rounds;
+  a->roundStride = plan.rounds > 1 ? plan.stride : 0;
   if (totalSteps == 0) return Status();
   for (int p = 0; p < nprograms; ++p) {
     const std::vector<Step>& steps = programs[p]->steps;
@@ -52,7 +68,7 @@ Status planLaunch(const std::vector<ChannelWork>& work, const ExecArgs& args, co
   }
   if (args.splitSteps) {
     // One program on every channel, each moving its part of each step.
-    for (size_t c = 0; c < tables.layout.nchannels; ++c) a->channelProgram[c] = 0;
+    for (size_t c = 0; c < tables.layout.nchannels; ++c) a->channelProgram[kLastRound][c] = 0;
     a->splitSteps = 1;
   }
   // Channels run at once, so each has scratch of its own.
@@ -122,8 +138,11 @@ Status launchFailure(const DeviceStatus& status, int rank, const char* where, co
                peer, static_cast<unsigned long long>(mark - 1), seq);
     started = buf;
   }
-  return Status::error(code, "rank %d waiting on rank %d at step %d (channel %d) of %s #%llu %s%s", rank, peer,
-                       static_cast<int>(status.step), static_cast<int>(status.channel),
+  // A call in rounds runs them all in one launch (Executor::runRounds): past the first, say which.
+  char round[32] = "";
+  if (status.round > 0) snprintf(round, sizeof(round), ", round %u", static_cast<unsigned>(status.round));
+  return Status::error(code, "rank %d waiting on rank %d at step %d (channel %d%s) of %s #%llu %s%s", rank, peer,
+                       static_cast<int>(status.step), static_cast<int>(status.channel), round,
                        launches.name(status.seq).c_str(), seq, what.c_str(), started.c_str());
 }
 

@@ -44,8 +44,12 @@ struct LaunchTables {
   double timeoutSec = 300;
 };
 
-/// Fills `*a` for running `work` (one entry per channel) with `args`. Sets
-/// `*empty` when there is nothing to launch (no steps on any channel).
+/// Fills `*a` for one launch that runs every round of `plan` with `args`
+/// (round 0's buffers). Sets `*empty` when there is nothing to launch (no
+/// steps on any channel).
+Status planLaunch(const RoundPlan& plan, const ExecArgs& args, const LaunchTables& tables, LaunchStorage* storage,
+                  KernelArgs* a, bool* empty);
+/// The same for one round: `work` has one entry per channel.
 Status planLaunch(const std::vector<ChannelWork>& work, const ExecArgs& args, const LaunchTables& tables,
                   LaunchStorage* storage, KernelArgs* a, bool* empty);
 

@@ -3,7 +3,8 @@
 // launches still read it, and which copies may be overwritten.
 //
 // Why it exists: a program too long for the launch parameters (more than
-// kInlineSteps steps: a ring of 21 ranks or more, all-to-all-v of many ranks)
+// kInlineSteps steps in all: a ring of 21 ranks or more, of about 11 or more
+// when a call runs in rounds, all-to-all-v of many ranks)
 // is copied to device memory. Its steps hold counts and offsets, so every new
 // count is a new program; all-to-all-v with changing splits (a mixture of
 // experts) makes one per call. Kept for ever, they grow without bound. Freeing

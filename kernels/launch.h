@@ -25,7 +25,7 @@ struct DeviceStatus {
   volatile uint32_t abort;  // host -> device: every wait gives up with collieRemoteError
   volatile uint32_t code;   // device -> host: collieTimeout or collieRemoteError; 0 while healthy
   volatile int32_t step, peer, channel;
-  volatile uint32_t pad;
+  volatile uint32_t round;  // the round (of a call in rounds) the failing block was in
   volatile uint64_t seq;
   // What the failing block read at `peer`'s kStartedOffset (executor/protocol.h) when it gave up;
   // kPeerStartedUnknown where it could not tell (a peer on another host).
@@ -33,20 +33,29 @@ struct DeviceStatus {
 };
 constexpr uint64_t kPeerStartedUnknown = ~uint64_t{0};
 
-/// Distinct programs one launch may carry: a round's channel parts have at
-/// most two sizes (full parts and the last one).
-constexpr int kMaxPrograms = 2;
+/// Distinct programs one launch may carry: a launch runs every round of a
+/// call (executor.h's RoundPlan), whose rounds are of two kinds (full, and the
+/// last), and a round's channel parts have at most two sizes (full parts and
+/// the last one).
+constexpr int kMaxPrograms = 4;
+/// KernelArgs::channelProgram's first index: every round but the last, and the last.
+constexpr int kFullRound = 0;
+constexpr int kLastRound = 1;
 
 struct KernelArgs {
   // Program p: a device copy (steps[p]), or inlineSteps[inlineAt[p] ...] when steps[p] is nullptr.
-  const Step* steps[kMaxPrograms] = {nullptr, nullptr};
-  int nsteps[kMaxPrograms] = {0, 0};
-  int inlineAt[kMaxPrograms] = {0, 0};
-  int8_t channelProgram[kMaxChannels];   // the program block c runs; -1: the channel has no work
-  uint64_t channelOffset[kMaxChannels];  // elements block c adds to the input and output
-  int splitSteps = 0;                    // 1: every block moves its part of each step (ExecArgs::splitSteps)
-  uint64_t scratchPerChannel = 0;        // bytes of scratch each block owns, from bufs[2]
-  int lowLatency = 0;                    // 1: the LL protocol (executor/protocol.h), else Simple
+  const Step* steps[kMaxPrograms] = {};
+  int nsteps[kMaxPrograms] = {};
+  int inlineAt[kMaxPrograms] = {};
+  // The call's rounds, run in order by each block: round r advances the input and output by
+  // r * roundStride elements, then by channelOffset[kind][c]; kind is kLastRound for the last round.
+  uint64_t rounds = 1;
+  uint64_t roundStride = 0;
+  int8_t channelProgram[2][kMaxChannels];   // the program block c runs in a round of that kind; -1: no work
+  uint64_t channelOffset[2][kMaxChannels];  // elements block c adds to the round's input and output
+  int splitSteps = 0;                       // 1: every block moves its part of each step (ExecArgs::splitSteps)
+  uint64_t scratchPerChannel = 0;           // bytes of scratch each block owns, from bufs[2]
+  int lowLatency = 0;                       // 1: the LL protocol (executor/protocol.h), else Simple
   int rank = 0;
   int divisor = 0;
   uint64_t seq = 0;

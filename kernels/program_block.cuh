@@ -41,10 +41,10 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
   // the launch and in a.counters between launches: kernels of one
   // communicator run in stream order, so each starts where the last stopped.
   const int n = static_cast<int>(a.layout.nranks);
-  const int prog = a.channelProgram[c];
   // "This rank's kernel for call seq has begun", for a peer's timeout report; every block writes the same value.
   if (dev::tid() == 0) dev::storeVolatile64(a.windows[a.rank] + kStartedOffset, a.seq + 1);
-  if (prog < 0) return;  // no work on this channel: its counters stay as they are
+  const int fullProg = a.rounds > 1 ? a.channelProgram[kFullRound][c] : -1;
+  if (fullProg < 0 && a.channelProgram[kLastRound][c] < 0) return;  // no work: its counters stay as they are
   uint64_t* const posted = a.counters + static_cast<size_t>(c) * n;
   uint64_t* const consumed = a.counters + static_cast<size_t>(C + c) * n;
   for (int p = dev::tid(); p < n; p += dev::nthreads()) {
@@ -62,16 +62,28 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
 
   using Prims = typename std::conditional<LL, DevicePrimsLL<T, Op>, DevicePrims<T, Op>>::type;
   Prims prims = makePrims<Prims>(a, c, counters, handoff);
-  const uint64_t off = a.channelOffset[c];
-  T* const bufs[3] = {a.bufs[0] ? static_cast<T*>(a.bufs[0]) + off : nullptr,
-                      a.bufs[1] ? static_cast<T*>(a.bufs[1]) + off : nullptr,
-                      reinterpret_cast<T*>(static_cast<char*>(a.bufs[2]) + a.scratchPerChannel * c)};
-  const Step* steps = a.steps[prog] != nullptr ? a.steps[prog] : a.inlineSteps + a.inlineAt[prog];
-  StepFailure f = runSteps<T>(prims, steps, a.nsteps[prog], bufs, slicePerStep<T, LL>(a), a.divisor,
-                              a.splitSteps ? c : 0, a.splitSteps ? C : 1, 16 / sizeof(T));
+  // The rounds follow each other through the slot FIFOs as the steps of one round do: no drain between them,
+  // and channels advance independently (each owns its part of every block, and its scratch).
+  StepFailure f;
+  int lastSteps = 0;
+  uint64_t r = 0;
+  for (; r < a.rounds && f.code == 0; ++r) {
+    const int kind = r + 1 < a.rounds ? kFullRound : kLastRound;
+    const int prog = a.channelProgram[kind][c];
+    if (prog < 0) continue;
+    const uint64_t off = r * a.roundStride + a.channelOffset[kind][c];
+    T* const bufs[3] = {a.bufs[0] ? static_cast<T*>(a.bufs[0]) + off : nullptr,
+                        a.bufs[1] ? static_cast<T*>(a.bufs[1]) + off : nullptr,
+                        reinterpret_cast<T*>(static_cast<char*>(a.bufs[2]) + a.scratchPerChannel * c)};
+    const Step* steps = a.steps[prog] != nullptr ? a.steps[prog] : a.inlineSteps + a.inlineAt[prog];
+    f = runSteps<T>(prims, steps, a.nsteps[prog], bufs, slicePerStep<T, LL>(a), a.divisor, a.splitSteps ? c : 0,
+                    a.splitSteps ? C : 1, 16 / sizeof(T));
+    lastSteps = a.nsteps[prog];
+  }
+  const uint32_t failedRound = static_cast<uint32_t>(r > 0 ? r - 1 : 0);  // the loop stepped past it
   if (f.code == 0) {
     f.code = prims.drain(&f.peer);
-    f.step = a.nsteps[prog];  // "after the last step"
+    f.step = lastSteps;  // "after the last step"
   }
   if (dev::tid() != 0) return;
   if (f.code != 0) {
@@ -81,6 +93,7 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
       a.status->step = f.step;
       a.status->peer = f.peer;
       a.status->channel = c;
+      a.status->round = failedRound;
       a.status->seq = a.seq;
       // A proxy's outbox stands where a remote peer's window would be: nothing to read there.
       a.status->peerStarted = f.peer >= 0 && f.peer < n && a.lost == nullptr

@@ -27,6 +27,8 @@
 #include "common/collective_case.h"
 #include "common/rank_threads.h"
 #include "common/test_util.h"
+#include "core/comm.h"
+#include "executor/cuda_executor.h"
 #include "executor/reduce_ops.h"
 #include "gpu/gpu_skip.h"
 
@@ -125,6 +127,43 @@ TEST(CudaBackend, TinySlotsAndUnevenChannels) {
             ASSERT_EQ(err, "") << proto << " " << collie::test::collName(coll) << " n " << n << " count " << count
                                << " " << collie::typeName(type) << " (seed " << seed << ")";
           }
+    }
+}
+
+// A call too large for one round of the slot FIFOs (here 2 channels of 4 KiB
+// slots: 17 rounds of allreduce, 49 of reduce-scatter) is one kernel launch per rank: its
+// rounds follow each other inside the kernel. Several launches queued per rank
+// on a GPU the ranks share could keep a peer's kernel from starting (the
+// H100 runs of docs/RELIABILITY.md failed at exactly the first such call).
+TEST(CudaBackend, ACallInManyRoundsIsOneLaunchPerRank) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv slotBytes("COLLIE_SLOT_BYTES", "4096");
+  ScopedEnv channels("COLLIE_CHANNELS", "2");
+  ScopedEnv protocol("COLLIE_PROTO", "simple");  // LL calls are one round anyway
+  ScopedEnv algo("COLLIE_ALGO", "allreduce:ring,reducescatter:ring");
+  ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
+  const uint64_t seed = collie::test::testSeed();
+  const int n = 3;
+  collie::test::Comms comms(n);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  for (Coll coll : {Coll::kAllReduce, Coll::kReduceScatter})
+    // Many rounds, the last one short; 6144: exactly one round of allreduce, three of reduce-scatter.
+    for (size_t count : {size_t{100003}, size_t{6144}}) {
+      std::vector<uint64_t> before(n);
+      for (int r = 0; r < n; ++r) {
+        const auto* exec = dynamic_cast<const collie::CudaExecutor*>(comms[r]->executor.get());
+        ASSERT_NE(exec, nullptr);
+        before[r] = exec->launches();
+      }
+      const std::string err = collie::test::runCollectiveCase(comms, coll, collieFloat32, collieSum, count, false, 0,
+                                                              seed, Memory::kDevice);
+      ASSERT_EQ(err, "") << collie::test::collName(coll) << " count " << count << " (seed " << seed << ")";
+      for (int r = 0; r < n; ++r) {
+        const auto* exec = dynamic_cast<const collie::CudaExecutor*>(comms[r]->executor.get());
+        EXPECT_EQ(exec->launches() - before[r], 1u)
+            << collie::test::collName(coll) << " count " << count << ": launches of rank " << r;
+      }
     }
 }
 

@@ -72,12 +72,15 @@ TEST(LaunchPlan, ProgramsTravelInlineWhileTheyFitTheRestAreStored) {
   ASSERT_TRUE(collie::planLaunch(work, args, tablesOf(4), &storage, &a, &empty).ok());
   EXPECT_FALSE(empty);
   // The first program met (40 steps) fills the inline space; the short one no longer fits and is stored.
-  EXPECT_EQ(a.channelProgram[0], 0);
-  EXPECT_EQ(a.channelProgram[1], 1);
-  EXPECT_EQ(a.channelProgram[2], 0);
-  EXPECT_EQ(a.channelProgram[3], -1) << "a channel without work must not run";
-  EXPECT_EQ(a.channelOffset[1], 64u);
-  EXPECT_EQ(a.channelOffset[2], 128u);
+  const int last = collie::kLastRound;
+  EXPECT_EQ(a.channelProgram[last][0], 0);
+  EXPECT_EQ(a.channelProgram[last][1], 1);
+  EXPECT_EQ(a.channelProgram[last][2], 0);
+  EXPECT_EQ(a.channelProgram[last][3], -1) << "a channel without work must not run";
+  EXPECT_EQ(a.channelOffset[last][1], 64u);
+  EXPECT_EQ(a.channelOffset[last][2], 128u);
+  EXPECT_EQ(a.rounds, 1u);
+  for (int c = 0; c < 4; ++c) EXPECT_EQ(a.channelProgram[collie::kFullRound][c], -1) << "one round: the last";
   EXPECT_EQ(a.nsteps[0], collie::kInlineSteps);
   EXPECT_EQ(a.nsteps[1], 3);
   EXPECT_EQ(a.steps[0], nullptr);
@@ -107,9 +110,53 @@ TEST(LaunchPlan, SplitStepsRunOneProgramOnEveryChannelAndAProxyTurnsLLOff) {
   bool empty = true;
   ASSERT_TRUE(collie::planLaunch({{&p, 0}}, args, t, &storage, &a, &empty).ok());
   EXPECT_EQ(a.splitSteps, 1);
-  for (int c = 0; c < 3; ++c) EXPECT_EQ(a.channelProgram[c], 0) << "channel " << c;
+  for (int c = 0; c < 3; ++c) EXPECT_EQ(a.channelProgram[collie::kLastRound][c], 0) << "channel " << c;
   EXPECT_EQ(a.lowLatency, 0) << "an LL slice has no byte count the proxy could forward";
   EXPECT_EQ(a.bufs[2], nullptr);
+}
+
+// A call in rounds is one launch: both kinds of round, their programs shared where they are the same.
+TEST(LaunchPlan, EveryRoundOfACallTravelsInOneLaunch) {
+  const collie::Program fullPart = programOf(4, 8), fullRest = programOf(3, 0), lastPart = programOf(5, 0);
+  collie::RoundPlan plan;
+  plan.rounds = 7;
+  plan.stride = 1000;
+  plan.full = {{&fullPart, 0}, {&fullPart, 400}, {&fullRest, 800}};
+  plan.last = {{&lastPart, 0}, {&fullPart, 96}};  // a last round on fewer channels
+  collie::ExecArgs args;
+  args.type = collieFloat64;
+  RecordingStorage storage;
+  collie::KernelArgs a;
+  bool empty = true;
+  ASSERT_TRUE(collie::planLaunch(plan, args, tablesOf(4), &storage, &a, &empty).ok());
+  EXPECT_FALSE(empty);
+  EXPECT_EQ(a.rounds, 7u);
+  EXPECT_EQ(a.roundStride, 1000u);
+  const int full = collie::kFullRound, last = collie::kLastRound;
+  EXPECT_EQ(a.channelProgram[full][0], 0);
+  EXPECT_EQ(a.channelProgram[full][1], 0);
+  EXPECT_EQ(a.channelProgram[full][2], 1);
+  EXPECT_EQ(a.channelProgram[full][3], -1);
+  EXPECT_EQ(a.channelOffset[full][2], 800u);
+  EXPECT_EQ(a.channelProgram[last][0], 2);
+  EXPECT_EQ(a.channelProgram[last][1], 0) << "a program both kinds run travels once";
+  EXPECT_EQ(a.channelProgram[last][2], -1);
+  EXPECT_EQ(a.channelOffset[last][1], 96u);
+  EXPECT_EQ(a.nsteps[0], 4);
+  EXPECT_EQ(a.nsteps[1], 3);
+  EXPECT_EQ(a.nsteps[2], 5);
+  EXPECT_TRUE(storage.uploaded.empty()) << "12 steps fit inline";
+  EXPECT_EQ(a.inlineAt[2], 7);
+  EXPECT_EQ(a.scratchPerChannel, 256u);  // 8 doubles, 256-byte aligned
+  // One round: the full kind is not looked at.
+  plan.rounds = 1;
+  ASSERT_TRUE(collie::planLaunch(plan, args, tablesOf(4), &storage, &a, &empty).ok());
+  EXPECT_EQ(a.channelProgram[full][0], -1);
+  EXPECT_EQ(a.roundStride, 0u);
+  // A split program (all-to-all-v) never runs in rounds.
+  plan.rounds = 2;
+  args.splitSteps = true;
+  EXPECT_FALSE(collie::planLaunch(plan, args, tablesOf(4), &storage, &a, &empty).ok());
 }
 
 TEST(LaunchPlan, NothingToRunAndTooManyChannels) {
@@ -194,6 +241,9 @@ TEST(Emulator, ATimeoutSaysWhetherThePeersKernelHadStarted) {
       << text(71);
   const std::string unknown = text(collie::kPeerStartedUnknown);
   EXPECT_EQ(unknown.find("; rank 2"), std::string::npos) << unknown;
+  // A call in rounds runs them in one launch: past the first, the report names the round.
+  st.round = 12;
+  EXPECT_NE(text(0).find("at step 1 (channel 3, round 12) of collective #70"), std::string::npos) << text(0);
 }
 
 // An LL slice whose header came but whose lines never do (a sender killed
