@@ -64,6 +64,9 @@ const std::vector<VarInfo>& knownVars() {
        "fake-CUDA test builds (tests/fake_cuda): how many GPUs the fake runtime pretends to have (default 1)"},
       {"COLLIE_FAKE_CUDA_THREADS",
        "fake-CUDA test builds (kernels/fake_launch.cc): host threads per emulated block (default 2)"},
+      {"COLLIE_FAKE_CUDA_QUEUES",
+       "fake-CUDA test builds (tests/fake_cuda): N > 0 deals streams to N hardware queues in which a waiting "
+       "kernel holds back the work behind it, as CUDA_DEVICE_MAX_CONNECTIONS queues do (default 0: none)"},
       {"COLLIE_ALGO", "algorithm per collective, overriding the tuner: allreduce:ring;broadcast:binomial"},
       {"COLLIE_CHECK", "1: ranks compare each collective's call, type, op, count and root first (debugging)"},
       {"COLLIE_TEST_SEED", "seed of the random inputs of Collie's own tests (read by the tests, not the library)"},

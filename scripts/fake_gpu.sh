@@ -39,6 +39,10 @@ export COLLIE_CHANNELS=2 COLLIE_FAKE_CUDA_THREADS=2 COLLIE_TIMEOUT=60
 # (tiny slots, all-to-all-v, grouped send/recv, graph capture, wrong buffers, a rank that never joins).
 "$build/tests/collectives_gpu_test" --gtest_brief=1 \
   --gtest_filter='*_n2:*_n3:*allreduce_ring_n8:CudaBackend.*-CudaBackend.AStreamOfAnotherGpuIsAnError'
+# Every stream in one hardware queue (the fake's model of CUDA_DEVICE_MAX_CONNECTIONS=1): a call of many
+# rounds must not hold back a peer's kernel (docs/RELIABILITY.md, "On a GPU").
+COLLIE_FAKE_CUDA_QUEUES=1 "$build/tests/collectives_gpu_test" --gtest_brief=1 \
+  --gtest_filter='*allreduce_ring_n3:CudaBackend.ACallInManyRoundsIsOneLaunchPerRank'
 # Uploaded programs reused across changing counts, kept while queued launches or captured graphs read them.
 "$build/tests/program_cache_gpu_test" --gtest_brief=1
 # A stream of another GPU than the communicator's: two fake GPUs.

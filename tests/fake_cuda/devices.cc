@@ -49,6 +49,15 @@ int deviceCount() {
   return static_cast<int>(n);
 }
 
+int hardwareQueues() {
+  const char* v = getenv("COLLIE_FAKE_CUDA_QUEUES");
+  if (v == nullptr || *v == '\0') return 0;
+  char* end = nullptr;
+  const long n = strtol(v, &end, 10);
+  if (*end != '\0' || n < 0 || n > 128) return 0;
+  return static_cast<int>(n);
+}
+
 bool validDevice(int device) { return device >= 0 && device < deviceCount(); }
 
 cudaError_t report(cudaError_t e) {

@@ -432,6 +432,58 @@ TEST_F(FakeCuda, TwoStreamsRunConcurrently) {
   EXPECT_EQ(cudaStreamDestroy(b), cudaSuccess);
 }
 
+// COLLIE_FAKE_CUDA_QUEUES models a GPU's hardware queues (CUDA_DEVICE_MAX_CONNECTIONS): streams are dealt
+// to them in turn as they are made, and an item waiting at the head of a queue holds back the items behind
+// it, whatever their stream. Here kernel a1 waits for b1 on another stream while a2, queued on a's stream
+// before b1, waits for a1: with one queue b1 cannot start until a1 gives up.
+TEST_F(FakeCuda, StreamsSharingAHardwareQueueWaitBehindEachOther) {
+  struct Run {
+    bool a1SawB1 = false;
+    bool b1Ran = false;
+  };
+  auto run = [](const char* queues, bool b1BeforeA2) {
+    setenv("COLLIE_FAKE_CUDA_QUEUES", queues, 1);
+    cudaStream_t a, b;
+    EXPECT_EQ(cudaStreamCreate(&a), cudaSuccess);
+    EXPECT_EQ(cudaStreamCreate(&b), cudaSuccess);
+    unsetenv("COLLIE_FAKE_CUDA_QUEUES");
+    std::atomic<bool> flag{false};
+    Run r;
+    auto a1 = [&] {
+      // Long enough for b1 to start when it can, short enough to give up when it cannot.
+      const auto until = std::chrono::steady_clock::now() + (b1BeforeA2 || queues[0] != '1' ? kWait : 300ms);
+      while (!flag.load() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(100us);
+      r.a1SawB1 = flag.load();
+      return cudaSuccess;
+    };
+    auto b1 = [&] {
+      flag = true;
+      r.b1Ran = true;
+      return cudaSuccess;
+    };
+    auto a2 = [] { return cudaSuccess; };
+    EXPECT_EQ(enqueue(a, a1), cudaSuccess);
+    if (b1BeforeA2) {
+      EXPECT_EQ(enqueue(b, b1), cudaSuccess);
+    }
+    EXPECT_EQ(enqueue(a, a2), cudaSuccess);
+    if (!b1BeforeA2) {
+      EXPECT_EQ(enqueue(b, b1), cudaSuccess);
+    }
+    EXPECT_EQ(cudaStreamSynchronize(a), cudaSuccess);
+    EXPECT_EQ(cudaStreamSynchronize(b), cudaSuccess);
+    EXPECT_EQ(cudaStreamDestroy(a), cudaSuccess);
+    EXPECT_EQ(cudaStreamDestroy(b), cudaSuccess);
+    return r;
+  };
+  const Run blocked = run("1", false);
+  EXPECT_FALSE(blocked.a1SawB1) << "b1 started ahead of a2, queued before it in the one hardware queue";
+  EXPECT_TRUE(blocked.b1Ran);
+  EXPECT_TRUE(run("1", true).a1SawB1) << "b1 was pushed before a2: it starts once a1 has";
+  EXPECT_TRUE(run("2", false).a1SawB1) << "two streams made in a row get queues of their own";
+  EXPECT_TRUE(run("0", false).a1SawB1) << "without the model every stream is a queue of its own";
+}
+
 TEST_F(FakeCuda, LegacyStreamSynchronizesWithBlockingStreamsOnly) {
   cudaStream_t blocking, nonBlocking;
   ASSERT_EQ(cudaStreamCreate(&blocking), cudaSuccess);

@@ -52,10 +52,12 @@ struct Item {
   std::vector<Dep> deps;
   std::shared_ptr<Marker> marker;
   std::shared_ptr<void> keepAlive;
+  bool inHwQueue = false;  // entered its stream's hardware queue (see atQueueHead in streams.cc)
 };
 
 struct Stream {
   int device = 0;
+  int hwQueue = -1;  // its hardware queue (COLLIE_FAKE_CUDA_QUEUES); -1: the model is off
   unsigned flags = 0;
   bool isDefault = false;  // the device's legacy default stream (0, cudaStreamLegacy, cudaStreamPerThread)
   bool destroyed = false;  // handle gone; the worker drains the queue, then exits
@@ -138,9 +140,14 @@ struct Allocation {
   int ipcRefs = 0;       // kIpc: cudaIpcOpenMemHandle count
 };
 
+/// One hardware work queue: the items pushed on its streams, in push order, not yet started.
+using HardwareQueue = std::deque<std::pair<const Stream*, uint64_t>>;
+
 struct DeviceState {
   std::shared_ptr<Stream> legacy;                // created on first use
   std::vector<std::shared_ptr<Stream>> streams;  // every stream with a worker, legacy included
+  std::vector<HardwareQueue> queues;             // COLLIE_FAKE_CUDA_QUEUES of them, or none
+  uint64_t streamsMade = 0;                      // streams are dealt to the queues in turn
   cudaError_t sticky = cudaSuccess;
   size_t allocated = 0;
   std::set<int> peers;
@@ -170,6 +177,8 @@ ThreadState& self();
 State& state();
 /// COLLIE_FAKE_CUDA_DEVICES, read on every call (default 1).
 int deviceCount();
+/// COLLIE_FAKE_CUDA_QUEUES (default 0: every stream is a queue of its own).
+int hardwareQueues();
 /// Records a failure as the thread's last error (cudaErrorNotReady is not an error) and returns it.
 cudaError_t report(cudaError_t e);
 /// What every call that needs a device checks first: CUDA unusable in a child forked after the

@@ -22,6 +22,19 @@ cudaError_t refuseCapturing(Stream& s) {
   return cudaErrorStreamCaptureUnsupported;
 }
 
+// The hardware-queue model (COLLIE_FAKE_CUDA_QUEUES, off by default): a GPU has a few work queues
+// (CUDA_DEVICE_MAX_CONNECTIONS, default 8) and streams share them when they outnumber them. A kernel,
+// a copy or a wait for an event starts only at the head of its queue, once its own dependencies (the
+// previous item of its stream, the event) are done, and until then holds back every item behind it,
+// whatever their stream. An event's record holds nothing back: it completes in its stream's order
+// without entering the queue. The real mapping of streams to queues is not documented; here streams
+// are dealt to the queues in turn, in the order they are made.
+bool atQueueHead(State& st, const Stream& s) {
+  if (!s.queue.front().inHwQueue) return true;
+  const HardwareQueue& q = deviceState(st, s.device).queues[static_cast<size_t>(s.hwQueue)];
+  return !q.empty() && q.front().first == &s && q.front().second == s.done + 1;
+}
+
 // Runs `s`'s items in order, each once its dependencies are done. After a device's sticky error its
 // items complete without running, as a GPU context that hit one runs no more kernels.
 void workerLoop(std::shared_ptr<Stream> s) {
@@ -30,11 +43,16 @@ void workerLoop(std::shared_ptr<Stream> s) {
   std::unique_lock<std::mutex> lock(st.mu);
   for (;;) {
     st.progress.wait(lock, [&] {
-      return (!s->queue.empty() && depsDone(s->queue.front().deps)) || (s->destroyed && s->queue.empty());
+      return (!s->queue.empty() && depsDone(s->queue.front().deps) && atQueueHead(st, *s)) ||
+             (s->destroyed && s->queue.empty());
     });
     if (s->queue.empty()) break;
     Item item = std::move(s->queue.front());
     s->queue.pop_front();
+    if (item.inHwQueue) {
+      deviceState(st, s->device).queues[static_cast<size_t>(s->hwQueue)].pop_front();
+      st.progress.notify_all();  // the next item of the hardware queue may start now
+    }
     const bool dead = deviceState(st, s->device).sticky != cudaSuccess;
     lock.unlock();
     cudaError_t e = cudaSuccess;
@@ -65,12 +83,19 @@ void workerLoop(std::shared_ptr<Stream> s) {
 }
 
 cudaError_t startWorker(State& st, const std::shared_ptr<Stream>& s) {
+  // Streams are dealt to the hardware queues in turn, in the order they are made (the legacy stream too).
+  DeviceState& d = deviceState(st, s->device);
+  if (const int queues = hardwareQueues(); queues > 0) {
+    // Grown, never shrunk: streams made under a larger setting keep their queue.
+    if (d.queues.size() < static_cast<size_t>(queues)) d.queues.resize(static_cast<size_t>(queues));
+    s->hwQueue = static_cast<int>(d.streamsMade++ % static_cast<uint64_t>(queues));
+  }
   try {
     std::thread(workerLoop, s).detach();
   } catch (const std::system_error&) {
     return cudaErrorMemoryAllocation;
   }
-  deviceState(st, s->device).streams.push_back(s);
+  d.streams.push_back(s);
   return cudaSuccess;
 }
 
@@ -126,9 +151,12 @@ std::vector<Dep> orderingDeps(State& st, const std::shared_ptr<Stream>& s) {
 }
 
 uint64_t push(State& st, const std::shared_ptr<Stream>& s, Item item) {
+  item.inHwQueue = s->hwQueue >= 0 && (item.work || !item.deps.empty());
   for (Dep& d : legacyDeps(st, s)) item.deps.push_back(std::move(d));
+  const bool queued = item.inHwQueue;
   s->queue.push_back(std::move(item));
   ++s->issued;
+  if (queued) deviceState(st, s->device).queues[static_cast<size_t>(s->hwQueue)].emplace_back(s.get(), s->issued);
   st.progress.notify_all();
   return s->issued;
 }

@@ -83,6 +83,11 @@ if want build; then
     collectives_gpu_mp collie-run nccl_gpu_test collie-bench
 fi
 if want test; then
+  # First, the question docs/RELIABILITY.md ("On a GPU") asks: with every stream in one hardware queue, do
+  # calls of several rounds still pass? (They deadlocked on the fake's model of shared queues with one
+  # launch per round; they pass there with one launch per call.)
+  step gpu_one_queue env CUDA_DEVICE_MAX_CONNECTIONS=1 "$build/tests/collectives_gpu_test" \
+    --gtest_filter='*allreduce_ring_n3:CudaBackend.ACallInManyRoundsIsOneLaunchPerRank'
   # With one GPU the two-GPU test would skip, which counts as a failure here: leave it out.
   others=
   [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ] || others=-CudaBackend.AStreamOfAnotherGpuIsAnError
