@@ -40,23 +40,23 @@ ThreadState& self() {
   return t;
 }
 
-int deviceCount() {
-  const char* v = getenv("COLLIE_FAKE_CUDA_DEVICES");
-  if (v == nullptr || *v == '\0') return 1;
+namespace {
+
+// An integer setting of the fake, read on every call: `fallback` when unset or not a number in [0, max].
+int setting(const char* name, int fallback, long max) {
+  const char* v = getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
   char* end = nullptr;
   const long n = strtol(v, &end, 10);
-  if (*end != '\0' || n < 0 || n > 64) return 1;
+  if (*end != '\0' || n < 0 || n > max) return fallback;
   return static_cast<int>(n);
 }
 
-int hardwareQueues() {
-  const char* v = getenv("COLLIE_FAKE_CUDA_QUEUES");
-  if (v == nullptr || *v == '\0') return 0;
-  char* end = nullptr;
-  const long n = strtol(v, &end, 10);
-  if (*end != '\0' || n < 0 || n > 128) return 0;
-  return static_cast<int>(n);
-}
+}  // namespace
+
+int deviceCount() { return setting("COLLIE_FAKE_CUDA_DEVICES", 1, 64); }
+
+int hardwareQueues() { return setting("COLLIE_FAKE_CUDA_QUEUES", 0, 128); }
 
 bool validDevice(int device) { return device >= 0 && device < deviceCount(); }
 
