@@ -320,7 +320,8 @@ Status CudaExecutor::localCopy(void* dst, const void* src, size_t bytes, collieS
   std::lock_guard<std::mutex> lock(mu_);
   if (dst == src || bytes == 0) return Status();
   DeviceGuard guard(device_);
-  return cudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)),
+  // Default: the buffers may be managed or mapped pinned memory, which the API accepts too.
+  return cudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)),
                     "cudaMemcpyAsync of a send to self");
 }
 

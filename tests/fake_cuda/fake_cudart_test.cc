@@ -730,13 +730,18 @@ TEST_F(FakeCuda, PageableCopyToDeviceLandsAfterReturning) {
   cudaStream_t other;
   ASSERT_EQ(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), cudaSuccess);
   std::vector<char> src(n, 7), seen(n, 1);
-  setenv("COLLIE_FAKE_CUDA_PAGEABLE_MS", "300", 1);  // long enough for the look below to come first
+  setenv("COLLIE_FAKE_CUDA_PAGEABLE_MS", "1000", 1);  // long enough for the look below to come first
   ASSERT_EQ(cudaMemcpy(dev, src.data(), n, cudaMemcpyHostToDevice), cudaSuccess);
+  const auto returned = std::chrono::steady_clock::now();
   unsetenv("COLLIE_FAKE_CUDA_PAGEABLE_MS");
   src.assign(n, 9);  // staged: what lands is what src held during the call
   ASSERT_EQ(cudaMemcpyAsync(seen.data(), dev, n, cudaMemcpyDeviceToHost, other), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(other), cudaSuccess);
-  EXPECT_EQ(seen[0], 0) << "the copy was modelled as landing before cudaMemcpy returned";
+  // A machine so loaded that the look took most of the second cannot tell; say so rather than fail.
+  if (std::chrono::steady_clock::now() - returned < 800ms)
+    EXPECT_EQ(seen[0], 0) << "the copy was modelled as landing before cudaMemcpy returned";
+  else
+    printf("the look took too long to tell whether the copy landed late\n");
   ASSERT_EQ(cudaStreamSynchronize(cudaStreamLegacy), cudaSuccess);
   ASSERT_EQ(cudaMemcpyAsync(seen.data(), dev, n, cudaMemcpyDeviceToHost, other), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(other), cudaSuccess);
