@@ -134,9 +134,9 @@ TEST(CudaBackend, TinySlotsAndUnevenChannels) {
 // slots: 17 rounds of allreduce, 49 of reduce-scatter) is one kernel launch per rank: its
 // rounds follow each other inside the kernel. Several launches queued per rank
 // on a GPU the ranks share could keep a peer's kernel from starting (the
-// H100 runs of docs/RELIABILITY.md failed at exactly the first such call; the
-// fake runtime's model of one shared hardware queue, COLLIE_FAKE_CUDA_QUEUES=1,
-// deadlocks there with one launch per round).
+// H100 runs of docs/RELIABILITY.md failed at exactly the first such call; under
+// the fake runtime's model of one shared hardware queue, COLLIE_FAKE_CUDA_QUEUES=1,
+// ring allreduce at 3 ranks deadlocked at its first such call with one launch per round).
 TEST(CudaBackend, ACallInManyRoundsIsOneLaunchPerRank) {
   SKIP_WITHOUT_GPU();
   ScopedEnv device("COLLIE_DEVICE", "cuda");
