@@ -22,6 +22,15 @@
 #define COLLIE_UNROLL _Pragma("GCC unroll 16")
 #endif
 
+// A function compiled once per instantiation and called, not copied into each
+// caller: the block-wide moves are unrolled loops that every kind of step uses,
+// and inlined into each they made the kernels' compile several times longer.
+#if defined(__CUDACC__)
+#define COLLIE_NOINLINE __noinline__
+#else
+#define COLLIE_NOINLINE
+#endif
+
 namespace collie {
 namespace dev {
 

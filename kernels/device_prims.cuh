@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "executor/protocol.h"
 #include "executor/reduce_ops.h"
@@ -18,9 +19,24 @@ namespace collie {
 /// Element-wise moves by all threads of a block, with 16-byte vectors where
 /// every pointer allows it (the common case: slots and cudaMalloc buffers are
 /// aligned) and one element per thread otherwise.
+///
+/// Each thread issues kLoadsInFlight 16-byte loads before it stores anything.
+/// A loop of one load and one store per pass keeps a single load per thread in
+/// flight, because the compiler must assume the store may alias the next
+/// pass's load: 8 KiB per 512-thread block at a time, which at device-memory
+/// latency (under a microsecond) is about the 9 GB/s one channel moved on the
+/// H100 (docs/PERFORMANCE.md, 2026-11-24). Four loads, not more: with eight,
+/// ptxas -v (sm_90) reported spilled registers in these functions, with four
+/// none. Data travels as words (Raw): as arrays of 1-byte elements the
+/// compiler split each vector into bytes. Divisions (avg's last writes) go one
+/// vector at a time.
 template <typename T, ReduceOp Op>
 struct BlockMoves {
   static constexpr int kPack = 16 / sizeof(T);
+  static constexpr int kLoadsInFlight = 4;
+  struct alignas(16) Raw {
+    uint32_t w[4];
+  };
   struct alignas(16) Pack {
     T v[kPack];
   };
@@ -29,48 +45,120 @@ struct BlockMoves {
     return ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) | reinterpret_cast<uintptr_t>(c)) & 15) ==
            0;
   }
+  __device__ static T finish(T v, int divisor) { return divisor > 0 ? divideBy(v, divisor) : v; }
 
-  // dst = src (/ divisor)
-  __device__ static void copy(T* dst, const T* src, uint64_t n, int divisor) {
+  // dst = src (/ divisor); dst may be src
+  __device__ static COLLIE_NOINLINE void copy(T* dst, const T* src, uint64_t n, int divisor) {
     if (divisor <= 0 && dst == src) return;
     uint64_t i0 = 0;
     if (aligned(dst, src, src)) {
       const uint64_t packs = n / kPack;
-      for (uint64_t i = dev::tid(); i < packs; i += dev::nthreads()) {
-        Pack p = reinterpret_cast<const Pack*>(src)[i];
-        if (divisor > 0) {
+      const Raw* s = reinterpret_cast<const Raw*>(src);
+      Raw* d = reinterpret_cast<Raw*>(dst);
+      const uint64_t stride = static_cast<uint64_t>(dev::nthreads());
+      const uint64_t first = static_cast<uint64_t>(dev::tid());
+      if (divisor > 0) {
+        for (uint64_t i = first; i < packs; i += stride) d[i] = divide(s[i], divisor);
+      } else {
+        constexpr int U = kLoadsInFlight;
+        for (uint64_t base = first; base < packs; base += stride * U) {
+          Raw r[U] = {};
           COLLIE_UNROLL
-          for (int k = 0; k < kPack; ++k) p.v[k] = divideBy(p.v[k], divisor);
+          for (int u = 0; u < U; ++u)
+            if (base + u * stride < packs) r[u] = s[base + u * stride];
+          COLLIE_UNROLL
+          for (int u = 0; u < U; ++u)
+            if (base + u * stride < packs) d[base + u * stride] = r[u];
         }
-        reinterpret_cast<Pack*>(dst)[i] = p;
       }
       i0 = packs * kPack;
     }
-    for (uint64_t i = i0 + dev::tid(); i < n; i += dev::nthreads())
-      dst[i] = divisor > 0 ? divideBy(src[i], divisor) : src[i];
+    for (uint64_t i = i0 + dev::tid(); i < n; i += dev::nthreads()) dst[i] = finish(src[i], divisor);
+  }
+
+  // dst1 = src, dst2 = src (/ divisor); without a division, one read of src for both
+  __device__ static COLLIE_NOINLINE void copy2(T* dst1, T* dst2, const T* src, uint64_t n, int divisor) {
+    if (divisor > 0 || !aligned(dst1, dst2, src)) {
+      copy(dst1, src, n, 0);
+      copy(dst2, src, n, divisor);
+      return;
+    }
+    const uint64_t packs = n / kPack;
+    const Raw* s = reinterpret_cast<const Raw*>(src);
+    Raw* d1 = reinterpret_cast<Raw*>(dst1);
+    Raw* d2 = reinterpret_cast<Raw*>(dst2);
+    const uint64_t stride = static_cast<uint64_t>(dev::nthreads());
+    constexpr int U = kLoadsInFlight;
+    for (uint64_t base = static_cast<uint64_t>(dev::tid()); base < packs; base += stride * U) {
+      Raw r[U] = {};
+      COLLIE_UNROLL
+      for (int u = 0; u < U; ++u)
+        if (base + u * stride < packs) r[u] = s[base + u * stride];
+      COLLIE_UNROLL
+      for (int u = 0; u < U; ++u)
+        if (base + u * stride < packs) {
+          d1[base + u * stride] = r[u];
+          d2[base + u * stride] = r[u];
+        }
+    }
+    for (uint64_t i = packs * kPack + dev::tid(); i < n; i += dev::nthreads()) {
+      const T v = src[i];
+      dst1[i] = v;
+      dst2[i] = v;
+    }
   }
 
   // dst = a (op) b (/ divisor); dst may be b
-  __device__ static void reduce(T* dst, const T* a, const T* b, uint64_t n, int divisor) {
+  __device__ static COLLIE_NOINLINE void reduce(T* dst, const T* a, const T* b, uint64_t n, int divisor) {
     uint64_t i0 = 0;
     if (aligned(dst, a, b)) {
       const uint64_t packs = n / kPack;
-      for (uint64_t i = dev::tid(); i < packs; i += dev::nthreads()) {
-        const Pack x = reinterpret_cast<const Pack*>(a)[i];
-        Pack y = reinterpret_cast<const Pack*>(b)[i];
-        COLLIE_UNROLL
-        for (int k = 0; k < kPack; ++k) {
-          const T r = applyOp<Op>(x.v[k], y.v[k]);
-          y.v[k] = divisor > 0 ? divideBy(r, divisor) : r;
+      const Raw* pa = reinterpret_cast<const Raw*>(a);
+      const Raw* pb = reinterpret_cast<const Raw*>(b);
+      Raw* d = reinterpret_cast<Raw*>(dst);
+      const uint64_t stride = static_cast<uint64_t>(dev::nthreads());
+      const uint64_t first = static_cast<uint64_t>(dev::tid());
+      if (divisor > 0) {
+        for (uint64_t i = first; i < packs; i += stride) d[i] = divide(apply(pa[i], pb[i]), divisor);
+      } else {
+        constexpr int U = kLoadsInFlight / 2;  // two loads per result
+        for (uint64_t base = first; base < packs; base += stride * U) {
+          Raw x[U] = {}, y[U] = {};  // zeroed for GCC: it cannot see that the guards match
+          COLLIE_UNROLL
+          for (int u = 0; u < U; ++u)
+            if (base + u * stride < packs) {
+              x[u] = pa[base + u * stride];
+              y[u] = pb[base + u * stride];
+            }
+          COLLIE_UNROLL
+          for (int u = 0; u < U; ++u)
+            if (base + u * stride < packs) d[base + u * stride] = apply(x[u], y[u]);
         }
-        reinterpret_cast<Pack*>(dst)[i] = y;
       }
       i0 = packs * kPack;
     }
-    for (uint64_t i = i0 + dev::tid(); i < n; i += dev::nthreads()) {
-      const T r = applyOp<Op>(a[i], b[i]);
-      dst[i] = divisor > 0 ? divideBy(r, divisor) : r;
-    }
+    for (uint64_t i = i0 + dev::tid(); i < n; i += dev::nthreads()) dst[i] = finish(applyOp<Op>(a[i], b[i]), divisor);
+  }
+
+ private:
+  __device__ static Raw apply(const Raw& rx, const Raw& ry) {
+    Pack x, y;
+    memcpy(&x, &rx, sizeof(x));
+    memcpy(&y, &ry, sizeof(y));
+    COLLIE_UNROLL
+    for (int k = 0; k < kPack; ++k) y.v[k] = applyOp<Op>(x.v[k], y.v[k]);
+    Raw out;
+    memcpy(&out, &y, sizeof(out));
+    return out;
+  }
+  __device__ static Raw divide(const Raw& r, int divisor) {
+    Pack p;
+    memcpy(&p, &r, sizeof(p));
+    COLLIE_UNROLL
+    for (int k = 0; k < kPack; ++k) p.v[k] = divideBy(p.v[k], divisor);
+    Raw out;
+    memcpy(&out, &p, sizeof(out));
+    return out;
   }
 };
 
@@ -146,8 +234,7 @@ class DevicePrims {
     BlockMoves<T, Op>::reduce(dst, a, b, n, divisor);
   }
   __device__ void copy2(T* dst1, T* dst2, const T* src, uint64_t n, int divisor) {
-    BlockMoves<T, Op>::copy(dst1, src, n, 0);
-    BlockMoves<T, Op>::copy(dst2, src, n, divisor);
+    BlockMoves<T, Op>::copy2(dst1, dst2, src, n, divisor);
   }
   __device__ void localDone() { dev::sync(); }
 

@@ -96,8 +96,7 @@ class DevicePrimsLL {
     BlockMoves<T, Op>::reduce(dst, a, b, n, divisor);
   }
   __device__ void copy2(T* dst1, T* dst2, const T* src, uint64_t n, int divisor) {
-    BlockMoves<T, Op>::copy(dst1, src, n, 0);
-    BlockMoves<T, Op>::copy(dst2, src, n, divisor);
+    BlockMoves<T, Op>::copy2(dst1, dst2, src, n, divisor);
   }
   __device__ void localDone() { dev::sync(); }
 
