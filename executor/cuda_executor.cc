@@ -272,7 +272,6 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
     }
   } slowLog{t0, tPlan, rank_, args.seq};
   cudaStream_t stream = static_cast<cudaStream_t>(args.stream);
-  cudaEvent_t done = static_cast<cudaEvent_t>(lastDone_);
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing"));
   capturing_ = capture != cudaStreamCaptureStatusNone;
@@ -284,20 +283,8 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   tPlan = Clock::now();
   if (empty) return Status();
   launches_.record(args.seq, *plan.last[0].program);
-  // Two kernels of a communicator must never overlap (they share the flag
-  // counters). Another stream than last time waits for the previous launch.
-  // A captured launch runs at each replay of the graph, after or between
-  // launches made now: it waits for, and records, the event as external
-  // nodes of the graph, so each replay is ordered like a launch made then.
-  // (A plain record during a capture would leave the event unusable outside
-  // it: CUDA's cudaErrorCapturedEvent.)
   const bool captured = capturing_;
-  // (Waiting on an event never recorded waits for nothing: a graph captured
-  // before any launch is still ordered between its own replays.) One handle,
-  // cudaStreamPerThread, is another stream in each thread.
-  if (captured || (launched_ && (!lastStreamKnown_ || args.stream != lastStream_ || stream == cudaStreamPerThread)))
-    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamWaitEvent(stream, done, captured ? cudaEventWaitExternal : 0),
-                                      "cudaStreamWaitEvent on the communicator's previous launch"));
+  COLLIE_RETURN_IF_ERROR(waitForPrevious(args.stream, captured));
   const int rc = launchProgram(a, args.type, args.op, args.stream);
   // From here the kernel may be queued, even after an error: it counts as a launch (the programs it read stay
   // until a later checkpoint), and the next launch waits for the event whatever its stream.
@@ -306,23 +293,61 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   lastStream_ = args.stream;
   lastStreamKnown_ = false;
   if (rc != 0) return cudaStatus(static_cast<cudaError_t>(rc), "launching the program kernel");
-  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventRecordWithFlags(done, stream, captured ? cudaEventRecordExternal : 0),
-                                    "cudaEventRecord after the launch"));
-  // After a capture the stream of the next launch is unknown (a graph may be
-  // replayed on any stream): the next launch made now waits in any case.
-  lastStreamKnown_ = !captured;
+  COLLIE_RETURN_IF_ERROR(recordDone(args.stream, captured));
   // Over the cache's limits: learn later when this launch (and every one before it) has finished.
   if (!captured && programs_->overLimit()) recordCheckpoint(args.stream);
   return Status();
 }
 
-Status CudaExecutor::localCopy(void* dst, const void* src, size_t bytes, collieStream_t stream) {
+Status CudaExecutor::waitForPrevious(void* streamHandle, bool captured) {
+  // Two kernels of a communicator must never overlap (they share the flag
+  // counters). Another stream than last time waits for the previous launch.
+  // A captured launch runs at each replay of the graph, after or between
+  // launches made now: it waits for, and records, the event as external
+  // nodes of the graph, so each replay is ordered like a launch made then.
+  // (A plain record during a capture would leave the event unusable outside
+  // it: CUDA's cudaErrorCapturedEvent.)
+  // (Waiting on an event never recorded waits for nothing: a graph captured
+  // before any launch is still ordered between its own replays.) One handle,
+  // cudaStreamPerThread, is another stream in each thread.
+  cudaStream_t stream = static_cast<cudaStream_t>(streamHandle);
+  if (!captured && !(launched_ && (!lastStreamKnown_ || streamHandle != lastStream_ || stream == cudaStreamPerThread)))
+    return Status();
+  return cudaStatus(
+      cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(lastDone_), captured ? cudaEventWaitExternal : 0),
+      "cudaStreamWaitEvent on the communicator's previous launch");
+}
+
+Status CudaExecutor::recordDone(void* stream, bool captured) {
+  COLLIE_RETURN_IF_ERROR(
+      cudaStatus(cudaEventRecordWithFlags(static_cast<cudaEvent_t>(lastDone_), static_cast<cudaStream_t>(stream),
+                                          captured ? cudaEventRecordExternal : 0),
+                 "cudaEventRecord after the launch"));
+  // After a capture the stream of the next launch is unknown (a graph may be
+  // replayed on any stream): the next launch made now waits in any case.
+  lastStreamKnown_ = !captured;
+  return Status();
+}
+
+Status CudaExecutor::localCopy(void* dst, const void* src, size_t bytes, collieStream_t streamHandle) {
   std::lock_guard<std::mutex> lock(mu_);
   if (dst == src || bytes == 0) return Status();
+  COLLIE_RETURN_IF_ERROR(asyncStatus());
   DeviceGuard guard(device_);
+  // Ordered like a launch: after the communicator's previous work, and before its next launch on any stream,
+  // collieCommFinalize and destroy (which wait for the event), so calls on two streams still run in call order.
+  cudaStream_t stream = static_cast<cudaStream_t>(streamHandle);
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing"));
+  const bool captured = capture != cudaStreamCaptureStatusNone;
+  COLLIE_RETURN_IF_ERROR(waitForPrevious(streamHandle, captured));
   // Default: the buffers may be managed or mapped pinned memory, which the API accepts too.
-  return cudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)),
-                    "cudaMemcpyAsync of a send to self");
+  COLLIE_RETURN_IF_ERROR(
+      cudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream), "cudaMemcpyAsync of a rank's own data"));
+  launched_ = true;
+  lastStream_ = streamHandle;
+  lastStreamKnown_ = false;
+  return recordDone(streamHandle, captured);
 }
 
 void CudaExecutor::abort() {

@@ -58,6 +58,7 @@ class CudaExecutor : public Executor, private LaunchStorage {
   uint64_t roundElems(size_t typeSize) const override { return layout_.nchannels * (layout_.slotBytes / typeSize); }
   void setTimeout(double seconds) override { tables_.timeoutSec = seconds; }
 
+  /// A copy engine's copy in place of a launch, ordered like one (one rank's collectives, a send to self).
   Status localCopy(void* dst, const void* src, size_t bytes, collieStream_t stream) override;
   /// Makes every wait of running and future launches give up.
   void abort() override;
@@ -81,6 +82,10 @@ class CudaExecutor : public Executor, private LaunchStorage {
   // Learns, without waiting, which launches have finished, so the program cache can reuse their programs' blocks.
   void pollCheckpoints();
   void recordCheckpoint(void* stream);
+  // Before work on `stream` (a cudaStream_t): it waits for the communicator's previous work when that ran
+  // elsewhere (the file comment says why). After it: lastDone_ is recorded there. `captured`: into a graph.
+  Status waitForPrevious(void* stream, bool captured);
+  Status recordDone(void* stream, bool captured);
 
   int rank_ = 0;
   int device_ = -1;
@@ -96,8 +101,8 @@ class CudaExecutor : public Executor, private LaunchStorage {
   LaunchTables tables_;                 // what every launch points at: the members above, the proxy's tables
   void* lastStream_ = nullptr;
   bool lastStreamKnown_ = false;  // false after a captured launch: its replays may come on any stream
-  void* lastDone_ = nullptr;      // cudaEvent_t recorded after the last launch
-  bool launched_ = false;
+  void* lastDone_ = nullptr;      // cudaEvent_t recorded after the last launch or copy
+  bool launched_ = false;         // a launch or copy was made
   void* uploadStream_ = nullptr;  // cudaStream_t for uploads outside the caller's stream
   // Long programs in device memory, reused once no launch reads them (executor/program_cache.h). Launches are
   // numbered; a checkpoint is an event recorded after launch `first`, queried (never waited for): launches run

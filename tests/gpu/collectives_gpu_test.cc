@@ -5,7 +5,7 @@
 // through the LL protocol, large ones through Simple); the buffers are
 // device memory, checked by the same code as the host tests (Memory::kDevice).
 // Also: uneven channel splits with tiny slots, all-to-all-v and grouped
-// send/recv, CUDA graph capture, too many blocks for the GPU, and a rank
+// send/recv, CUDA graph capture, one rank's copies, too many blocks for the GPU, and a rank
 // that never joins (the kernel's bounded wait becomes collieCommGetAsyncError's
 // collieTimeout). Programs too long for the launch parameters: see
 // program_cache_gpu_test.cc.
@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -333,6 +334,62 @@ TEST(CudaBackend, AllReduceInCudaGraph) {
     cudaGraphDestroy(graph);
   });
   for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+// One rank: a collective is a copy (nothing in place) by the copy engine, not
+// a kernel launch, and ordered like a launch: a call on a second stream that
+// reads the first call's output waits for it, and collieCommFinalize waits for
+// the last copy. The first stream is held shut by a host function until after
+// both calls are made, so a copy that did not wait would read poison.
+TEST(CudaBackend, OneRankCopiesInCallOrderWithoutALaunch) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
+  collie::test::Comms comms(1);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  const auto* exec = dynamic_cast<const collie::CudaExecutor*>(comms[0]->executor.get());
+  ASSERT_NE(exec, nullptr);
+  const size_t count = (size_t{1} << 20) + 3;
+  const size_t bytes = count * sizeof(float);
+  RankDevice dev(bytes, bytes);
+  void* mid = nullptr;
+  ASSERT_EQ(cudaMalloc(&mid, bytes), cudaSuccess);
+  std::vector<float> host(count), got(count);
+  for (size_t i = 0; i < count; ++i) host[i] = static_cast<float>(i % 1000) + 0.5f;
+  ASSERT_EQ(cudaMemcpy(dev.in, host.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(mid, 0xff, bytes), cudaSuccess);  // NaN
+  ASSERT_EQ(cudaMemset(dev.out, 0xff, bytes), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::atomic<bool> open{false};
+  auto gate = [](void* flag) {
+    while (!static_cast<std::atomic<bool>*>(flag)->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+  ASSERT_EQ(cudaLaunchHostFunc(dev.stream, gate, &open), cudaSuccess);
+  ASSERT_EQ(collieAllReduce(dev.in, mid, count, collieFloat32, collieSum, comms[0], dev.stream), collieSuccess)
+      << collieGetLastError(comms[0]);
+  ASSERT_EQ(collieBroadcast(mid, dev.out, count, collieFloat32, 0, comms[0], dev.other), collieSuccess)
+      << collieGetLastError(comms[0]);
+  ASSERT_EQ(collieAllReduce(dev.out, dev.out, count, collieFloat32, collieAvg, comms[0], dev.other), collieSuccess)
+      << collieGetLastError(comms[0]);
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    open = true;
+  });
+  const collieResult_t finalized = collieCommFinalize(comms[0]);
+  opener.join();
+  ASSERT_EQ(finalized, collieSuccess) << collieGetLastError(comms[0]);
+  // Read on a stream of its own, ordered after the calls by nothing but the finalize.
+  cudaStream_t reader;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&reader, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(got.data(), dev.out, bytes, cudaMemcpyDeviceToHost, reader), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(reader), cudaSuccess);
+  cudaStreamDestroy(reader);
+  cudaFree(mid);
+  size_t wrong = 0, first = count;
+  for (size_t i = 0; i < count; ++i)
+    if (got[i] != host[i] && wrong++ == 0) first = i;
+  EXPECT_EQ(wrong, 0u) << "first wrong element " << first << ": " << (first < count ? got[first] : 0.0f);
+  EXPECT_EQ(exec->launches(), 0u);
 }
 
 // Buffers the executor cannot reach are errors naming the argument, not faults.
