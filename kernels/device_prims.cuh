@@ -55,21 +55,11 @@ struct BlockMoves {
       const uint64_t packs = n / kPack;
       const Raw* s = reinterpret_cast<const Raw*>(src);
       Raw* d = reinterpret_cast<Raw*>(dst);
-      const uint64_t stride = static_cast<uint64_t>(dev::nthreads());
-      const uint64_t first = static_cast<uint64_t>(dev::tid());
       if (divisor > 0) {
-        for (uint64_t i = first; i < packs; i += stride) d[i] = divide(s[i], divisor);
+        for (uint64_t i = dev::tid(); i < packs; i += dev::nthreads()) d[i] = divide(s[i], divisor);
       } else {
-        constexpr int U = kLoadsInFlight;
-        for (uint64_t base = first; base < packs; base += stride * U) {
-          Raw r[U] = {};
-          COLLIE_UNROLL
-          for (int u = 0; u < U; ++u)
-            if (base + u * stride < packs) r[u] = s[base + u * stride];
-          COLLIE_UNROLL
-          for (int u = 0; u < U; ++u)
-            if (base + u * stride < packs) d[base + u * stride] = r[u];
-        }
+        passes<kLoadsInFlight, Raw>(
+            packs, [&](uint64_t i) { return s[i]; }, [&](uint64_t i, const Raw& r) { d[i] = r; });
       }
       i0 = packs * kPack;
     }
@@ -87,20 +77,12 @@ struct BlockMoves {
     const Raw* s = reinterpret_cast<const Raw*>(src);
     Raw* d1 = reinterpret_cast<Raw*>(dst1);
     Raw* d2 = reinterpret_cast<Raw*>(dst2);
-    const uint64_t stride = static_cast<uint64_t>(dev::nthreads());
-    constexpr int U = kLoadsInFlight;
-    for (uint64_t base = static_cast<uint64_t>(dev::tid()); base < packs; base += stride * U) {
-      Raw r[U] = {};
-      COLLIE_UNROLL
-      for (int u = 0; u < U; ++u)
-        if (base + u * stride < packs) r[u] = s[base + u * stride];
-      COLLIE_UNROLL
-      for (int u = 0; u < U; ++u)
-        if (base + u * stride < packs) {
-          d1[base + u * stride] = r[u];
-          d2[base + u * stride] = r[u];
-        }
-    }
+    passes<kLoadsInFlight, Raw>(
+        packs, [&](uint64_t i) { return s[i]; },
+        [&](uint64_t i, const Raw& r) {
+          d1[i] = r;
+          d2[i] = r;
+        });
     for (uint64_t i = packs * kPack + dev::tid(); i < n; i += dev::nthreads()) {
       const T v = src[i];
       dst1[i] = v;
@@ -116,24 +98,18 @@ struct BlockMoves {
       const Raw* pa = reinterpret_cast<const Raw*>(a);
       const Raw* pb = reinterpret_cast<const Raw*>(b);
       Raw* d = reinterpret_cast<Raw*>(dst);
-      const uint64_t stride = static_cast<uint64_t>(dev::nthreads());
-      const uint64_t first = static_cast<uint64_t>(dev::tid());
       if (divisor > 0) {
-        for (uint64_t i = first; i < packs; i += stride) d[i] = divide(apply(pa[i], pb[i]), divisor);
+        for (uint64_t i = dev::tid(); i < packs; i += dev::nthreads()) d[i] = divide(apply(pa[i], pb[i]), divisor);
       } else {
-        constexpr int U = kLoadsInFlight / 2;  // two loads per result
-        for (uint64_t base = first; base < packs; base += stride * U) {
-          Raw x[U] = {}, y[U] = {};  // zeroed for GCC: it cannot see that the guards match
-          COLLIE_UNROLL
-          for (int u = 0; u < U; ++u)
-            if (base + u * stride < packs) {
-              x[u] = pa[base + u * stride];
-              y[u] = pb[base + u * stride];
-            }
-          COLLIE_UNROLL
-          for (int u = 0; u < U; ++u)
-            if (base + u * stride < packs) d[base + u * stride] = apply(x[u], y[u]);
-        }
+        struct Operands {
+          Raw x, y;
+        };
+        passes<kLoadsInFlight / 2, Operands>(  // two loads per result
+            packs,
+            [&](uint64_t i) {
+              return Operands{pa[i], pb[i]};
+            },
+            [&](uint64_t i, const Operands& o) { d[i] = apply(o.x, o.y); });
       }
       i0 = packs * kPack;
     }
@@ -141,6 +117,21 @@ struct BlockMoves {
   }
 
  private:
+  // Vectors 0..packs-1 in passes of the block's threads: each thread loads U (load(i)) before it stores any
+  // (store(i, v)), the same indices in both halves, so a store may overwrite what its own load read.
+  template <int U, typename V, typename Load, typename Store>
+  __device__ static void passes(uint64_t packs, Load load, Store store) {
+    const uint64_t stride = static_cast<uint64_t>(dev::nthreads());
+    for (uint64_t base = static_cast<uint64_t>(dev::tid()); base < packs; base += stride * U) {
+      V v[U] = {};  // zeroed for GCC: it cannot see that the guards of both loops match
+      COLLIE_UNROLL
+      for (int u = 0; u < U; ++u)
+        if (base + u * stride < packs) v[u] = load(base + u * stride);
+      COLLIE_UNROLL
+      for (int u = 0; u < U; ++u)
+        if (base + u * stride < packs) store(base + u * stride, v[u]);
+    }
+  }
   __device__ static Raw apply(const Raw& rx, const Raw& ry) {
     Pack x, y;
     memcpy(&x, &rx, sizeof(x));
