@@ -361,6 +361,11 @@ TEST(CudaBackend, OneRankCopiesInCallOrderWithoutALaunch) {
   ASSERT_EQ(cudaMemset(dev.out, 0xff, bytes), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::atomic<bool> open{false};
+  // Opened on every way out, before `dev` waits for its streams: a failed assertion must not leave them shut.
+  struct OpenAtExit {
+    std::atomic<bool>& flag;
+    ~OpenAtExit() { flag = true; }
+  } openAtExit{open};
   auto gate = [](void* flag) {
     while (!static_cast<std::atomic<bool>*>(flag)->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   };
