@@ -289,9 +289,7 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   // From here the kernel may be queued, even after an error: it counts as a launch (the programs it read stay
   // until a later checkpoint), and the next launch waits for the event whatever its stream.
   ++launchSeq_;
-  launched_ = true;
-  lastStream_ = args.stream;
-  lastStreamKnown_ = false;
+  enqueued(args.stream);
   if (rc != 0) return cudaStatus(static_cast<cudaError_t>(rc), "launching the program kernel");
   COLLIE_RETURN_IF_ERROR(recordDone(args.stream, captured));
   // Over the cache's limits: learn later when this launch (and every one before it) has finished.
@@ -315,14 +313,20 @@ Status CudaExecutor::waitForPrevious(void* streamHandle, bool captured) {
     return Status();
   return cudaStatus(
       cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(lastDone_), captured ? cudaEventWaitExternal : 0),
-      "cudaStreamWaitEvent on the communicator's previous launch");
+      "cudaStreamWaitEvent on the communicator's previous launch or copy");
+}
+
+void CudaExecutor::enqueued(void* stream) {
+  launched_ = true;
+  lastStream_ = stream;
+  lastStreamKnown_ = false;  // until recordDone has recorded the event there
 }
 
 Status CudaExecutor::recordDone(void* stream, bool captured) {
   COLLIE_RETURN_IF_ERROR(
       cudaStatus(cudaEventRecordWithFlags(static_cast<cudaEvent_t>(lastDone_), static_cast<cudaStream_t>(stream),
                                           captured ? cudaEventRecordExternal : 0),
-                 "cudaEventRecord after the launch"));
+                 "cudaEventRecord after the launch or copy"));
   // After a capture the stream of the next launch is unknown (a graph may be
   // replayed on any stream): the next launch made now waits in any case.
   lastStreamKnown_ = !captured;
@@ -344,9 +348,7 @@ Status CudaExecutor::localCopy(void* dst, const void* src, size_t bytes, collieS
   // Default: the buffers may be managed or mapped pinned memory, which the API accepts too.
   COLLIE_RETURN_IF_ERROR(
       cudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream), "cudaMemcpyAsync of a rank's own data"));
-  launched_ = true;
-  lastStream_ = streamHandle;
-  lastStreamKnown_ = false;
+  enqueued(streamHandle);
   return recordDone(streamHandle, captured);
 }
 

@@ -82,9 +82,12 @@ class CudaExecutor : public Executor, private LaunchStorage {
   // Learns, without waiting, which launches have finished, so the program cache can reuse their programs' blocks.
   void pollCheckpoints();
   void recordCheckpoint(void* stream);
-  // Before work on `stream` (a cudaStream_t): it waits for the communicator's previous work when that ran
-  // elsewhere (the file comment says why). After it: lastDone_ is recorded there. `captured`: into a graph.
+  // Around each launch or copy on `stream` (a cudaStream_t; `captured`: into a graph), in this order:
+  // waitForPrevious makes it wait for the communicator's previous work when that ran elsewhere (the file comment
+  // says why); enqueued notes the work (also a launch that failed, which may still be queued), so the next call
+  // on any other stream waits; recordDone records lastDone_ after it.
   Status waitForPrevious(void* stream, bool captured);
+  void enqueued(void* stream);
   Status recordDone(void* stream, bool captured);
 
   int rank_ = 0;
