@@ -187,8 +187,9 @@ class HostPrims {
         pids_(pids) {}
 
   // For a remote peer, a slot is usable only once the transfer that last
-  // used the same staging slot / credit op is done with it.
-  bool arrived(int p) const {
+  // used the same staging slot / credit op is done with it. The slice's size
+  // is for the GPU's LL protocol; here the ready counter says it all.
+  bool arrived(int p, uint64_t = 0) const {
     if (!sliceReady(consumed_[p], loadAcquire(inbox_[p] + layout_.readyOffset(channel_, p)))) return false;
     return !isRemote(p) || opIdle(creditOp(p, consumed_[p]));
   }
@@ -196,7 +197,7 @@ class HostPrims {
     if (!slotFree(posted_[q], loadAcquire(inbox_[q] + layout_.creditOffset(channel_, q)), layout_.nslots)) return false;
     return !isRemote(q) || opIdle(sendOp(q, posted_[q]));
   }
-  int waitArrived(int p) const {
+  int waitArrived(int p, uint64_t) const {
     return wait([&] { return arrived(p); }, p, -1);
   }
   int waitRoom(int q) const {

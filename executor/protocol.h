@@ -30,7 +30,8 @@
 
 namespace collie {
 
-constexpr uint64_t kWindowMagic = 0x636f6c6c69657732ull;  // "colliew2"
+// "colliew" and the version of the window's format (3: LL lines carry no byte count), which peers check at init.
+constexpr uint64_t kWindowMagic = 0x636f6c6c69657733ull;
 constexpr uint64_t kLine = 64;
 
 struct WindowHeader {
@@ -92,19 +93,18 @@ inline WindowHeader windowHeader(const WindowLayout& l) {
 // The LL (low-latency) protocol, for small slices: a slot is a run of 8-byte
 // lines, each {4 data bytes, 4 flag bytes} written by one 64-bit store, so a
 // line is valid exactly when its flag is that of the expected slice and no
-// fence is needed between data and flag. Line 0 carries the slice's byte
-// count. LL slots are memory of their own: a Simple slot's data could contain
-// a word equal to some future flag. Slices of both protocols share the
-// ready/credit counters, so consecutive launches may use either.
+// fence is needed between data and flag. Every line carries data: the
+// receiver knows a slice's size from its own program, as the sender does. LL
+// slots are memory of their own: a Simple slot's data could contain a word
+// equal to some future flag. Slices of both protocols share the ready/credit
+// counters, so consecutive launches may use either.
 constexpr uint64_t kLLLine = 8;
 /// The flag of slice number `seq` (never 0, the value of fresh memory).
 COLLIE_HD uint32_t llFlag(uint64_t seq) {
   return static_cast<uint32_t>(seq + 1) == 0 ? 1u : static_cast<uint32_t>(seq + 1);
 }
-/// Data bytes one LL slot carries, a multiple of 16.
-COLLIE_HD uint64_t llPayloadBytes(uint64_t llSlotBytes) {
-  return llSlotBytes < 2 * kLLLine ? 0 : ((llSlotBytes / kLLLine - 1) * 4) & ~uint64_t{15};
-}
+/// Data bytes one LL slot carries (half of it), a multiple of 16.
+COLLIE_HD uint64_t llPayloadBytes(uint64_t llSlotBytes) { return (llSlotBytes / kLLLine * 4) & ~uint64_t{15}; }
 
 /// The part of a step's `count` elements that channel `c` of `nchannels` moves:
 /// equal parts rounded up to `align` elements (16-byte vectors on the GPU), so

@@ -4,11 +4,12 @@
 // how an exchange interleaves its two directions and where a failed wait is
 // reported live here once; a backend supplies only the primitives `P`:
 //
-//   int  waitArrived(p) / waitRoom(q)   block until the next slice from p has
-//                                       arrived / our next slot at q is free;
-//                                       0, or collieTimeout / collieRemoteError
+//   int  waitArrived(p, n) / waitRoom(q)   block until the next slice from p
+//                                       (n elements) has arrived / our next slot at
+//                                       q is free; 0, or collieTimeout / collieRemoteError
 //   int  waitEither(sending, q, receiving, p)   until either is possible
-//   bool arrived(p) / room(q)           one poll, no wait
+//   bool arrived(p, n) / room(q)        one poll, no wait (an LL receiver, which
+//                                       waits on each line, takes the slice then)
 //   const T* inSlot(p) / T* outSlot(q)  the slot of the next slice
 //   void release(p) / post(q, n)        hand the slot back / publish the slice of n
 //                                       elements (a remote peer's transport sends just those)
@@ -82,8 +83,8 @@ COLLIE_HD StepFailure runSteps(P& p, const Step* steps, int nsteps, T* const* bu
           sent += n;
           progressed = true;
         }
-        if (got < in.count && p.arrived(from)) {
-          const uint64_t n = perSlice < in.count - got ? perSlice : in.count - got;
+        const uint64_t n = perSlice < in.count - got ? perSlice : in.count - got;
+        if (got < in.count && p.arrived(from, n)) {
           T* d = dst + in.offset + got;
           if (s.op == StepOp::kSendRecvReduce) {
             p.reduce(d, p.inSlot(from), d, n, div);
@@ -110,7 +111,7 @@ COLLIE_HD StepFailure runSteps(P& p, const Step* steps, int nsteps, T* const* bu
     for (uint64_t off = 0; off < part.count; off += perSlice) {
       const uint64_t n = perSlice < part.count - off ? perSlice : part.count - off;
       if (in) {
-        const int rc = p.waitArrived(from);
+        const int rc = p.waitArrived(from, n);
         if (rc != 0) {
           fail.code = rc;
           fail.peer = from;

@@ -40,6 +40,8 @@ namespace dev {
 __device__ __forceinline__ int tid() { return static_cast<int>(threadIdx.x); }
 __device__ __forceinline__ int nthreads() { return static_cast<int>(blockDim.x); }
 __device__ __forceinline__ void sync() { __syncthreads(); }
+/// A block barrier that also tells every thread whether any thread passed a true `pred`.
+__device__ __forceinline__ bool syncOr(bool pred) { return __syncthreads_or(pred ? 1 : 0) != 0; }
 __device__ __forceinline__ void fenceSystem() { __threadfence_system(); }
 
 __device__ __forceinline__ uint64_t loadAcquireSys(const uint8_t* p) {
@@ -78,7 +80,8 @@ __device__ __forceinline__ void keepFirst(int* p, int v) { (void)atomicCAS(p, 0,
 
 inline int tid() { return emu::self().tid; }
 inline int nthreads() { return emu::self().nthreads; }
-inline void sync() { emu::self().barrier->arriveAndWait(); }
+inline void sync() { emu::self().barrier->arriveAndWait(false); }
+inline bool syncOr(bool pred) { return emu::self().barrier->arriveAndWait(pred); }
 // Nothing to do: on the GPU the fence makes the block's writes (ordered before it by a barrier) visible
 // system-wide before a relaxed flag store. Here every such flag is a release store of the same thread, which
 // orders everything the barrier ordered before it; and ThreadSanitizer does not model fences.

@@ -153,6 +153,18 @@ struct BlockMoves {
   }
 };
 
+/// Thread 0's `v` (a wait's result: 0 almost always), seen by every thread of
+/// the block: one barrier when it is 0, three otherwise. `shared` is one int of
+/// shared memory.
+__device__ inline int fromThread0(int v, int* shared) {
+  if (!dev::syncOr(dev::tid() == 0 && v != 0)) return 0;
+  if (dev::tid() == 0) *shared = v;
+  dev::sync();
+  const int out = *shared;
+  dev::sync();
+  return out;
+}
+
 template <typename T, ReduceOp Op>
 class DevicePrims {
  public:
@@ -161,9 +173,10 @@ class DevicePrims {
   __device__ DevicePrims(const KernelArgs& a, int channel, uint64_t* counters, int* shared)
       : a_(a), channel_(channel), posted_(counters), consumed_(counters + a.layout.nranks), shared_(shared) {}
 
-  __device__ bool arrived(int p) { return share(dev::tid() == 0 && pollArrived(p)); }
-  __device__ bool room(int q) { return share(dev::tid() == 0 && pollRoom(q)); }
-  __device__ int waitArrived(int p) { return wait(false, 0, true, p); }
+  // The slice's size (n) is for LL, whose receiver waits on each line; here one flag says the whole slice is in.
+  __device__ bool arrived(int p, uint64_t) { return dev::syncOr(dev::tid() == 0 && pollArrived(p)); }
+  __device__ bool room(int q) { return dev::syncOr(dev::tid() == 0 && pollRoom(q)); }
+  __device__ int waitArrived(int p, uint64_t) { return wait(false, 0, true, p); }
   __device__ int waitRoom(int q) { return wait(true, q, false, 0); }
   __device__ int waitEither(bool sending, int q, bool receiving, int p) { return wait(sending, q, receiving, p); }
 
@@ -217,7 +230,7 @@ class DevicePrims {
         }
       }
     }
-    return share(rc);
+    return fromThread0(rc, shared_);
   }
 
   __device__ void copy(T* dst, const T* src, uint64_t n, int divisor) { BlockMoves<T, Op>::copy(dst, src, n, divisor); }
@@ -239,14 +252,6 @@ class DevicePrims {
   }
   // The proxy lost this peer (another host): waits on it give up, others go on.
   __device__ bool lost(int peer) const { return a_.lost != nullptr && dev::loadFlag(a_.lost + peer) != 0; }
-  // Thread 0's value, seen by every thread of the block.
-  __device__ int share(int v) {
-    if (dev::tid() == 0) *shared_ = v;
-    dev::sync();
-    const int out = *shared_;
-    dev::sync();
-    return out;
-  }
   // Thread 0 spins until a direction can progress, the deadline passes, the
   // host aborts, or another block of this rank has failed.
   __device__ int wait(bool sending, int q, bool receiving, int p) {
@@ -268,7 +273,7 @@ class DevicePrims {
         }
       }
     }
-    return share(rc);
+    return fromThread0(rc, shared_);
   }
 
   const KernelArgs& a_;

@@ -1,11 +1,13 @@
 // The GPU's LL (low-latency) primitives for the shared step runner: the same
 // contract as DevicePrims (device_prims.cuh), but a slice travels as 8-byte
 // {data, flag} lines (executor/protocol.h), so the sender needs no fence and
-// the receiver no separate flag round trip. A slice is staged in shared
-// memory on both sides, which is what lets outSlot/inSlot stay plain arrays
-// for the step runner. Slot reuse still goes through the credit counters.
-// Never used when peers on other hosts go through the proxy (executor/remote_proxy.h):
-// an LL slice has no byte count the proxy could read, so the CUDA executor turns LL off.
+// the receiver no separate flag round trip: each thread waits for its own
+// lines. A slice is staged in shared memory on both sides, which is what lets
+// outSlot/inSlot stay plain arrays for the step runner. Slot reuse still goes
+// through the credit counters, returned by plain stores: no system-scope fence
+// anywhere on the LL path. Never used when peers on other hosts go through the
+// proxy (executor/remote_proxy.h): an LL slice has no byte count the proxy
+// could read, so the CUDA executor turns LL off.
 #pragma once
 
 #include <cstdint>
@@ -33,17 +35,16 @@ class DevicePrimsLL {
 
   // A slice whose lines stopped coming (unpack() gave up) is reported by the
   // next wait: arrived() and room() say no until then.
-  __device__ bool arrived(int p) {
+  __device__ bool arrived(int p, uint64_t n) {
     if (pending_ != 0) return false;
-    const bool ok = share(dev::tid() == 0 && headerFlag(p) == llFlag(consumed_[p]));
-    if (ok) pending_ = unpack(p);
-    return ok && pending_ == 0;
+    // One poll of the slice's first line; unpack() then waits for the others, which land in no set order.
+    if (!dev::syncOr(dev::tid() == 0 && firstLineIn(p))) return false;
+    pending_ = unpack(p, n);
+    return pending_ == 0;
   }
-  __device__ bool room(int q) { return pending_ == 0 && share(dev::tid() == 0 && pollRoom(q)); }
-  __device__ int waitArrived(int p) {
-    const int rc = wait(false, 0, true, p);
-    return rc != 0 ? rc : unpack(p);
-  }
+  __device__ bool room(int q) { return pending_ == 0 && dev::syncOr(dev::tid() == 0 && pollRoom(q)); }
+  // Every thread waits for its own lines at once: no flag round trip before the data.
+  __device__ int waitArrived(int p, uint64_t n) { return pending_ != 0 ? pending_ : unpack(p, n); }
   __device__ int waitRoom(int q) { return wait(true, q, false, 0); }
   __device__ int waitEither(bool sending, int q, bool receiving, int p) {
     // The caller polls arrived()/room() again after this returns, which unpacks.
@@ -53,26 +54,28 @@ class DevicePrimsLL {
   __device__ const T* inSlot(int) const { return reinterpret_cast<const T*>(in_); }
   __device__ T* outSlot(int) const { return reinterpret_cast<T*>(out_); }
 
-  __device__ void release(int p) {
-    dev::sync();
-    if (dev::tid() == 0)
-      dev::storeReleaseSys(a_.windows[p] + a_.layout.creditOffset(channel_, a_.rank), ++consumed_[p]);
-    dev::sync();
-  }
+  // unpack() handed the slot back as soon as the slice was staged; what is
+  // left is the staged copy: every thread is done reading it before the next
+  // unpack() overwrites it (and sees the counter thread 0 advanced).
+  __device__ void release(int) { dev::sync(); }
+
   // Writes the staged slice as lines into the peer's LL slot. Each line is
-  // self-validating, so no fence; the ready counter still advances so that a
-  // later Simple launch finds the counters where it expects them.
+  // self-validating, so no fence. The ready counter still advances, so that a
+  // later Simple launch finds the counters where it expects them; no LL
+  // receiver reads it, so it needs no release either.
   __device__ void post(int q, uint64_t n) {
-    dev::sync();
-    const uint64_t bytes = n * sizeof(T), words = (bytes + 3) / 4;
-    const uint64_t flag = static_cast<uint64_t>(llFlag(posted_[q])) << 32;
-    uint8_t* slot = a_.windows[q] + a_.layout.llSlotOffset(channel_, a_.rank, posted_[q]);
+    const uint64_t seq = posted_[q];  // read by every thread before the barrier after which thread 0 advances it
+    dev::sync();                      // the staged slice is complete (another thread may have written each word)
+    const uint64_t words = (n * sizeof(T) + 3) / 4;
+    const uint64_t flag = static_cast<uint64_t>(llFlag(seq)) << 32;
+    uint8_t* slot = a_.windows[q] + a_.layout.llSlotOffset(channel_, a_.rank, seq);
     for (uint64_t w = dev::tid(); w < words; w += dev::nthreads())
-      dev::storeVolatile64(slot + kLLLine * (w + 1), flag | out_[w]);
-    if (dev::tid() == 0) dev::storeVolatile64(slot, flag | bytes);
-    dev::sync();
-    if (dev::tid() == 0) dev::storeReleaseSys(a_.windows[q] + a_.layout.readyOffset(channel_, a_.rank), ++posted_[q]);
-    dev::sync();
+      dev::storeVolatile64(slot + kLLLine * w, flag | out_[w]);
+    if (dev::tid() == 0) {
+      posted_[q] = seq + 1;
+      dev::storeVolatile64(a_.windows[q] + a_.layout.readyOffset(channel_, a_.rank), seq + 1);
+    }
+    dev::sync();  // every thread has read its words before the next slice is staged
   }
   __device__ int drain(int* peer) {
     int rc = 0;
@@ -88,7 +91,7 @@ class DevicePrimsLL {
         }
       }
     }
-    return share(rc);
+    return fromThread0(rc, shared_);
   }
 
   __device__ void copy(T* dst, const T* src, uint64_t n, int divisor) { BlockMoves<T, Op>::copy(dst, src, n, divisor); }
@@ -102,7 +105,9 @@ class DevicePrimsLL {
 
  private:
   __device__ const uint8_t* slotIn(int p) const { return mine_ + a_.layout.llSlotOffset(channel_, p, consumed_[p]); }
-  __device__ uint32_t headerFlag(int p) const { return static_cast<uint32_t>(dev::loadVolatile64(slotIn(p)) >> 32); }
+  __device__ bool firstLineIn(int p) const {
+    return static_cast<uint32_t>(dev::loadVolatile64(slotIn(p)) >> 32) == llFlag(consumed_[p]);
+  }
   __device__ bool pollRoom(int q) const {
     return slotFree(posted_[q], dev::loadAcquireSys(mine_ + a_.layout.creditOffset(channel_, q)), a_.layout.nslots);
   }
@@ -111,54 +116,62 @@ class DevicePrimsLL {
     if (*rc == 0 && dev::globalTimerNs() > deadline) *rc = collieTimeout;
     return *rc != 0;
   }
-  // The header has arrived: every thread waits for its lines of the slice and
-  // stages their data. Lines are written by many sender threads in no set
-  // order, so each is checked by its own flag. A sender that dies half-way
-  // (its process killed) never writes the rest: each wait is bounded like the
-  // others, and the block fails if any thread gave up. Returns 0 or the error.
-  __device__ int unpack(int p) {
-    const uint8_t* slot = slotIn(p);
-    const uint32_t flag = llFlag(consumed_[p]);
-    const uint64_t bytes = dev::loadVolatile64(slot) & 0xffffffffu, words = (bytes + 3) / 4;
+  // Every thread waits for its lines of the slice of n elements from p and
+  // stages their data; the receiver knows n from its own program (sender and
+  // receiver split a step alike), so no line carries a count. Lines are written
+  // by many sender threads in no set order, so each is checked by its own flag.
+  // A sender that dies half-way (its process killed) never writes the rest:
+  // each wait is bounded like the others, and the block fails if any thread
+  // gave up. Once every line is staged, thread 0 hands the slot back at once.
+  // Returns 0 or the error.
+  __device__ int unpack(int p, uint64_t n) {
+    const uint64_t seq = consumed_[p];  // read by every thread before the barrier after which thread 0 advances it
+    const uint8_t* slot = mine_ + a_.layout.llSlotOffset(channel_, p, seq);
+    const uint32_t flag = llFlag(seq);
+    const uint64_t words = (n * sizeof(T) + 3) / 4;
     int rc = 0;
     uint64_t deadline = 0;  // taken at the first slow line only: the clock is not free
     for (uint64_t w = dev::tid(); w < words && rc == 0; w += dev::nthreads()) {
-      uint64_t line = dev::loadVolatile64(slot + kLLLine * (w + 1));
+      uint64_t line = dev::loadVolatile64(slot + kLLLine * w);
       for (uint32_t i = 0; static_cast<uint32_t>(line >> 32) != flag; ++i) {
         if ((i & 1023) == 1023) {
           if (deadline == 0) deadline = dev::globalTimerNs() + a_.timeoutNs;
           if (gaveUp(deadline, &rc)) break;
         }
-        line = dev::loadVolatile64(slot + kLLLine * (w + 1));
+        line = dev::loadVolatile64(slot + kLLLine * w);
       }
       in_[w] = static_cast<uint32_t>(line);
     }
-    if (dev::tid() == 0) *shared_ = 0;
-    dev::sync();
-    if (rc != 0) dev::keepFirst(shared_, rc);
-    dev::sync();
-    rc = *shared_;
-    dev::sync();
-    return rc;
+    if (dev::syncOr(rc != 0)) {
+      // Rare: some thread gave up; the block agrees on one of the errors.
+      if (dev::tid() == 0) *shared_ = 0;
+      dev::sync();
+      if (rc != 0) dev::keepFirst(shared_, rc);
+      dev::sync();
+      rc = *shared_;
+      dev::sync();
+      return rc;
+    }
+    // Every line has been read (the barrier above), so the sender may refill the slot. A plain store, as NCCL's
+    // LL receivers return theirs: the loads it must follow have already delivered their values.
+    if (dev::tid() == 0) {
+      consumed_[p] = seq + 1;
+      dev::storeVolatile64(a_.windows[p] + a_.layout.creditOffset(channel_, a_.rank), seq + 1);
+    }
+    return 0;
   }
-  __device__ int share(int v) {
-    if (dev::tid() == 0) *shared_ = v;
-    dev::sync();
-    const int out = *shared_;
-    dev::sync();
-    return out;
-  }
+  // Thread 0 spins until a direction can progress or it gives up.
   __device__ int wait(bool sending, int q, bool receiving, int p) {
     if (pending_ != 0) return pending_;
     int rc = 0;
     if (dev::tid() == 0) {
       const uint64_t deadline = dev::globalTimerNs() + a_.timeoutNs;
       for (uint32_t i = 0;; ++i) {
-        if ((sending && pollRoom(q)) || (receiving && headerFlag(p) == llFlag(consumed_[p]))) break;
+        if ((sending && pollRoom(q)) || (receiving && firstLineIn(p))) break;
         if ((i & 1023) == 1023 && gaveUp(deadline, &rc)) break;
       }
     }
-    return share(rc);
+    return fromThread0(rc, shared_);
   }
 
   const KernelArgs& a_;

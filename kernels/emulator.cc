@@ -13,16 +13,22 @@
 namespace collie {
 namespace emu {
 
-void BlockBarrier::arriveAndWait() {
+bool BlockBarrier::arriveAndWait(bool pred) {
   std::unique_lock<std::mutex> lock(mu_);
   const uint64_t gen = generation_;
+  any_ = any_ || pred;
   if (++waiting_ == threads_) {
     waiting_ = 0;
+    result_ = any_;
+    any_ = false;
     ++generation_;
     cv_.notify_all();
-    return;
+    return result_;
   }
+  // No thread can complete the next generation (and overwrite result_) before this one has read it: it must
+  // arrive there too.
   cv_.wait(lock, [&] { return generation_ != gen; });
+  return result_;
 }
 
 ThreadContext& self() {

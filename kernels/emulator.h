@@ -23,11 +23,12 @@ struct KernelArgs;
 
 namespace emu {
 
-/// __syncthreads for a block of host threads (C++17 has no std::barrier).
+/// __syncthreads (and __syncthreads_or) for a block of host threads (C++17
+/// has no std::barrier). Returns whether any thread arrived with `pred` true.
 class BlockBarrier {
  public:
   explicit BlockBarrier(int threads) : threads_(threads) {}
-  void arriveAndWait();
+  bool arriveAndWait(bool pred);
 
  private:
   std::mutex mu_;
@@ -35,6 +36,8 @@ class BlockBarrier {
   const int threads_;
   int waiting_ = 0;
   uint64_t generation_ = 0;
+  bool any_ = false;     // the OR of this generation's predicates so far
+  bool result_ = false;  // the OR of the last completed generation
 };
 
 /// Who the calling emulated thread is; set for the duration of a launch.

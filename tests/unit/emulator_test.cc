@@ -246,10 +246,10 @@ TEST(Emulator, ATimeoutSaysWhetherThePeersKernelHadStarted) {
   EXPECT_NE(text(0).find("at step 1 (channel 3, round 12) of collective #70"), std::string::npos) << text(0);
 }
 
-// An LL slice whose header came but whose lines never do (a sender killed
-// half-way through writing it): the receiver's wait for each line is bounded
-// too, so the call times out naming the sender instead of spinning for ever
-// (ctest's timeout would fail this test if it did).
+// An LL slice whose first line came but whose other lines never do (a sender
+// killed half-way through writing it): the receiver's wait for each line is
+// bounded too, so the call times out naming the sender instead of spinning for
+// ever (ctest's timeout would fail this test if it did).
 TEST(Emulator, AnLLSliceWhoseLinesNeverComeTimesOut) {
   ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "2");
   ScopedEnv timeout("COLLIE_TIMEOUT", "1");
@@ -257,16 +257,16 @@ TEST(Emulator, AnLLSliceWhoseLinesNeverComeTimesOut) {
   ScopedEnv proto("COLLIE_PROTO", "ll");
   collie::test::Comms c(2);
   ASSERT_EQ(c.result, collieSuccess) << collieGetLastError(nullptr);
-  // Rank 1 never calls; in its place, the header of its first slice to rank 0 (channel 0, slice 0): 16 floats,
-  // half of a 32-float ring allreduce, and none of the lines.
+  // Rank 1 never calls; in its place, the first line of its first slice to rank 0 (channel 0, slice 0; the
+  // slice is 16 floats, half of a 32-float ring allreduce), and none of the others.
   uint8_t* window = c[0]->windows->window(0);
   collie::WindowHeader h;
   std::memcpy(&h, window, sizeof(h));
   ASSERT_EQ(h.magic, collie::kWindowMagic);
   ASSERT_GT(h.llSlotBytes, 0u) << "the emulated kernels' windows have LL slots";
   const collie::WindowLayout layout{h.nranks, h.nslots, h.slotBytes, h.nchannels, h.llSlotBytes};
-  const uint64_t header = static_cast<uint64_t>(collie::llFlag(0)) << 32 | 16 * sizeof(float);
-  __atomic_store_n(reinterpret_cast<uint64_t*>(window + layout.llSlotOffset(0, 1, 0)), header, __ATOMIC_RELEASE);
+  const uint64_t line = static_cast<uint64_t>(collie::llFlag(0)) << 32 | 0x3f800000u;  // 1.0f
+  __atomic_store_n(reinterpret_cast<uint64_t*>(window + layout.llSlotOffset(0, 1, 0)), line, __ATOMIC_RELEASE);
   std::vector<float> mine(32, 1.0f);
   EXPECT_EQ(collieAllReduce(mine.data(), mine.data(), mine.size(), collieFloat32, collieSum, c[0], nullptr),
             collieTimeout);
