@@ -2,6 +2,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 
@@ -13,6 +14,31 @@
 #include "transport/cuda_ipc/device_windows.h"
 
 namespace collie {
+
+// Blocks whose graphs are gone, queued by user objects' destructors: those run
+// on a CUDA thread, may make no CUDA call, and may outlive the executor (hence
+// shared ownership), so they only append here.
+struct GraphsGone {
+  std::mutex mu;
+  std::vector<void*> blocks;
+};
+
+namespace {
+
+// What one user object stands for: one pin of `block` by the graph that owns it.
+struct GraphHold {
+  std::shared_ptr<GraphsGone> gone;
+  void* block = nullptr;
+  std::atomic<bool> keep{false};  // the graph never took it: the pin stays
+  static void destroy(void* p) {
+    std::unique_ptr<GraphHold> h(static_cast<GraphHold*>(p));
+    if (h->keep.load()) return;
+    std::lock_guard<std::mutex> lock(h->gone->mu);
+    h->gone->blocks.push_back(h->block);
+  }
+};
+
+}  // namespace
 
 Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, const DeviceWindows& windows,
                             double timeoutSec, std::unique_ptr<CudaExecutor>* out) {
@@ -65,6 +91,7 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
     return Status::error(collieInvalidArgument, "COLLIE_PROGRAM_CACHE must be 1..1048576 programs");
   limits.maxEntries = static_cast<size_t>(entries);
   e->programs_ = std::make_unique<ProgramCache>(limits);
+  e->graphsGone_ = std::make_shared<GraphsGone>();
   *out = std::move(e);
   return Status();
 }
@@ -148,6 +175,7 @@ Status CudaExecutor::program(const Program& program, const Step** out) {
   // changing counts do not make the copies grow without bound.
   const uint64_t launch = launchSeq_ + 1;
   if (void* found = programs_->find(program.steps, launch, capturing_)) {
+    if (capturing_) holdForGraph(found);
     *out = static_cast<const Step*>(found);
     return Status();
   }
@@ -170,8 +198,42 @@ Status CudaExecutor::program(const Program& program, const Step** out) {
     return st;
   }
   programs_->insert(program.steps, block, bytes, launch, capturing_);
+  if (capturing_) holdForGraph(block);
   *out = static_cast<const Step*>(block);
   return Status();
+}
+
+void CudaExecutor::holdForGraph(void* block) {
+  // Bookkeeping only: a failure here costs the block until the communicator goes, never the call.
+  RelaxedCapture relaxed;
+  auto* hold = new GraphHold;
+  hold->gone = graphsGone_;
+  hold->block = block;
+  cudaUserObject_t object;
+  if (captureGraph_ == nullptr ||
+      cudaUserObjectCreate(&object, hold, &GraphHold::destroy, 1, cudaUserObjectNoDestructorSync) != cudaSuccess) {
+    (void)cudaGetLastError();
+    delete hold;
+    return;
+  }
+  // The graph takes over our reference: the object lives as long as the graph, its executable graphs and their
+  // queued replays (CUDA defers the destructor until those finish).
+  if (cudaGraphRetainUserObject(static_cast<cudaGraph_t>(captureGraph_), object, 1, cudaGraphUserObjectMove) !=
+      cudaSuccess) {
+    (void)cudaGetLastError();
+    hold->keep.store(true);
+    (void)cudaUserObjectRelease(object, 1);  // its destructor now only frees `hold`
+    (void)cudaGetLastError();
+  }
+}
+
+void CudaExecutor::unpinGone() {
+  std::vector<void*> gone;
+  {
+    std::lock_guard<std::mutex> lock(graphsGone_->mu);
+    gone.swap(graphsGone_->blocks);
+  }
+  for (void* b : gone) programs_->unpin(b);
 }
 
 void CudaExecutor::pollCheckpoints() {
@@ -275,7 +337,18 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing"));
   capturing_ = capture != cudaStreamCaptureStatusNone;
-  // Learn which programs no launch reads any more, so their blocks can be reused.
+  captureGraph_ = nullptr;
+  if (capturing_) {
+    cudaGraph_t graph = nullptr;
+    // Without the graph, programs of this launch stay pinned (holdForGraph).
+    if (cudaStreamGetCaptureInfo(stream, &capture, nullptr, &graph) == cudaSuccess)
+      captureGraph_ = graph;
+    else
+      (void)cudaGetLastError();
+  }
+  // Programs whose graphs are gone count against the cache's limits again; learn which programs no launch reads
+  // any more, so their blocks can be reused.
+  unpinGone();
   if (programs_->overLimit()) pollCheckpoints();
   KernelArgs a;
   bool empty = true;

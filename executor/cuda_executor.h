@@ -26,6 +26,8 @@
 
 namespace collie {
 
+struct GraphsGone;  // cuda_executor.cc
+
 class DeviceWindows;
 class RemoteProxy;
 
@@ -89,6 +91,11 @@ class CudaExecutor : public Executor, private LaunchStorage {
   Status waitForPrevious(void* stream, bool captured);
   void enqueued(void* stream);
   Status recordDone(void* stream, bool captured);
+  // The graph being captured owns a CUDA user object for the program in `block`, whose destructor queues the
+  // block in graphsGone_ once the graph, its executable graphs and their replays are all gone; unpinGone() then
+  // unpins it in the cache. Without one (an error), the program stays pinned until the communicator goes.
+  void holdForGraph(void* block);
+  void unpinGone();
 
   int rank_ = 0;
   int device_ = -1;
@@ -113,6 +120,8 @@ class CudaExecutor : public Executor, private LaunchStorage {
   std::unique_ptr<ProgramCache> programs_;
   uint64_t launchSeq_ = 0;                              // launches made so far; the one being planned is launchSeq_ + 1
   bool capturing_ = false;                              // the launch being planned is captured into a graph
+  void* captureGraph_ = nullptr;                        // cudaGraph_t being captured, while capturing_
+  std::shared_ptr<GraphsGone> graphsGone_;              // shared with the user objects' destructors
   std::deque<std::pair<uint64_t, void*>> checkpoints_;  // (launch, cudaEvent_t), oldest first
   std::vector<void*> spareEvents_;                      // checkpoint events not in use
   std::vector<void*> scratch_;                          // every scratch buffer made; the last is the largest

@@ -50,8 +50,7 @@ void* ProgramCache::find(const std::vector<Step>& steps, uint64_t launch, bool c
     Entry& e = it->second;
     if (!same(e.steps, steps)) continue;
     e.lastUse = std::max(e.lastUse, launch);
-    if (captured && !e.pinned) {
-      e.pinned = true;
+    if (captured && e.pins++ == 0) {
       --unpinned_;
       unpinnedBytes_ -= e.bytes;
     }
@@ -82,7 +81,7 @@ void ProgramCache::insert(const std::vector<Step>& steps, void* block, size_t by
   e.block = block;
   e.bytes = bytes;
   e.lastUse = launch;
-  e.pinned = captured;
+  e.pins = captured ? 1 : 0;
   if (!captured) {
     ++unpinned_;
     unpinnedBytes_ += bytes;
@@ -92,6 +91,19 @@ void ProgramCache::insert(const std::vector<Step>& steps, void* block, size_t by
 
 void ProgramCache::release(void* block, size_t bytes) { free_[bytes].push_back(block); }
 
+void ProgramCache::unpin(void* block) {
+  // Rare (a graph destroyed), so a scan rather than an index by block.
+  for (auto& entry : entries_) {
+    Entry& e = entry.second;
+    if (e.block != block || e.pins == 0) continue;
+    if (--e.pins == 0) {
+      ++unpinned_;
+      unpinnedBytes_ += e.bytes;
+    }
+    return;
+  }
+}
+
 bool ProgramCache::overLimit() const { return unpinned_ > limits_.maxEntries || unpinnedBytes_ > limits_.maxBytes; }
 
 void ProgramCache::completed(uint64_t launch) {
@@ -100,7 +112,7 @@ void ProgramCache::completed(uint64_t launch) {
   // limits leaves room, so the scan does not come back at every call.
   std::vector<std::pair<uint64_t, decltype(entries_)::iterator>> old;
   for (auto it = entries_.begin(); it != entries_.end(); ++it)
-    if (!it->second.pinned && it->second.lastUse <= launch) old.emplace_back(it->second.lastUse, it);
+    if (it->second.pins == 0 && it->second.lastUse <= launch) old.emplace_back(it->second.lastUse, it);
   std::sort(old.begin(), old.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& o : old) {
     if (unpinned_ <= limits_.maxEntries * 3 / 4 && unpinnedBytes_ <= limits_.maxBytes * 3 / 4) break;

@@ -16,11 +16,11 @@
 // them is known to have finished (completed()), and their device blocks
 // (power-of-two sizes) are handed out again for the next uploads, a larger
 // one when none of the size is free. A copy used by a launch captured into a
-// CUDA graph is pinned: the graph may replay it at any time, so it stays until
-// the communicator goes, even after the graph is destroyed (Collie is not
-// told): capturing graph after graph with new counts still grows. Equality is
-// field by field: a Step has padding bytes, which two equal programs need not
-// share.
+// CUDA graph is pinned, once per graph: the graph may replay it at any time.
+// The executor learns when such a graph is gone (a CUDA user object the graph
+// owns, destroyed once the graph, its executable graphs and their queued
+// replays are) and unpins it then. Equality is field by field: a Step has
+// padding bytes, which two equal programs need not share.
 #pragma once
 
 #include <cstddef>
@@ -45,7 +45,8 @@ class ProgramCache {
   ProgramCache& operator=(const ProgramCache&) = delete;
 
   /// The device copy of `steps`, or nullptr. A hit is marked as read by
-  /// launch `launch` (numbers grow by launch) and, when `captured`, pinned.
+  /// launch `launch` (numbers grow by launch) and, when `captured`, pinned
+  /// once more.
   void* find(const std::vector<Step>& steps, uint64_t launch, bool captured);
   /// Bytes of the device block that holds `steps` (a power of two, at least 256).
   static size_t blockBytes(size_t steps);
@@ -59,6 +60,10 @@ class ProgramCache {
   void insert(const std::vector<Step>& steps, void* block, size_t bytes, uint64_t launch, bool captured);
   /// Gives back a block of `bytes` whose upload failed.
   void release(void* block, size_t bytes);
+  /// A graph that pinned the program in `block` (find or insert while
+  /// captured) is gone, with every replay of it: one pin fewer. Unpinned, the
+  /// program is evicted like any other once the launches that read it finished.
+  void unpin(void* block);
   /// Every launch numbered up to `launch` has finished: evicts unpinned
   /// programs no later launch reads, least recently used first, until within
   /// the limits; their blocks become free.
@@ -77,7 +82,7 @@ class ProgramCache {
     void* block = nullptr;
     size_t bytes = 0;  // of the block
     uint64_t lastUse = 0;
-    bool pinned = false;
+    uint32_t pins = 0;  // graphs that may replay it
   };
   static uint64_t hash(const std::vector<Step>& steps);
   static bool same(const std::vector<Step>& a, const std::vector<Step>& b);

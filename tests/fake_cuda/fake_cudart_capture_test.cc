@@ -1,6 +1,9 @@
 // Unit tests of the fake CUDA runtime's stream capture and graphs: what is recorded and replayed,
 // and the misuses CUDA refuses during a capture, with its error codes.
+#include <atomic>
+#include <chrono>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "fake_cudart_test_util.h"
@@ -433,6 +436,48 @@ TEST_F(FakeCuda, LaunchesOfOneGraphAreSerialized) {
   for (cudaGraphExec_t e : {x, y}) EXPECT_EQ(cudaGraphExecDestroy(e), cudaSuccess);
   for (cudaGraph_t e : {g, outer}) EXPECT_EQ(cudaGraphDestroy(e), cudaSuccess);
   for (cudaStream_t e : {s, a, b}) EXPECT_EQ(cudaStreamDestroy(e), cudaSuccess);
+}
+
+// A user object a capture's graph owns (named by cudaStreamGetCaptureInfo while it is being built) is
+// destroyed only once the graph, its executable graph and the launches queued from it are all gone.
+TEST_F(FakeCuda, AGraphsUserObjectGoesWithTheGraphAndItsLaunches) {
+  cudaStream_t s = nonBlockingStream();
+  CaptureGuard guard{s};
+  std::atomic<int> destroyed{0};
+  cudaUserObject_t object = nullptr;
+  ASSERT_EQ(cudaUserObjectCreate(
+                &object, &destroyed, [](void* p) { ++*static_cast<std::atomic<int>*>(p); }, 1,
+                cudaUserObjectNoDestructorSync),
+            cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaGraph_t building = nullptr;
+  ASSERT_EQ(cudaStreamGetCaptureInfo(s, &status, nullptr, &building), cudaSuccess);
+  EXPECT_EQ(status, cudaStreamCaptureStatusActive);
+  ASSERT_NE(building, nullptr);
+  ASSERT_EQ(cudaGraphRetainUserObject(building, object, 1, cudaGraphUserObjectMove), cudaSuccess);
+  std::atomic<bool> gate{false};
+  ASSERT_EQ(enqueue(s, gated(gate)), cudaSuccess);
+  cudaGraph_t g = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(s, &g), cudaSuccess);
+  cudaGraphExec_t x = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&x, g, 0), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(g), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(x, s), cudaSuccess);  // held by the gate
+  EXPECT_EQ(cudaGraphExecDestroy(x), cudaSuccess);
+  EXPECT_EQ(destroyed.load(), 0) << "a queued launch still refers to the graph";
+  gate = true;
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  for (int i = 0; i < 1000 && destroyed.load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(destroyed.load(), 1);
+  // Not capturing: no graph; the dependency nodes are not modelled.
+  ASSERT_EQ(cudaStreamGetCaptureInfo(s, &status, nullptr, &building), cudaSuccess);
+  EXPECT_EQ(status, cudaStreamCaptureStatusNone);
+  size_t deps = 0;
+  EXPECT_EQ(cudaStreamGetCaptureInfo(s, &status, nullptr, nullptr, nullptr, nullptr, &deps), cudaErrorNotSupported);
+  EXPECT_EQ(cudaUserObjectCreate(&object, nullptr, nullptr, 1, cudaUserObjectNoDestructorSync), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  cudaGetLastError();
 }
 
 }  // namespace

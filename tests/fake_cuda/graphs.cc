@@ -154,7 +154,10 @@ cudaError_t endCapture(cudaStream_t handle, cudaGraph_t* out) {
   return cudaSuccess;
 }
 
-cudaError_t isCapturing(cudaStream_t handle, cudaStreamCaptureStatus* status) {
+// cudaStreamIsCapturing, and cudaStreamGetCaptureInfo's status, id and graph: the graph being built is named by
+// its capture, which cudaGraphRetainUserObject accepts (user_objects.cc).
+cudaError_t captureInfo(cudaStream_t handle, cudaStreamCaptureStatus* status, unsigned long long* id = nullptr,
+                        cudaGraph_t* graph = nullptr) {
   if (status == nullptr) return cudaErrorInvalidValue;
   if (const cudaError_t e = begin()) return e;
   State& st = state();
@@ -168,10 +171,13 @@ cudaError_t isCapturing(cudaStream_t handle, cudaStreamCaptureStatus* status) {
       for (const std::shared_ptr<Stream>& m : c->members)
         if (m->device == s->device && m->blocking()) return cudaErrorStreamCaptureImplicit;
   }
-  if (!s->capture)
+  if (!s->capture) {
     *status = cudaStreamCaptureStatusNone;
-  else
-    *status = s->capture->invalidated ? cudaStreamCaptureStatusInvalidated : cudaStreamCaptureStatusActive;
+    return cudaSuccess;
+  }
+  *status = s->capture->invalidated ? cudaStreamCaptureStatusInvalidated : cudaStreamCaptureStatusActive;
+  if (id != nullptr) *id = reinterpret_cast<uintptr_t>(s->capture.get());
+  if (graph != nullptr) *graph = reinterpret_cast<cudaGraph_t>(s->capture.get());
   return cudaSuccess;
 }
 
@@ -351,7 +357,16 @@ cudaError_t CUDARTAPI cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* gra
 }
 
 cudaError_t CUDARTAPI cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
-  return report(isCapturing(stream, status));
+  return report(captureInfo(stream, status));
+}
+
+// The dependency nodes are not modelled (no node handles): asking for them is refused.
+cudaError_t CUDARTAPI cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptureStatus* status,
+                                               unsigned long long* id, cudaGraph_t* graph,
+                                               const cudaGraphNode_t** dependencies, const cudaGraphEdgeData** edges,
+                                               size_t* numDependencies) {
+  if (dependencies != nullptr || edges != nullptr || numDependencies != nullptr) return report(cudaErrorNotSupported);
+  return report(captureInfo(stream, status, id, graph));
 }
 
 cudaError_t CUDARTAPI cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode) {

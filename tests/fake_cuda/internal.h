@@ -83,12 +83,17 @@ struct Node {
   std::vector<size_t> deps;
 };
 
-/// Allocations a capture made with cudaMallocAsync and freed with cudaFreeAsync: the graph owns them
-/// (as a graph's memory nodes own theirs) and they are freed when the last graph, executable graph or
-/// queued launch referring to them is gone. The destructor only queues the frees (deferFree), so it
+struct UserObject;
+
+/// What a graph owns: allocations a capture made with cudaMallocAsync and freed with cudaFreeAsync (as a
+/// graph's memory nodes own theirs), and references to user objects (cudaGraphRetainUserObject). Both
+/// are released when the last graph, executable graph or queued launch referring to them is gone, as
+/// CUDA defers a user object's release until the graph's launches have finished. The destructor only
+/// queues the frees (deferFree) and runs user objects' destructors, which may make no CUDA call, so it
 /// may run with the state mutex held.
 struct GraphMem {
   std::vector<void*> ptrs;
+  std::vector<UserObject*> users;  // one entry per reference
   ~GraphMem();
 };
 
@@ -222,6 +227,10 @@ cudaError_t unsafeCallCheck(State& st);
 cudaError_t recordNode(State& st, Stream& s, Node& node);
 /// The same for a work node.
 cudaError_t recordNode(State& st, Stream& s, Work& work);
+
+// ---------------------------------------------------------------- user_objects.cc
+/// Drops `count` references; the last one runs the object's destructor.
+void releaseUserObject(UserObject* u, unsigned count);
 
 // ---------------------------------------------------------------- memory.cc
 /// The allocation containing [p, p + 1), or null.

@@ -172,6 +172,7 @@ Work releaseWork(void* p) {
 
 GraphMem::~GraphMem() {
   for (void* p : ptrs) deferFree(p);
+  for (UserObject* u : users) releaseUserObject(u, 1);
 }
 
 void deferFree(void* p) {

@@ -4,8 +4,8 @@
 // call reuse a bounded set of blocks;
 // calls queued behind a held stream keep theirs; a global-mode capture in
 // another thread survives the cache's bookkeeping; a captured program is
-// never overwritten, so its graph replays right after many eager calls. Every
-// result is checked. Skips, saying why, when no GPU is usable.
+// never overwritten, so its graph replays right after many eager calls, and is
+// released once its graph is gone. Every result is checked. Skips, saying why, when no GPU is usable.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -266,6 +266,61 @@ TEST(CudaBackend, ACapturedProgramIsNeverOverwritten) {
     cudaStreamDestroy(s);
   });
   for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
+}
+
+// Graphs captured one after another with new counts (a mixture of experts'
+// splits under CUDA graphs), each replayed and then destroyed: each pins its
+// program only while it exists (a CUDA user object the graph owns tells the
+// executor when it is gone), so the blocks stay bounded instead of one more
+// per graph. Every replay and eager call is checked.
+TEST(CudaBackend, GraphsThatAreGoneUnpinTheirPrograms) {
+  SKIP_WITHOUT_GPU();
+  LongRingEnv env("2");
+  const int n = 22, graphs = 12;
+  collie::test::Comms comms(n);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  std::vector<std::string> errors(n);
+  collie::test::onRanks(n, [&](int r) {
+    std::string& err = errors[static_cast<size_t>(r)];
+    cudaStream_t s;
+    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
+      err = "cudaStreamCreate";
+      return;
+    }
+    // Call 2k is graph k's, call 2k + 1 an eager one; every buffer made first (see ACapturedProgramIsNeverOverwritten).
+    std::vector<CallBuffers> b(2 * graphs);
+    for (int k = 0; k < 2 * graphs && err.empty(); ++k)
+      if (!b[k].make(r, k, 1001 + 16 * static_cast<size_t>(k))) err = "preparing buffers";
+    for (int k = 0; k < graphs && err.empty(); ++k) {
+      CallBuffers& g = b[2 * k];
+      cudaGraph_t graph = nullptr;
+      cudaGraphExec_t exec = nullptr;
+      cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+      const collieResult_t res = collieAllReduce(g.in, g.out, g.count, collieFloat32, collieSum, comms[r], s);
+      if (cudaStreamEndCapture(s, &graph) != cudaSuccess || res != collieSuccess)
+        err = "capture " + std::to_string(k) + ": " + collieGetLastError(comms[r]);
+      else if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess)
+        err = "cudaGraphInstantiate";
+      if (err.empty() && (cudaGraphLaunch(exec, s) != cudaSuccess || cudaStreamSynchronize(s) != cudaSuccess))
+        err = "replay " + std::to_string(k);
+      if (err.empty()) err = g.check(n, 2 * k);
+      if (exec != nullptr) cudaGraphExecDestroy(exec);
+      if (graph != nullptr) cudaGraphDestroy(graph);
+      CallBuffers& e = b[2 * k + 1];
+      if (err.empty() && collieAllReduce(e.in, e.out, e.count, collieFloat32, collieSum, comms[r], s) != collieSuccess)
+        err = "eager call " + std::to_string(k) + ": " + collieGetLastError(comms[r]);
+      if (err.empty() && cudaStreamSynchronize(s) != cudaSuccess) err = "cudaStreamSynchronize";
+      if (err.empty()) err = e.check(n, 2 * k + 1);
+    }
+    cudaStreamDestroy(s);
+  });
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
+    const auto* exec = dynamic_cast<const collie::CudaExecutor*>(comms[r]->executor.get());
+    ASSERT_NE(exec, nullptr);
+    // As in ChangingCountsReuseUploadedPrograms; with every graph's program pinned for ever it would be 12 or more.
+    EXPECT_LE(exec->programBlocks(), 8u) << "rank " << r << " after " << graphs << " graphs";
+  }
 }
 
 }  // namespace

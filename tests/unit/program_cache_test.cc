@@ -136,6 +136,34 @@ TEST(ProgramCache, ProgramsOfCapturedLaunchesAreNeverReused) {
   EXPECT_EQ(cache.find(makeProgram(50, 3), 1001, false), block(3));
 }
 
+// Each graph that captured a launch reading a program pins it once; when the
+// last of them is gone (unpin), the program is evicted like any other.
+TEST(ProgramCache, AProgramIsUnpinnedWhenEveryGraphThatPinnedItIsGone) {
+  ProgramCache cache(ProgramCache::Limits{1, 1u << 20});
+  cache.insert(makeProgram(50, 1), block(1), k50, 1, true);      // graph A
+  EXPECT_EQ(cache.find(makeProgram(50, 1), 2, true), block(1));  // graph B
+  cache.insert(makeProgram(50, 3), block(3), k50, 3, false);
+  cache.unpin(block(1));  // A is gone, B may still replay it
+  cache.unpin(block(7));  // no such program: nothing happens
+  EXPECT_FALSE(cache.overLimit());
+  cache.completed(1000);
+  EXPECT_EQ(cache.find(makeProgram(50, 1), 4, false), block(1)) << "still pinned by graph B";
+  cache.unpin(block(1));  // B is gone
+  EXPECT_TRUE(cache.overLimit()) << "it counts against the limits again";
+  cache.completed(3);
+  EXPECT_EQ(cache.entries(), 1u) << "program 3 goes; launch 4 may still read program 1";
+  EXPECT_EQ(takeFree(cache, 50), block(3));
+  cache.insert(makeProgram(50, 5), block(5), k50, 5, false);
+  cache.completed(5);
+  EXPECT_EQ(cache.entries(), 0u);
+  std::set<void*> reused;
+  for (void* b = takeFree(cache, 50); b != nullptr; b = takeFree(cache, 50)) reused.insert(b);
+  EXPECT_EQ(reused, (std::set<void*>{block(1), block(5)}));
+  cache.unpin(block(1));  // a stale unpin of an evicted program changes nothing
+  EXPECT_EQ(cache.entries(), 0u);
+  EXPECT_FALSE(cache.overLimit());
+}
+
 TEST(ProgramCache, TheByteLimitBoundsLargePrograms) {
   const size_t big = ProgramCache::blockBytes(2000);
   ProgramCache cache(ProgramCache::Limits{1000, 2 * big});
