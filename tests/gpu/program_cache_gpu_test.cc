@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -76,11 +77,43 @@ struct CallBuffers {
                ", expected " + std::to_string(sum(n, k, i));
     return "";
   }
+  // An allreduce of these buffers captured on `s` into *graph, instantiated as *exec; "" or what failed.
+  std::string capture(collieComm_t comm, cudaStream_t s, cudaGraph_t* graph, cudaGraphExec_t* exec) const {
+    cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+    const collieResult_t res = collieAllReduce(in, out, count, collieFloat32, collieSum, comm, s);
+    if (cudaStreamEndCapture(s, graph) != cudaSuccess || res != collieSuccess)
+      return std::string("capture: ") + collieGetLastError(comm);
+    return cudaGraphInstantiate(exec, *graph, 0) == cudaSuccess ? "" : "cudaGraphInstantiate";
+  }
+  // Call k of n ranks, eager, waited for and checked; "" or what failed.
+  std::string call(collieComm_t comm, cudaStream_t s, int n, int k) const {
+    if (collieAllReduce(in, out, count, collieFloat32, collieSum, comm, s) != collieSuccess)
+      return "eager call " + std::to_string(k) + ": " + collieGetLastError(comm);
+    if (cudaStreamSynchronize(s) != cudaSuccess) return "cudaStreamSynchronize";
+    return check(n, k);
+  }
   ~CallBuffers() {
     cudaFree(in);
     cudaFree(out);
   }
 };
+
+// Runs body(r, stream, error) on n rank threads, each with a non-blocking stream of its own; returns each
+// rank's error ("" when it passed).
+std::vector<std::string> onRankStreams(int n, const std::function<void(int, cudaStream_t, std::string&)>& body) {
+  std::vector<std::string> errors(n);
+  collie::test::onRanks(n, [&](int r) {
+    std::string& err = errors[static_cast<size_t>(r)];
+    cudaStream_t s;
+    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
+      err = "cudaStreamCreate";
+      return;
+    }
+    body(r, s, err);
+    cudaStreamDestroy(s);
+  });
+  return errors;
+}
 
 // Programs longer than the 40 steps a launch carries are uploaded to the
 // device and found again by their content on the next call (the default
@@ -227,14 +260,7 @@ TEST(CudaBackend, ACapturedProgramIsNeverOverwritten) {
   const int n = 22, eager = 6;
   collie::test::Comms comms(n);
   ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
-  std::vector<std::string> errors(n);
-  collie::test::onRanks(n, [&](int r) {
-    std::string& err = errors[static_cast<size_t>(r)];
-    cudaStream_t s;
-    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
-      err = "cudaStreamCreate";
-      return;
-    }
+  const std::vector<std::string> errors = onRankStreams(n, [&](int r, cudaStream_t s, std::string& err) {
     // Every buffer made first, freed last: cudaFree may wait for the whole device, where the other ranks'
     // kernels wait for this rank's next call.
     // b[0]: the captured call's, larger than the eager ones, so a replay of an eager program would leave
@@ -244,26 +270,13 @@ TEST(CudaBackend, ACapturedProgramIsNeverOverwritten) {
       if (!b[k].make(r, k, 1001 + 16 * static_cast<size_t>(k == 0 ? eager : k - 1))) err = "preparing buffers";
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
-    if (err.empty()) {
-      cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
-      const collieResult_t res = collieAllReduce(b[0].in, b[0].out, b[0].count, collieFloat32, collieSum, comms[r], s);
-      if (cudaStreamEndCapture(s, &graph) != cudaSuccess || res != collieSuccess)
-        err = std::string("capture: ") + collieGetLastError(comms[r]);
-      else if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess)
-        err = "cudaGraphInstantiate";
-    }
-    for (int k = 1; k <= eager && err.empty(); ++k) {
-      if (collieAllReduce(b[k].in, b[k].out, b[k].count, collieFloat32, collieSum, comms[r], s) != collieSuccess)
-        err = "eager call " + std::to_string(k) + ": " + collieGetLastError(comms[r]);
-      if (err.empty() && cudaStreamSynchronize(s) != cudaSuccess) err = "cudaStreamSynchronize";
-      if (err.empty()) err = b[k].check(n, k);
-    }
+    if (err.empty()) err = b[0].capture(comms[r], s, &graph, &exec);
+    for (int k = 1; k <= eager && err.empty(); ++k) err = b[k].call(comms[r], s, n, k);
     if (err.empty() && (cudaGraphLaunch(exec, s) != cudaSuccess || cudaStreamSynchronize(s) != cudaSuccess))
       err = "replay";
     if (err.empty()) err = b[0].check(n, 0);
     if (exec != nullptr) cudaGraphExecDestroy(exec);
     if (graph != nullptr) cudaGraphDestroy(graph);
-    cudaStreamDestroy(s);
   });
   for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
 }
@@ -279,40 +292,22 @@ TEST(CudaBackend, GraphsThatAreGoneUnpinTheirPrograms) {
   const int n = 22, graphs = 12;
   collie::test::Comms comms(n);
   ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
-  std::vector<std::string> errors(n);
-  collie::test::onRanks(n, [&](int r) {
-    std::string& err = errors[static_cast<size_t>(r)];
-    cudaStream_t s;
-    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
-      err = "cudaStreamCreate";
-      return;
-    }
+  const std::vector<std::string> errors = onRankStreams(n, [&](int r, cudaStream_t s, std::string& err) {
     // Call 2k is graph k's, call 2k + 1 an eager one; every buffer made first (see ACapturedProgramIsNeverOverwritten).
     std::vector<CallBuffers> b(2 * graphs);
     for (int k = 0; k < 2 * graphs && err.empty(); ++k)
       if (!b[k].make(r, k, 1001 + 16 * static_cast<size_t>(k))) err = "preparing buffers";
     for (int k = 0; k < graphs && err.empty(); ++k) {
-      CallBuffers& g = b[2 * k];
       cudaGraph_t graph = nullptr;
       cudaGraphExec_t exec = nullptr;
-      cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
-      const collieResult_t res = collieAllReduce(g.in, g.out, g.count, collieFloat32, collieSum, comms[r], s);
-      if (cudaStreamEndCapture(s, &graph) != cudaSuccess || res != collieSuccess)
-        err = "capture " + std::to_string(k) + ": " + collieGetLastError(comms[r]);
-      else if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess)
-        err = "cudaGraphInstantiate";
+      err = b[2 * k].capture(comms[r], s, &graph, &exec);
       if (err.empty() && (cudaGraphLaunch(exec, s) != cudaSuccess || cudaStreamSynchronize(s) != cudaSuccess))
         err = "replay " + std::to_string(k);
-      if (err.empty()) err = g.check(n, 2 * k);
+      if (err.empty()) err = b[2 * k].check(n, 2 * k);
       if (exec != nullptr) cudaGraphExecDestroy(exec);
       if (graph != nullptr) cudaGraphDestroy(graph);
-      CallBuffers& e = b[2 * k + 1];
-      if (err.empty() && collieAllReduce(e.in, e.out, e.count, collieFloat32, collieSum, comms[r], s) != collieSuccess)
-        err = "eager call " + std::to_string(k) + ": " + collieGetLastError(comms[r]);
-      if (err.empty() && cudaStreamSynchronize(s) != cudaSuccess) err = "cudaStreamSynchronize";
-      if (err.empty()) err = e.check(n, 2 * k + 1);
+      if (err.empty()) err = b[2 * k + 1].call(comms[r], s, n, 2 * k + 1);
     }
-    cudaStreamDestroy(s);
   });
   for (int r = 0; r < n; ++r) {
     EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
