@@ -168,10 +168,16 @@ __device__ inline int fromThread0(int v, int* shared) {
 template <typename T, ReduceOp Op>
 class DevicePrims {
  public:
-  /// `counters` points at this block's shared copy: posted[n] then consumed[n].
-  /// `shared` is one int of shared memory for handing thread 0's answers out.
+  /// `counters` points at this block's shared copy: posted[n], consumed[n],
+  /// then the credits thread 0 has seen (program_block.cuh). `shared` is one
+  /// int of shared memory for handing thread 0's answers out.
   __device__ DevicePrims(const KernelArgs& a, int channel, uint64_t* counters, int* shared)
-      : a_(a), channel_(channel), posted_(counters), consumed_(counters + a.layout.nranks), shared_(shared) {}
+      : a_(a),
+        channel_(channel),
+        posted_(counters),
+        consumed_(counters + a.layout.nranks),
+        credited_(counters + 2 * a.layout.nranks),
+        shared_(shared) {}
 
   // The slice's size (n) is for LL, whose receiver waits on each line; here one flag says the whole slice is in.
   __device__ bool arrived(int p, uint64_t) { return dev::syncOr(dev::tid() == 0 && pollArrived(p)); }
@@ -246,9 +252,12 @@ class DevicePrims {
   __device__ bool pollArrived(int p) const {
     return sliceReady(consumed_[p], dev::loadAcquireSys(a_.inboxes[p] + a_.layout.readyOffset(channel_, p)));
   }
-  __device__ bool pollRoom(int q) const {
-    return slotFree(posted_[q], dev::loadAcquireSys(a_.inboxes[q] + a_.layout.creditOffset(channel_, q)),
-                    a_.layout.nslots);
+  // Thread 0 only. Room the credits seen before already show (the last launch's drain saw every slice
+  // credited) needs no load: one round trip fewer for most sends.
+  __device__ bool pollRoom(int q) {
+    if (slotFree(posted_[q], credited_[q], a_.layout.nslots)) return true;
+    credited_[q] = dev::loadAcquireSys(a_.inboxes[q] + a_.layout.creditOffset(channel_, q));
+    return slotFree(posted_[q], credited_[q], a_.layout.nslots);
   }
   // The proxy lost this peer (another host): waits on it give up, others go on.
   __device__ bool lost(int peer) const { return a_.lost != nullptr && dev::loadFlag(a_.lost + peer) != 0; }
@@ -280,6 +289,7 @@ class DevicePrims {
   int channel_;
   uint64_t* posted_;
   uint64_t* consumed_;
+  uint64_t* credited_;
   int* shared_;
 };
 

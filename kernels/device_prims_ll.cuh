@@ -26,6 +26,7 @@ class DevicePrimsLL {
         mine_(a.windows[a.rank]),
         posted_(counters),
         consumed_(counters + a.layout.nranks),
+        credited_(counters + 2 * a.layout.nranks),
         shared_(shared),
         out_(stage),
         in_(stage + llPayloadBytes(a.layout.llSlotBytes) / 4) {}
@@ -108,8 +109,11 @@ class DevicePrimsLL {
   __device__ bool firstLineIn(int p) const {
     return static_cast<uint32_t>(dev::loadVolatile64(slotIn(p)) >> 32) == llFlag(consumed_[p]);
   }
-  __device__ bool pollRoom(int q) const {
-    return slotFree(posted_[q], dev::loadAcquireSys(mine_ + a_.layout.creditOffset(channel_, q)), a_.layout.nslots);
+  // Thread 0 only; as DevicePrims::pollRoom, a load only when the credits seen so far show no room.
+  __device__ bool pollRoom(int q) {
+    if (slotFree(posted_[q], credited_[q], a_.layout.nslots)) return true;
+    credited_[q] = dev::loadAcquireSys(mine_ + a_.layout.creditOffset(channel_, q));
+    return slotFree(posted_[q], credited_[q], a_.layout.nslots);
   }
   __device__ bool gaveUp(uint64_t deadline, int* rc) const {
     if (dev::loadFlag(&a_.status->abort) != 0 || dev::loadFlag(a_.failed) != 0) *rc = collieRemoteError;
@@ -179,6 +183,7 @@ class DevicePrimsLL {
   uint8_t* mine_;
   uint64_t* posted_;
   uint64_t* consumed_;
+  uint64_t* credited_;  // thread 0's
   int* shared_;
   uint32_t* out_;
   uint32_t* in_;

@@ -19,8 +19,8 @@ namespace collie {
 template <typename Prims>
 __device__ Prims makePrims(const KernelArgs& a, int c, uint64_t* counters, int* handoff) {
   if constexpr (std::is_constructible<Prims, const KernelArgs&, int, uint64_t*, int*, uint32_t*>::value) {
-    // LL: the two staged slices follow the counters in dynamic shared memory.
-    return Prims(a, c, counters, handoff, reinterpret_cast<uint32_t*>(counters + 2 * a.layout.nranks));
+    // LL: the two staged slices follow the three counter arrays in dynamic shared memory.
+    return Prims(a, c, counters, handoff, reinterpret_cast<uint32_t*>(counters + 3 * a.layout.nranks));
   } else {
     return Prims(a, c, counters, handoff);
   }
@@ -40,6 +40,9 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
   // This block's counters (posted[n], consumed[n]) live in shared memory for
   // the launch and in a.counters between launches: kernels of one
   // communicator run in stream order, so each starts where the last stopped.
+  // A third array, credited[n], is thread 0's knowledge of the peers' credits,
+  // so that a send with room known needs no load: every launch ends with a
+  // drain, so at the start every slice posted has been credited.
   const int n = static_cast<int>(a.layout.nranks);
   // "This rank's kernel for call seq has begun", for a peer's timeout report; every block writes the same value.
   if (dev::tid() == 0) dev::storeVolatile64(a.windows[a.rank] + kStartedOffset, a.seq + 1);
@@ -50,6 +53,7 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
   for (int p = dev::tid(); p < n; p += dev::nthreads()) {
     counters[p] = posted[p];
     counters[n + p] = consumed[p];
+    counters[2 * n + p] = posted[p];
   }
   // A communicator that failed once is broken: later launches do nothing.
   if (dev::tid() == 0) *handoff = dev::loadFlag(a.failed);
@@ -111,9 +115,9 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
   }
 }
 
-/// Dynamic shared memory of a launch: counters, and for LL two staged slices.
+/// Dynamic shared memory of a launch: counters (posted, consumed, credited), and for LL two staged slices.
 inline size_t programSharedBytes(const KernelArgs& a, bool ll) {
-  return 2 * sizeof(uint64_t) * a.layout.nranks + (ll ? 2 * llPayloadBytes(a.layout.llSlotBytes) : 0);
+  return 3 * sizeof(uint64_t) * a.layout.nranks + (ll ? 2 * llPayloadBytes(a.layout.llSlotBytes) : 0);
 }
 
 }  // namespace collie

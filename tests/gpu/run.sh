@@ -134,6 +134,9 @@ if want bench && [ -x "$bench" ]; then
     step "bench_small_t${t}_graphs" "$bench" allreduce -t "$t" --backend cuda -b 8 -e 64K -f 2 -G 20 \
       --json "$logs/small_t${t}_graphs.json"
   done
+  # What LL buys for small calls: the same sizes with Simple forced (bench_allreduce_t4 picks LL up to 64 KiB).
+  step bench_small_t4_simple env COLLIE_PROTO=simple "$bench" allreduce -t 4 --backend cuda -b 8 -e 64K -f 4 \
+    --json "$logs/small_t4_simple.json"
   for c in allgather reducescatter alltoall; do
     step "bench_${c}_t4" "$bench" "$c" -t 4 --backend cuda -b 1K -e 256M -f 16 --limit --json "$logs/${c}_t4.json"
   done
