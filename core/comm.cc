@@ -390,11 +390,16 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
     return createUcxWindows(nullptr, {}, nullptr, 0, nullptr).withContext(spanning);
   // A CUDA communicator spanning hosts takes the staged path below unless
   // COLLIE_GPU_REMOTE=proxy asks for the kernels to reach the other hosts
-  // through the proxy thread (not yet run on a GPU, hence not the default).
+  // through the proxy thread (not yet run on a GPU, hence not the default);
+  // so does one whose GPUs on a host cannot all reach each other by P2P.
   const std::string gpuRemote = env::get("COLLIE_GPU_REMOTE").value_or("staged");
   if (gpuRemote != "staged" && gpuRemote != "proxy")
     return Status::error(collieInvalidArgument, "COLLIE_GPU_REMOTE=%s: expected staged or proxy", gpuRemote.c_str());
-  if (comm->backend == collieBackendCuda && (farPeer < 0 || gpuRemote == "proxy")) {
+  // Peers' device windows are reached directly unless a GPU cannot reach another by P2P: then staged too.
+  bool direct = false;
+  if (comm->backend == collieBackendCuda && (farPeer < 0 || gpuRemote == "proxy"))
+    COLLIE_RETURN_IF_ERROR(agreeOnDirectPeers(comm.get(), &direct));
+  if (direct) {
     COLLIE_RETURN_IF_ERROR(setupCudaBackend(comm.get(), options, otherHost, spinPolls(comm->peers, rank)));
     *out = comm.release();
     registerComm(*out);
@@ -403,8 +408,8 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
 
   // Peers of our host map our window; the others write into it over UCX.
   // All on one host (the common case) creates no UCX object at all. A CUDA
-  // communicator spanning hosts comes here too: it runs the host executor on
-  // host copies of its device buffers (executor/staged_executor.h).
+  // communicator spanning hosts, or whose GPUs lack P2P, comes here too: it runs
+  // the host executor on host copies of its device buffers (executor/staged_executor.h).
   COLLIE_RETURN_IF_ERROR(ShmWindows::create(comm->bootstrap.get(), layout.totalBytes(), &comm->windows, sameHost));
   // COLLIE_PROXY_HOST (a test mode): the host executor reaches other hosts the
   // way the GPU kernels would, through a proxy thread (executor/remote_proxy.h).
@@ -451,10 +456,11 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
     COLLIE_RETURN_IF_ERROR(guard.status());
     COLLIE_RETURN_IF_ERROR(allocateDeviceToken(comm.get()));
     comm->executor = std::make_unique<StagedExecutor>(std::move(host), cudaMover(comm->cudaDevice));
-    COLLIE_INFO(
-        "rank %d: UCX %s CUDA memory; device buffers go through pinned host staging either way "
-        "(COLLIE_GPU_REMOTE=proxy: through the proxy thread instead)",
-        rank, comm->remote && comm->remote->cudaMemory() ? "can move" : "cannot move");
+    if (comm->remote)
+      COLLIE_INFO(
+          "rank %d: UCX %s CUDA memory; device buffers go through pinned host staging either way "
+          "(COLLIE_GPU_REMOTE=proxy: through the proxy thread instead)",
+          rank, comm->remote->cudaMemory() ? "can move" : "cannot move");
   } else if (emulated > 0) {
     // The host executor above only wrote and checked the window headers.
     COLLIE_RETURN_IF_ERROR(readProtocol(farPeer >= 0, &comm->llMaxBytes));
@@ -475,7 +481,9 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
       "comm rank %d/%d ready in %.1f ms: host %s, window %zu bytes (%u slots x %llu bytes per peer), %zu staging "
       "bytes for UCX (proxy: inbox, outboxes, tables)",
       rank, nranks, ms,
-      comm->backend == collieBackendCuda ? "executor over staged copies of device buffers (ranks span hosts)"
+      comm->backend == collieBackendCuda
+          ? (farPeer >= 0 ? "executor over staged copies of device buffers (ranks span hosts)"
+                          : "executor over staged copies of device buffers (no P2P between its GPUs, or COLLIE_P2P=0)")
       : emulated > 0 ? "backend running the CUDA kernels' code on host threads (COLLIE_EMULATE_KERNELS)"
       : proxyHost    ? "executor through the proxy thread (COLLIE_PROXY_HOST)"
       : stageHost    ? "executor over staged copies (COLLIE_STAGE_HOST)"

@@ -126,6 +126,11 @@ Status readProtocol(bool spansHosts, uint64_t* llMaxBytes);
 /// proxy and UCX, its thread polling `spins` times before it yields.
 /// Collective over the bootstrap.
 Status setupCudaBackend(collieComm* comm, const InitOptions& options, const std::vector<bool>& otherHost, int spins);
+/// Whether the CUDA backend can reach every peer's device window on this host directly (the same GPU, P2P, or a
+/// cudaIpc handle), agreed by every rank: false when any rank's GPU cannot reach a GPU of its host by P2P or any
+/// rank set COLLIE_P2P=0. Then device buffers go through pinned host memory (the staged path), said in the log.
+/// Collective over the bootstrap.
+Status agreeOnDirectPeers(collieComm* comm, bool* direct);
 /// collieBarrier's byte in device memory (CUDA backend, also on the staged path).
 Status allocateDeviceToken(collieComm* comm);
 /// Frees what setupCudaBackend made, after the peers stopped using it.

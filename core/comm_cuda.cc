@@ -113,7 +113,75 @@ Status deviceLayout(const collieComm* comm, WindowLayout* layout) {
   return readLLSlotBytes(&layout->llSlotBytes);
 }
 
+// One rank's answer to agreeOnDirectPeers.
+struct P2pVerdict {
+  int32_t blocked;  // 0: reaches every GPU of its host; 1: COLLIE_P2P=0; 2: its GPU cannot reach `peer`'s
+  int32_t peer;
+  int32_t device, peerDevice;  // ordinals in the reporting rank's process
+};
+
+// This process's ordinal of the GPU with this UUID; -1 when it sees none (another process's
+// CUDA_VISIBLE_DEVICES) or the UUID is unknown.
+int localOrdinal(const uint8_t (&uuid)[16]) {
+  static const uint8_t kNone[16] = {};
+  int count = 0;
+  if (memcmp(uuid, kNone, sizeof(kNone)) == 0 || cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  for (int d = 0; d < count; ++d) {
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) {
+      (void)cudaGetLastError();
+      continue;
+    }
+    if (memcmp(prop.uuid.bytes, uuid, sizeof(uuid)) == 0) return d;
+  }
+  return -1;
+}
+
 }  // namespace
+
+Status agreeOnDirectPeers(collieComm* comm, bool* direct) {
+  bool bad = false;
+  const int64_t p2p = env::getInt("COLLIE_P2P", 1, &bad);
+  if (bad || (p2p != 0 && p2p != 1))
+    return Status::error(collieInvalidArgument, "COLLIE_P2P must be 0 (stage through host memory) or 1");
+  std::vector<P2pVerdict> verdicts(static_cast<size_t>(comm->nranks));
+  P2pVerdict& mine = verdicts[static_cast<size_t>(comm->rank)];
+  memset(&mine, 0, sizeof(mine));
+  const PeerInfo& me = comm->peers[static_cast<size_t>(comm->rank)];
+  if (p2p == 0) mine.blocked = 1;
+  for (int r = 0; r < comm->nranks && mine.blocked == 0; ++r) {
+    const PeerInfo& peer = comm->peers[static_cast<size_t>(r)];
+    if (strncmp(peer.hostId, me.hostId, sizeof(me.hostId)) != 0 || sameGpu(me, peer)) continue;
+    const bool oneProcess = peer.pid == me.pid && peer.pidNamespace == me.pidNamespace;
+    const int peerDevice = oneProcess ? peer.cudaDevice : localOrdinal(peer.gpuUuid);
+    if (peerDevice < 0) continue;  // not visible here: opening its cudaIpc handle decides
+    int can = 0;
+    COLLIE_RETURN_IF_ERROR(
+        cudaStatus(cudaDeviceCanAccessPeer(&can, comm->cudaDevice, peerDevice), "cudaDeviceCanAccessPeer"));
+    if (!can) mine = P2pVerdict{2, r, comm->cudaDevice, peerDevice};
+  }
+  // Every rank must take the same path (device windows, or host windows and staging), so all answers count.
+  COLLIE_RETURN_IF_ERROR(comm->bootstrap->allGather(verdicts.data(), sizeof(P2pVerdict)));
+  *direct = true;
+  for (int r = 0; r < comm->nranks && *direct; ++r) {
+    const P2pVerdict& v = verdicts[static_cast<size_t>(r)];
+    if (v.blocked == 0) continue;
+    *direct = false;
+    if (comm->rank != 0) break;  // said once per communicator
+    const char* staged =
+        "device buffers go through pinned host memory (the staged path): every call returns once done, none can "
+        "be captured into a CUDA graph, and it is far slower than P2P";
+    if (v.blocked == 1)
+      COLLIE_INFO("comm of %d ranks: rank %d set COLLIE_P2P=0: %s", comm->nranks, r, staged);
+    else
+      COLLIE_WARN("comm of %d ranks: rank %d's GPU %d cannot reach GPU %d of rank %d by P2P: %s", comm->nranks, r,
+                  v.device, v.peerDevice, v.peer, staged);
+  }
+  return Status();
+}
 
 Status setupCudaBackend(collieComm* comm, const InitOptions& options, const std::vector<bool>& otherHost, int spins) {
   DeviceGuard guard(comm->cudaDevice);

@@ -54,6 +54,9 @@ const std::vector<VarInfo>& knownVars() {
       {"COLLIE_GPU_REMOTE",
        "CUDA communicators spanning hosts: staged (default: host executor over pinned copies) or proxy (the kernels "
        "reach other hosts through the proxy thread; not yet run on a GPU)"},
+      {"COLLIE_P2P",
+       "CUDA backend: 0 makes device buffers go through pinned host memory (the staged path), as when a GPU cannot "
+       "reach another of its host by P2P (default 1: peers' device memory directly)"},
       {"COLLIE_PROXY_HOST",
        "test feature: a host communicator reaches peers on other hosts through the proxy thread the GPU's kernels "
        "would use (executor/remote_proxy.h)"},
@@ -64,6 +67,8 @@ const std::vector<VarInfo>& knownVars() {
        "fake-CUDA test builds (tests/fake_cuda): how many GPUs the fake runtime pretends to have (default 1)"},
       {"COLLIE_FAKE_CUDA_THREADS",
        "fake-CUDA test builds (kernels/fake_launch.cc): host threads per emulated block (default 2)"},
+      {"COLLIE_FAKE_CUDA_P2P",
+       "fake-CUDA test builds (tests/fake_cuda): 0 makes no two fake GPUs reach each other by P2P (default 1)"},
       {"COLLIE_FAKE_CUDA_QUEUES",
        "fake-CUDA test builds (tests/fake_cuda): N > 0 deals streams to N hardware queues in which a waiting "
        "kernel holds back the work behind it, as CUDA_DEVICE_MAX_CONNECTIONS queues do (default 0: none)"},

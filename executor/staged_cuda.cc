@@ -36,8 +36,9 @@ class CudaMover final : public StagedExecutor::Mover {
         cudaStatus(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture), "cudaStreamIsCapturing"));
     if (capture != cudaStreamCaptureStatusNone)
       return Status::error(collieInvalidUsage,
-                           "a collective of a CUDA communicator spanning hosts cannot be captured into a CUDA graph: "
-                           "it goes through host staging and waits on the host");
+                           "a collective of a CUDA communicator on the staged path (spanning hosts, GPUs without "
+                           "P2P, or COLLIE_P2P=0) cannot be captured into a CUDA graph: it goes through host staging "
+                           "and waits on the host");
     return Status();
   }
   Status wait(collieStream_t stream) override {

@@ -45,13 +45,18 @@ COLLIE_FAKE_CUDA_QUEUES=1 "$build/tests/collectives_gpu_test" --gtest_brief=1 \
   --gtest_filter='*allreduce_ring_n3:CudaBackend.ACallInManyRoundsIsOneLaunchPerRank'
 # Uploaded programs reused across changing counts, kept while queued launches or captured graphs read them.
 "$build/tests/program_cache_gpu_test" --gtest_brief=1
-# A stream of another GPU than the communicator's: two fake GPUs.
+# Two fake GPUs: a stream of another GPU than the communicator's; ranks on both, by P2P, then (GPUs without
+# P2P) staged through host memory.
 COLLIE_FAKE_CUDA_DEVICES=2 "$build/tests/collectives_gpu_test" --gtest_brief=1 \
-  --gtest_filter=CudaBackend.AStreamOfAnotherGpuIsAnError
+  --gtest_filter='CudaBackend.AStreamOfAnotherGpuIsAnError:CudaBackend.RanksOnTwoGpus*'
+COLLIE_FAKE_CUDA_DEVICES=2 COLLIE_FAKE_CUDA_P2P=0 "$build/tests/collectives_gpu_test" --gtest_brief=1 \
+  --gtest_filter='CudaBackend.RanksOnTwoGpus*'
 # Ranks as processes: device windows exported and opened through cudaIpc handles.
 for np in 2 3; do
   "$build/tools/collie-run" -np "$np" "$build/tests/collectives_gpu_mp"
 done
+# The same staged through host memory, as without P2P.
+COLLIE_P2P=0 "$build/tools/collie-run" -np 3 "$build/tests/collectives_gpu_mp"
 if grep -q 'COLLIE_WITH_UCX:BOOL=ON' "$build/CMakeCache.txt"; then
   # 2 fake nodes x 2 processes: the staged path, then the proxy thread (pinned outboxes and inbox).
   UCX_TLS=sm,self "$build/tools/collie-run" --nodes 2 -np 4 "$build/tests/collectives_gpu_mp"

@@ -205,6 +205,18 @@ EnvPlan planEnvironment(const std::vector<std::pair<std::string, std::string>>& 
     } else if (name == "NCCL_PROTO") {
       const std::string proto = mapProto(value, &note);
       map("NCCL_PROTO", "COLLIE_PROTO", proto, note);
+    } else if (name == "NCCL_P2P_DISABLE") {
+      // NCCL then moves GPU buffers through host memory; so does Collie's staged path.
+      char* end = nullptr;
+      const long v = strtol(trim(value).c_str(), &end, 10);
+      const bool number = !trim(value).empty() && end != nullptr && *end == '\0';
+      map("NCCL_P2P_DISABLE", "COLLIE_P2P",
+          !number  ? ""
+          : v != 0 ? "0"
+                   : "1",
+          !number  ? "not an integer"
+          : v != 0 ? "GPU buffers staged through pinned host memory"
+                   : "");
     } else if (name == "NCCL_SOCKET_IFNAME") {
       map("NCCL_SOCKET_IFNAME", "COLLIE_SOCKET_IFNAME", value, "");
     } else if (name == "NCCL_COMM_ID") {

@@ -23,8 +23,9 @@ inline void onRanks(int n, const std::function<void(int)>& fn) {
 
 /// n communicators of one clique; destroyed with the object.
 struct Comms {
-  explicit Comms(int n) : comms(static_cast<size_t>(n), nullptr) {
-    result = collieCommInitAll(comms.data(), n, nullptr);
+  /// Rank r on GPU devlist[r] (CUDA backend), or on GPU r modulo the count when devlist is null.
+  explicit Comms(int n, const int* devlist = nullptr) : comms(static_cast<size_t>(n), nullptr) {
+    result = collieCommInitAll(comms.data(), n, devlist);
   }
   ~Comms() {
     for (collieComm_t c : comms) collieCommDestroy(c);

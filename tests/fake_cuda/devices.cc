@@ -58,6 +58,8 @@ int deviceCount() { return setting("COLLIE_FAKE_CUDA_DEVICES", 1, 64); }
 
 int hardwareQueues() { return setting("COLLIE_FAKE_CUDA_QUEUES", 0, 128); }
 
+bool peerAccess() { return setting("COLLIE_FAKE_CUDA_P2P", 1, 1) != 0; }
+
 bool validDevice(int device) { return device >= 0 && device < deviceCount(); }
 
 cudaError_t report(cudaError_t e) {
@@ -199,7 +201,7 @@ cudaError_t deviceCanAccessPeer(int* can, int device, int peer) {
   const cudaError_t e = begin();
   if (e != cudaSuccess && e != cudaErrorInvalidDevice) return e;
   if (!validDevice(device) || !validDevice(peer)) return cudaErrorInvalidDevice;
-  *can = device != peer ? 1 : 0;
+  *can = device != peer && peerAccess() ? 1 : 0;
   return cudaSuccess;
 }
 
@@ -208,6 +210,7 @@ cudaError_t deviceEnablePeerAccess(int peer, unsigned int flags) {
   const int device = self().device;
   if (!validDevice(peer) || peer == device) return cudaErrorInvalidDevice;
   if (flags != 0) return cudaErrorInvalidValue;
+  if (!peerAccess()) return cudaErrorPeerAccessUnsupported;
   auto lock = lockState();
   if (!deviceState(state(), device).peers.insert(peer).second) return cudaErrorPeerAccessAlreadyEnabled;
   return cudaSuccess;

@@ -184,6 +184,8 @@ State& state();
 int deviceCount();
 /// COLLIE_FAKE_CUDA_QUEUES (default 0: every stream is a queue of its own).
 int hardwareQueues();
+/// COLLIE_FAKE_CUDA_P2P (default 1; 0: no two devices reach each other, as GPUs without P2P).
+bool peerAccess();
 /// Records a failure as the thread's last error (cudaErrorNotReady is not an error) and returns it.
 cudaError_t report(cudaError_t e);
 /// What every call that needs a device checks first: CUDA unusable in a child forked after the

@@ -5,8 +5,9 @@
 // through the LL protocol, large ones through Simple); the buffers are
 // device memory, checked by the same code as the host tests (Memory::kDevice).
 // Also: uneven channel splits with tiny slots, all-to-all-v and grouped
-// send/recv, CUDA graph capture, one rank's copies, too many blocks for the GPU, and a rank
-// that never joins (the kernel's bounded wait becomes collieCommGetAsyncError's
+// send/recv, CUDA graph capture, one rank's copies, too many blocks for the
+// GPU, the staged path (GPUs without P2P, or COLLIE_P2P=0), and a rank that
+// never joins (the kernel's bounded wait becomes collieCommGetAsyncError's
 // collieTimeout). Programs too long for the launch parameters: see
 // program_cache_gpu_test.cc.
 // Every test skips, saying why, when no GPU is usable.
@@ -456,6 +457,82 @@ TEST(CudaBackend, MoreBlocksThanTheGpuHoldsIsAnError) {
   EXPECT_EQ(comms.result, collieInvalidUsage);
   EXPECT_NE(std::string(collieGetLastError(nullptr)).find("lower COLLIE_CHANNELS"), std::string::npos)
       << collieGetLastError(nullptr);
+}
+
+// Runs every collective on device buffers (two types, counts 0, odd and several rounds, in place and not) and
+// says whether each rank took the staged path (pinned host memory, the host executor) instead of device windows.
+void expectExactEverywhere(const collie::test::Comms& comms, bool staged) {
+  const uint64_t seed = collie::test::testSeed();
+  for (int r = 0; r < comms.size(); ++r) {
+    EXPECT_EQ(comms[r]->deviceWindows == nullptr, staged) << "rank " << r;
+    EXPECT_EQ(dynamic_cast<collie::CudaExecutor*>(comms[r]->executor.get()) == nullptr, staged) << "rank " << r;
+  }
+  int cases = 0;
+  for (Coll coll : {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce,
+                    Coll::kAllToAll, Coll::kGather, Coll::kScatter}) {
+    for (collieDataType_t type : {collieFloat32, collieBfloat16}) {
+      const collieRedOp_t op = type == collieFloat32 ? collieSum : collieMax;
+      for (size_t count : {size_t{0}, size_t{4099}, size_t{1} << 20}) {
+        for (bool inPlace : {false, true}) {
+          if (inPlace && !collie::test::collHasInPlace(coll)) continue;
+          const int root = (cases + 1) % comms.size();
+          ASSERT_EQ(collie::test::runCollectiveCase(comms, coll, type, op, count, inPlace, root, seed, Memory::kDevice),
+                    "")
+              << collie::test::collName(coll) << " " << collie::typeName(type) << " count " << count
+              << (inPlace ? " in place" : "") << " (seed " << seed << ")";
+          ++cases;
+        }
+      }
+    }
+  }
+  printf("%d ranks, %s: %d cases exact\n", comms.size(), staged ? "staged through host memory" : "device windows",
+         cases);
+}
+
+// COLLIE_P2P=0: device buffers go through pinned host memory (the path of GPUs that cannot reach each other by
+// P2P), every collective exact; a capture into a CUDA graph is refused before anything is recorded.
+TEST(CudaBackend, P2POffStagesThroughHostMemory) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv p2p("COLLIE_P2P", "0");
+  ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
+  collie::test::Comms comms(3);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  expectExactEverywhere(comms, true);
+  int device0 = 0;
+  ASSERT_EQ(collieCommCuDevice(comms[0], &device0), collieSuccess);
+  ASSERT_EQ(cudaSetDevice(device0), cudaSuccess);
+  float* buf = nullptr;
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaMalloc(&buf, 64 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  EXPECT_EQ(collieAllReduce(buf, buf, 64, collieFloat32, collieSum, comms[0], s), collieInvalidUsage);
+  EXPECT_NE(std::string(collieGetLastError(comms[0])).find("cannot be captured"), std::string::npos)
+      << collieGetLastError(comms[0]);
+  cudaGraph_t graph = nullptr;
+  EXPECT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  if (graph != nullptr) cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+  cudaFree(buf);
+}
+
+// Ranks on two GPUs (alternating): device windows when the GPUs reach each other by P2P, else the staged path,
+// chosen by init with no setting (the fake runtime plays both: COLLIE_FAKE_CUDA_P2P). Needs two GPUs.
+TEST(CudaBackend, RanksOnTwoGpusStageOnlyWithoutP2P) {
+  SKIP_WITHOUT_GPU();
+  int gpus = 0, can = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&gpus), cudaSuccess);
+  if (gpus < 2) GTEST_SKIP() << "needs two GPUs; this machine has " << gpus;
+  ASSERT_EQ(cudaDeviceCanAccessPeer(&can, 0, 1), cudaSuccess);
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv p2p("COLLIE_P2P", nullptr);
+  ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
+  const int devices[4] = {0, 1, 0, 1};
+  collie::test::Comms comms(4, devices);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  printf("GPUs 0 and 1 %s by P2P\n", can ? "reach each other" : "cannot reach each other");
+  expectExactEverywhere(comms, can == 0);
 }
 
 // Rank 1 never calls: rank 0's kernel gives up after COLLIE_TIMEOUT and the

@@ -88,9 +88,10 @@ if want test; then
   # launch per round; they pass there with one launch per call.)
   step gpu_one_queue env CUDA_DEVICE_MAX_CONNECTIONS=1 "$build/tests/collectives_gpu_test" \
     --gtest_filter='*allreduce_ring_n3:CudaBackend.ACallInManyRoundsIsOneLaunchPerRank'
-  # With one GPU the two-GPU test would skip, which counts as a failure here: leave it out.
+  # With one GPU the two-GPU tests would skip, which counts as a failure here: leave them out.
   others=
-  [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ] || others=-CudaBackend.AStreamOfAnotherGpuIsAnError
+  [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ] ||
+    others=-CudaBackend.AStreamOfAnotherGpuIsAnError:CudaBackend.RanksOnTwoGpusStageOnlyWithoutP2P
   if [ "$quick" = 1 ]; then
     step gpu_threads "$build/tests/collectives_gpu_test" \
       --gtest_filter="*_n2:*_n3:CudaBackend.*$others"
@@ -102,6 +103,8 @@ if want test; then
   for np in 2 3 4; do
     step "gpu_processes_np$np" "$build/tools/collie-run" -np "$np" "$build/tests/collectives_gpu_mp"
   done
+  # The staged path of GPUs without P2P (pinned host copies, the host executor), asked for by COLLIE_P2P=0.
+  step gpu_processes_np3_staged env COLLIE_P2P=0 "$build/tools/collie-run" -np 3 "$build/tests/collectives_gpu_mp"
   # Across 2 fake nodes: the staged path (host copies of device buffers, UCX between the nodes), then the proxy.
   if grep -q 'COLLIE_WITH_UCX:BOOL=ON' "$build/CMakeCache.txt"; then
     step gpu_fake_nodes_2x2 env UCX_TLS=sm,self "$build/tools/collie-run" --nodes 2 -np 4 \

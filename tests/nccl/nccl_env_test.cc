@@ -100,4 +100,14 @@ TEST(NcclEnv, PlanMapsIgnoresAndLetsCollieWin) {
   EXPECT_EQ(planEnvironment({{"PATH", "/bin"}}).info.size(), 0u);
 }
 
+TEST(NcclEnv, P2PDisableStagesThroughHostMemory) {
+  EXPECT_EQ(fallbackOf(planEnvironment({{"NCCL_P2P_DISABLE", "1"}}), "COLLIE_P2P"), "0");
+  EXPECT_EQ(fallbackOf(planEnvironment({{"NCCL_P2P_DISABLE", " 0"}}), "COLLIE_P2P"), "1");
+  const EnvPlan bad = planEnvironment({{"NCCL_P2P_DISABLE", "yes"}});
+  EXPECT_EQ(fallbackOf(bad, "COLLIE_P2P"), "<unset>");
+  EXPECT_TRUE(infoHas(bad, "NCCL_P2P_DISABLE=yes is not mapped (not an integer)"));
+  const EnvPlan wins = planEnvironment({{"NCCL_P2P_DISABLE", "1"}, {"COLLIE_P2P", "1"}});
+  EXPECT_EQ(fallbackOf(wins, "COLLIE_P2P"), "<unset>");
+}
+
 }  // namespace

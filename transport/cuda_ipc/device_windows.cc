@@ -70,8 +70,8 @@ Status DeviceWindows::create(Bootstrap* bootstrap, const std::vector<PeerInfo>& 
             cudaStatus(cudaDeviceCanAccessPeer(&can, device, rec.device), "cudaDeviceCanAccessPeer"));
         if (!can)
           return Status::error(collieInvalidUsage,
-                               "rank %d on device %d cannot reach rank %d's device %d by P2P, and the staged path "
-                               "through host memory is not implemented yet",
+                               "rank %d on device %d cannot reach rank %d's device %d by P2P; the ranks should have "
+                               "agreed on the staged path (core/comm_cuda.cc, agreeOnDirectPeers)",
                                rank, device, r, rec.device);
         const cudaError_t e = cudaDeviceEnablePeerAccess(rec.device, 0);
         if (e == cudaErrorPeerAccessAlreadyEnabled) {
