@@ -10,6 +10,7 @@
 # on a lent GPU. Run after scripts/setup.sh (or scripts/test.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/bounded.sh
 build=build-fakecuda
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLIE_FAKE_CUDA=ON -DCOLLIE_WITH_MPI=OFF \
@@ -34,39 +35,40 @@ trap sweep EXIT
 # Few channels and 2 host threads per block: every rank's blocks are host threads on 2 cores. A hang
 # costs a minute, not five.
 export COLLIE_CHANNELS=2 COLLIE_FAKE_CUDA_THREADS=2 COLLIE_TIMEOUT=60
-"$build/tests/fake_cuda/fake_cudart_test" --gtest_brief=1
+bounded "$build/tests/fake_cuda/fake_cudart_test" --gtest_brief=1
 # Ranks as threads: every algorithm at 2 and 3 ranks (8 ranks for allreduce), and the CudaBackend cases
 # (tiny slots, all-to-all-v, grouped send/recv, graph capture, wrong buffers, a rank that never joins).
-"$build/tests/collectives_gpu_test" --gtest_brief=1 \
+bounded "$build/tests/collectives_gpu_test" --gtest_brief=1 \
   --gtest_filter='*_n2:*_n3:*allreduce_ring_n8:CudaBackend.*-CudaBackend.AStreamOfAnotherGpuIsAnError'
 # Every stream in one hardware queue (the fake's model of CUDA_DEVICE_MAX_CONNECTIONS=1): a call of many
 # rounds must not hold back a peer's kernel (docs/RELIABILITY.md, "On a GPU").
-COLLIE_FAKE_CUDA_QUEUES=1 "$build/tests/collectives_gpu_test" --gtest_brief=1 \
+COLLIE_FAKE_CUDA_QUEUES=1 bounded "$build/tests/collectives_gpu_test" --gtest_brief=1 \
   --gtest_filter='*allreduce_ring_n3:CudaBackend.ACallInManyRoundsIsOneLaunchPerRank'
 # Uploaded programs reused across changing counts, kept while queued launches or captured graphs read them.
-"$build/tests/program_cache_gpu_test" --gtest_brief=1
+bounded "$build/tests/program_cache_gpu_test" --gtest_brief=1
 # Two fake GPUs: a stream of another GPU than the communicator's; ranks on both, by P2P, then (GPUs without
 # P2P) staged through host memory.
-COLLIE_FAKE_CUDA_DEVICES=2 "$build/tests/collectives_gpu_test" --gtest_brief=1 \
+COLLIE_FAKE_CUDA_DEVICES=2 bounded "$build/tests/collectives_gpu_test" --gtest_brief=1 \
   --gtest_filter='CudaBackend.AStreamOfAnotherGpuIsAnError:CudaBackend.RanksOnTwoGpus*'
 COLLIE_FAKE_CUDA_DEVICES=2 COLLIE_FAKE_CUDA_P2P=0 "$build/tests/collectives_gpu_test" --gtest_brief=1 \
   --gtest_filter='CudaBackend.RanksOnTwoGpus*'
 # Ranks as processes: device windows exported and opened through cudaIpc handles.
 for np in 2 3; do
-  "$build/tools/collie-run" -np "$np" "$build/tests/collectives_gpu_mp"
+  bounded "$build/tools/collie-run" -np "$np" "$build/tests/collectives_gpu_mp"
 done
 # The same staged through host memory, as without P2P.
 COLLIE_P2P=0 "$build/tools/collie-run" -np 3 "$build/tests/collectives_gpu_mp"
 if grep -q 'COLLIE_WITH_UCX:BOOL=ON' "$build/CMakeCache.txt"; then
   # 2 fake nodes x 2 processes: the staged path, then the proxy thread (pinned outboxes and inbox).
-  UCX_TLS=sm,self "$build/tools/collie-run" --nodes 2 -np 4 "$build/tests/collectives_gpu_mp"
-  UCX_TLS=sm,self COLLIE_GPU_REMOTE=proxy "$build/tools/collie-run" --nodes 2 -np 4 "$build/tests/collectives_gpu_mp"
+  UCX_TLS=sm,self bounded "$build/tools/collie-run" --nodes 2 -np 4 "$build/tests/collectives_gpu_mp"
+  UCX_TLS=sm,self COLLIE_GPU_REMOTE=proxy bounded "$build/tools/collie-run" --nodes 2 -np 4 \
+    "$build/tests/collectives_gpu_mp"
 fi
 # The drop-in libnccl.so.2 on "device" buffers.
-"$build/tests/nccl/nccl_gpu_test"
+bounded "$build/tests/nccl/nccl_gpu_test"
 # collie-bench's CUDA backend: ranks as threads, the copy limit, and graphs (-G).
-"$build/bench/collie-bench" allreduce -t 3 --backend cuda -b 8 -e 64K -f 16 -n 3 -w 1 --limit
-"$build/bench/collie-bench" allreduce -t 2 --backend cuda -b 8 -e 4K -f 8 -n 3 -w 1 -G 2
+bounded "$build/bench/collie-bench" allreduce -t 3 --backend cuda -b 8 -e 64K -f 16 -n 3 -w 1 --limit
+bounded "$build/bench/collie-bench" allreduce -t 2 --backend cuda -b 8 -e 4K -f 8 -n 3 -w 1 -G 2
 echo "fake-GPU suite: passed in $(($(date +%s) - start)) s"
 
 # The CUDA executor's host code under ThreadSanitizer: the fake's streams run launches on threads of their
@@ -81,8 +83,8 @@ cmake --build "$tsan" --target collectives_gpu_test program_cache_gpu_test
 start=$(date +%s)
 # As in scripts/sanitize.sh: UCX's memory hooks and TSan's mmap interception do not mix.
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no \
-  COLLIE_TIMEOUT=120 "$tsan/tests/collectives_gpu_test" --gtest_brief=1 \
+  COLLIE_TIMEOUT=120 bounded "$tsan/tests/collectives_gpu_test" --gtest_brief=1 \
   --gtest_filter='CudaBackend.*:*allreduce_ring_n3:*alltoall_pairwise_n3-CudaBackend.AStreamOfAnotherGpuIsAnError'
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no \
-  COLLIE_TIMEOUT=120 "$tsan/tests/program_cache_gpu_test" --gtest_brief=1 --gtest_filter='*LongPrograms*:*Queued*:*GlobalCapture*:*Gone*'
+  COLLIE_TIMEOUT=120 bounded "$tsan/tests/program_cache_gpu_test" --gtest_brief=1 --gtest_filter='*LongPrograms*:*Queued*:*GlobalCapture*:*Gone*'
 echo "fake-GPU suite under ThreadSanitizer: clean in $(($(date +%s) - start)) s"

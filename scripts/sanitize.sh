@@ -6,6 +6,7 @@
 # on the CPU. Run after scripts/setup.sh (or scripts/test.sh) has installed the dependencies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/bounded.sh
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export CUDACXX=/usr/local/cuda/bin/nvcc; fi
 build=build-tsan
 if [ ! -f "$build/build.ninja" ]; then
@@ -21,34 +22,34 @@ export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 # memory with UCX, so its memory hooks are not needed here.
 export UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no
 start=$(date +%s)
-"$build/tests/bootstrap_test" --gtest_brief=1
-"$build/tests/shm_window_test" --gtest_brief=1
+bounded "$build/tests/bootstrap_test" --gtest_brief=1
+bounded "$build/tests/shm_window_test" --gtest_brief=1
 # The 64 MiB cases only repeat the smaller ones' interleavings, at 10x the cost under TSan.
-"$build/tests/allreduce_test" --gtest_brief=1 --gtest_filter='-AllReduceLarge.*'
+bounded "$build/tests/allreduce_test" --gtest_brief=1 --gtest_filter='-AllReduceLarge.*'
 # The other collectives at two rank counts, one of them with tiny slots (many rounds).
-"$build/tests/collectives_test" --gtest_brief=1 --gtest_filter='*/n3:*/n5_tinyslots:Collectives.*'
+bounded "$build/tests/collectives_test" --gtest_brief=1 --gtest_filter='*/n3:*/n5_tinyslots:Collectives.*'
 # Send/recv, groups (one thread per communicator at GroupEnd) and all-to-all-v.
-"$build/tests/p2p_test" --gtest_brief=1
+bounded "$build/tests/p2p_test" --gtest_brief=1
 # The same with each step split across 3 channels (the GPU's plan for all-to-all-v and send/recv).
-COLLIE_CHANNELS=3 COLLIE_SLOT_BYTES=4096 COLLIE_SLOTS=2 "$build/tests/p2p_test" --gtest_brief=1
+COLLIE_CHANNELS=3 COLLIE_SLOT_BYTES=4096 COLLIE_SLOTS=2 bounded "$build/tests/p2p_test" --gtest_brief=1
 # Every algorithm once, with tiny slots: full FIFOs and many rounds.
-"$build/tests/algorithms_api_test" --gtest_brief=1 --gtest_filter='*tinyslots*'
+bounded "$build/tests/algorithms_api_test" --gtest_brief=1 --gtest_filter='*tinyslots*'
 # Split and init inside groups (a thread per queued init), pre-multiplied sums queued in groups.
-"$build/tests/comm_create_test" --gtest_brief=1
-"$build/tests/premulsum_test" --gtest_brief=1
+bounded "$build/tests/comm_create_test" --gtest_brief=1
+bounded "$build/tests/premulsum_test" --gtest_brief=1
 # COLLIE_CHECK's comparison (inside groups too) and collieCommAbort from another thread while a call waits.
-"$build/tests/call_check_test" --gtest_brief=1
-"$build/tests/abort_test" --gtest_brief=1
+bounded "$build/tests/call_check_test" --gtest_brief=1
+bounded "$build/tests/abort_test" --gtest_brief=1
 # The proxy thread (executor/remote_proxy.h): alone, then between ranks as threads cut into 2 fake nodes over UCX
 # shared memory, with send/recv and all-to-all-v split across 3 channels of tiny slots.
-"$build/tests/remote_proxy_test" --gtest_brief=1
+bounded "$build/tests/remote_proxy_test" --gtest_brief=1
 COLLIE_FAKE_NODES=2 COLLIE_PROXY_HOST=1 UCX_TLS=sm,self COLLIE_CHANNELS=3 COLLIE_SLOT_BYTES=4096 COLLIE_SLOTS=2 \
-  "$build/tests/p2p_test" --gtest_brief=1
+  bounded "$build/tests/p2p_test" --gtest_brief=1
 # The CUDA kernels' own code on host threads (COLLIE_EMULATE_KERNELS, kernels/emulator.h): block barriers, the LL
 # lines, the drain, between ranks as threads; every algorithm with tiny slots, then through the proxy across 2 fake
 # nodes with send/recv and all-to-all-v split over 3 channels.
-"$build/tests/emulator_test" --gtest_brief=1
-COLLIE_EMULATE_KERNELS=3 "$build/tests/algorithms_api_test" --gtest_brief=1 --gtest_filter='*tinyslots*'
+bounded "$build/tests/emulator_test" --gtest_brief=1
+COLLIE_EMULATE_KERNELS=3 bounded "$build/tests/algorithms_api_test" --gtest_brief=1 --gtest_filter='*tinyslots*'
 COLLIE_FAKE_NODES=2 COLLIE_EMULATE_KERNELS=3 UCX_TLS=sm,self COLLIE_CHANNELS=3 COLLIE_SLOT_BYTES=4096 COLLIE_SLOTS=2 \
-  "$build/tests/p2p_test" --gtest_brief=1
+  bounded "$build/tests/p2p_test" --gtest_brief=1
 echo "thread sanitizer: clean in $(( $(date +%s) - start )) s"
