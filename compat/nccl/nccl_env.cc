@@ -207,16 +207,15 @@ EnvPlan planEnvironment(const std::vector<std::pair<std::string, std::string>>& 
       map("NCCL_PROTO", "COLLIE_PROTO", proto, note);
     } else if (name == "NCCL_P2P_DISABLE") {
       // NCCL then moves GPU buffers through host memory; so does Collie's staged path.
+      const std::string t = trim(value);
       char* end = nullptr;
-      const long v = strtol(trim(value).c_str(), &end, 10);
-      const bool number = !trim(value).empty() && end != nullptr && *end == '\0';
-      map("NCCL_P2P_DISABLE", "COLLIE_P2P",
-          !number  ? ""
-          : v != 0 ? "0"
-                   : "1",
-          !number  ? "not an integer"
-          : v != 0 ? "GPU buffers staged through pinned host memory"
-                   : "");
+      const long v = strtol(t.c_str(), &end, 10);
+      std::string to, why = "not an integer";
+      if (!t.empty() && *end == '\0') {
+        to = v != 0 ? "0" : "1";
+        why = v != 0 ? "GPU buffers staged through pinned host memory" : "";
+      }
+      map("NCCL_P2P_DISABLE", "COLLIE_P2P", to, why);
     } else if (name == "NCCL_SOCKET_IFNAME") {
       map("NCCL_SOCKET_IFNAME", "COLLIE_SOCKET_IFNAME", value, "");
     } else if (name == "NCCL_COMM_ID") {
