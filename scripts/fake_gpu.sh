@@ -50,14 +50,14 @@ bounded "$build/tests/program_cache_gpu_test" --gtest_brief=1
 # P2P) staged through host memory.
 COLLIE_FAKE_CUDA_DEVICES=2 bounded "$build/tests/collectives_gpu_test" --gtest_brief=1 \
   --gtest_filter='CudaBackend.AStreamOfAnotherGpuIsAnError:CudaBackend.RanksOnTwoGpus*'
-COLLIE_FAKE_CUDA_DEVICES=2 COLLIE_FAKE_CUDA_P2P=0 "$build/tests/collectives_gpu_test" --gtest_brief=1 \
+COLLIE_FAKE_CUDA_DEVICES=2 COLLIE_FAKE_CUDA_P2P=0 bounded "$build/tests/collectives_gpu_test" --gtest_brief=1 \
   --gtest_filter='CudaBackend.RanksOnTwoGpus*'
 # Ranks as processes: device windows exported and opened through cudaIpc handles.
 for np in 2 3; do
   bounded "$build/tools/collie-run" -np "$np" "$build/tests/collectives_gpu_mp"
 done
 # The same staged through host memory, as without P2P.
-COLLIE_P2P=0 "$build/tools/collie-run" -np 3 "$build/tests/collectives_gpu_mp"
+COLLIE_P2P=0 bounded "$build/tools/collie-run" -np 3 "$build/tests/collectives_gpu_mp"
 if grep -q 'COLLIE_WITH_UCX:BOOL=ON' "$build/CMakeCache.txt"; then
   # 2 fake nodes x 2 processes: the staged path, then the proxy thread (pinned outboxes and inbox).
   UCX_TLS=sm,self bounded "$build/tools/collie-run" --nodes 2 -np 4 "$build/tests/collectives_gpu_mp"
