@@ -95,6 +95,17 @@ Status start() {
   return Status();
 }
 
+Status endWithoutRunning(size_t* dropped) {
+  *dropped = 0;
+  if (tState.depth == 0) return Status::error(collieInvalidUsage, "the group end has no group start");
+  if (--tState.depth > 0) return Status();
+  *dropped = tState.queue.size();
+  tState.queue.clear();
+  std::vector<std::function<Status()>> inits = std::move(tState.inits);
+  tState.inits.clear();
+  return runInits(std::move(inits));
+}
+
 Status end() {
   if (tState.depth == 0) return Status::error(collieInvalidUsage, "collieGroupEnd without collieGroupStart");
   if (--tState.depth > 0) return Status();

@@ -44,6 +44,10 @@ void enqueueInit(std::function<Status()> init);
 
 Status start();
 Status end();
+/// Closes a group like end() without running its collectives and sends/receives (ncclGroupSimulateEnd: Collie
+/// does not simulate, but the caller's group must not stay open). Queued inits still run, since their peers wait
+/// for them. *dropped: the operations discarded (0 when an inner group closes).
+Status endWithoutRunning(size_t* dropped);
 
 /// Runs a batch of sends and receives of one communicator (core/p2p.cc).
 Status runP2p(collieComm_t comm, const std::vector<P2pOp>& ops);

@@ -4,9 +4,11 @@
  * Written for Collie from NCCL's documented names and numeric values; it is
  * not NVIDIA's header. A program written for NCCL 2.18 or 2.19 compiles
  * against it unchanged, links against Collie's libnccl.so.2 (built in
- * compat/nccl), and runs on Collie: every function here forwards to the
- * collie* call of the same meaning (include/collie.h). What is supported, and
- * the error returned by what is not, is in docs/nccl-compat.md.
+ * compat/nccl), and runs on Collie: every function of 2.19 forwards to the
+ * collie* call of the same meaning (include/collie.h). Calls of later NCCL
+ * versions are declared too, near the end; most of them return
+ * ncclInvalidUsage. What is supported, and the error returned by what is not,
+ * is in docs/nccl-compat.md.
  *
  * C99 and C++; the CUDA runtime headers give cudaStream_t and the fp16/bf16
  * types, as with NCCL. Every call returns ncclResult_t; after a failure
@@ -25,6 +27,7 @@
 #endif
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The NCCL version this interface claims: 2.19.3. */
 #define NCCL_MAJOR 2
@@ -356,6 +359,63 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
 ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
                              ncclConfig_t* config, int shrinkFlags);
 
+/** (2.28) Revoking a communicator: not supported (ncclCommAbort stops and frees one); ncclInvalidUsage. */
+#define NCCL_REVOKE_DEFAULT 0x00
+ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags);
+ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags);
+
+/** (2.29 and later) Growing a communicator: not supported; ncclInvalidUsage, *newcomm = NULL. */
+ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId);
+ncclResult_t pncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId);
+ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank, ncclComm_t* newcomm,
+                          ncclConfig_t* config);
+ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank, ncclComm_t* newcomm,
+                           ncclConfig_t* config);
+
+/** (2.29 and later) Suspending a communicator: not supported; ncclInvalidUsage. */
+#define NCCL_SUSPEND_MEM 0x01
+ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags);
+ncclResult_t pncclCommSuspend(ncclComm_t comm, int flags);
+ncclResult_t ncclCommResume(ncclComm_t comm);
+ncclResult_t pncclCommResume(ncclComm_t comm);
+
+/**
+ * (2.29 and later) Device memory of comm, in bytes: Collie allocates it all at init and none of it can be
+ * suspended, so Persist and Total are that footprint, Suspend and Suspended 0 (all 0 on the host backend).
+ */
+typedef enum {
+  ncclStatGpuMemSuspend = 0,
+  ncclStatGpuMemSuspended = 1,
+  ncclStatGpuMemPersist = 2,
+  ncclStatGpuMemTotal = 3
+} ncclCommMemStat_t;
+ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value);
+ncclResult_t pncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value);
+
+/** (2.29 and later) Windows and one-sided calls: not supported; ncclInvalidUsage, nothing handed out. */
+ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUserPtr);
+ncclResult_t pncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUserPtr);
+ncclResult_t ncclPutSignal(const void* localbuff, size_t count, ncclDataType_t datatype, int peer, ncclWindow_t peerWin,
+                           size_t peerWinOffset, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                           cudaStream_t stream);
+ncclResult_t pncclPutSignal(const void* localbuff, size_t count, ncclDataType_t datatype, int peer,
+                            ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx, unsigned int flags,
+                            ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm, cudaStream_t stream);
+typedef struct {
+  int opCnt;
+  int peer;
+  int sigIdx;
+  int ctx;
+} ncclWaitSignalDesc_t;
+ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm, cudaStream_t stream);
+
+/** (deprecated in NCCL) Has no effect: Collie reads its log settings (COLLIE_DEBUG, NCCL_DEBUG) once. */
+void ncclResetDebugInit(void);
+void pncclResetDebugInit(void);
+
 /* ---------------------------------------------------------------- groups
  * Calls between ncclGroupStart and the matching ncclGroupEnd are queued, and
  * nothing blocks before ncclGroupEnd: one thread may drive every rank of a
@@ -366,6 +426,24 @@ ncclResult_t ncclGroupStart(void);
 ncclResult_t pncclGroupStart(void);
 ncclResult_t ncclGroupEnd(void);
 ncclResult_t pncclGroupEnd(void);
+
+/**
+ * (2.22) NCCL models the group's calls instead of running them. Collie has no model to offer: it closes the
+ * group, runs none of its collectives or sends/receives (communicator inits in it still run), sets
+ * estimatedTime to NCCL_UNDEF_FLOAT and returns ncclInvalidUsage. A simInfo not set from
+ * NCCL_SIM_INFO_INITIALIZER is ncclInvalidArgument, and the group stays open.
+ */
+#define NCCL_UNDEF_FLOAT -1.0f
+typedef struct ncclSimInfo_v22200 {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  float estimatedTime;
+} ncclSimInfo_t;
+#define NCCL_SIM_INFO_INITIALIZER \
+  { sizeof(ncclSimInfo_t), 0x74685283, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), NCCL_UNDEF_FLOAT }
+ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
+ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
 
 #ifdef __cplusplus
 } /* extern "C" */

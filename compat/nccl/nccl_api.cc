@@ -1,5 +1,6 @@
-// libnccl.so.2: every function of compat/nccl/nccl.h, forwarding to the
-// collie* call of the same meaning. The enums share NCCL's values (checked
+// libnccl.so.2: the functions of NCCL 2.19 (compat/nccl/nccl.h), forwarding to
+// the collie* call of the same meaning; the calls of later releases are in
+// nccl_later.cc. The enums share NCCL's values (checked
 // below), so arguments and results pass through unchanged; handles are the
 // same pointers under another name. What is NCCL's own here: the config
 // struct, NCCL_COMM_ID, the environment (nccl_env.cc) and the pnccl* aliases.
@@ -12,6 +13,7 @@
 #include "collie.h"
 #include "compat/nccl/nccl.h"
 #include "compat/nccl/nccl_env.h"
+#include "compat/nccl/nccl_shim.h"
 #include "core/comm.h"
 #include "core/env.h"
 #include "core/errors.h"
@@ -20,10 +22,9 @@
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/socket.h"
 
-// Defines pncclNAME as another name of nccl<NAME>, for tools that interpose on the nccl* names.
-#define COLLIE_NCCL_ALIAS(ret, name, params) extern "C" ret p##name params __attribute__((alias(#name)))
-
 using collie::Status;
+using collie::nccl::fail;
+using collie::nccl::unsupported;
 
 namespace {
 
@@ -52,9 +53,6 @@ collieUniqueId toCollie(const ncclUniqueId& id) {
   memcpy(&out, &id, sizeof(out));
   return out;
 }
-
-// A failure found by the shim itself, recorded for ncclGetLastError like Collie's own.
-ncclResult_t fail(const Status& st, ncclComm_t comm = nullptr) { return R(collie::report(st, C(comm))); }
 
 // Reads int field `offset` of a caller's ncclConfig_t only when its size covers it.
 bool configInt(const ncclConfig_t* c, size_t offset, int* out) {
@@ -144,11 +142,6 @@ Status serveCommId(const ncclUniqueId& id, int rank) {
       .withContext("NCCL_COMM_ID rendezvous");
 }
 
-ncclResult_t unsupported(const char* call, const char* what, ncclComm_t comm) {
-  return fail(Status::error(collieInvalidUsage, "%s: %s not supported by Collie (see docs/nccl-compat.md)", call, what),
-              comm);
-}
-
 }  // namespace
 
 extern "C" {
@@ -201,14 +194,6 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId,
   return ncclCommInitRankConfig(comm, nranks, commId, rank, nullptr);
 }
 
-ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
-                                      ncclConfig_t* config) {
-  if (nId < 1 || commIds == nullptr)
-    return fail(Status::error(collieInvalidArgument, "ncclCommInitRankScalable: nId %d ids at %p: need at least one",
-                              nId, static_cast<void*>(commIds)));
-  return ncclCommInitRankConfig(newcomm, nranks, commIds[0], myrank, config);
-}
-
 ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
   collie::nccl::announce();
   return R(collieCommInitAll(CP(comm), ndev, devlist));
@@ -226,11 +211,6 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
     if (!st.ok()) return fail(st, comm);
   }
   return R(collieCommSplit(C(comm), color, key, CP(newcomm), config != nullptr ? &cc : nullptr));
-}
-
-ncclResult_t ncclCommShrink(ncclComm_t comm, int*, int, ncclComm_t* newcomm, ncclConfig_t*, int) {
-  if (newcomm != nullptr) *newcomm = nullptr;
-  return unsupported("ncclCommShrink", "shrinking a communicator is", comm);
 }
 
 const char* ncclGetErrorString(ncclResult_t result) {
@@ -272,14 +252,6 @@ ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, vo
 }
 ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
   return R(collieCommDeregister(C(comm), handle));
-}
-
-ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void*, size_t, ncclWindow_t* win, int) {
-  if (win != nullptr) *win = nullptr;
-  return unsupported("ncclCommWindowRegister", "symmetric memory windows are", comm);
-}
-ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t) {
-  return unsupported("ncclCommWindowDeregister", "symmetric memory windows are", comm);
 }
 
 // ---------------------------------------------------------------- operators
@@ -354,17 +326,12 @@ COLLIE_NCCL_ALIAS(ncclResult_t, ncclGetUniqueId, (ncclUniqueId * uniqueId));
 COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommInitRankConfig,
                   (ncclComm_t * comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t* config));
 COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommInitRank, (ncclComm_t * comm, int nranks, ncclUniqueId commId, int rank));
-COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommInitRankScalable,
-                  (ncclComm_t * newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds, ncclConfig_t* config));
 COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommInitAll, (ncclComm_t * comm, int ndev, const int* devlist));
 COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommFinalize, (ncclComm_t comm));
 COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommDestroy, (ncclComm_t comm));
 COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommAbort, (ncclComm_t comm));
 COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommSplit,
                   (ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config));
-COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommShrink,
-                  (ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
-                   ncclConfig_t* config, int shrinkFlags));
 COLLIE_NCCL_ALIAS(const char*, ncclGetErrorString, (ncclResult_t result));
 COLLIE_NCCL_ALIAS(const char*, ncclGetLastError, (ncclComm_t comm));
 COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommGetAsyncError, (ncclComm_t comm, ncclResult_t* asyncError));
@@ -373,9 +340,6 @@ COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommCuDevice, (const ncclComm_t comm, int* d
 COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommUserRank, (const ncclComm_t comm, int* rank));
 COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommRegister, (const ncclComm_t comm, void* buff, size_t size, void** handle));
 COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommDeregister, (const ncclComm_t comm, void* handle));
-COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommWindowRegister,
-                  (ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags));
-COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommWindowDeregister, (ncclComm_t comm, ncclWindow_t win));
 COLLIE_NCCL_ALIAS(ncclResult_t, ncclRedOpCreatePreMulSum,
                   (ncclRedOp_t * op, void* scalar, ncclDataType_t datatype, ncclScalarResidence_t residence,
                    ncclComm_t comm));

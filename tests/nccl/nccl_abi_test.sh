@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Existing binaries: our nccl.h programs compiled against NVIDIA's own nccl.h
-# and linked with NVIDIA's libnccl.so.2 (the CUDA toolkit ships both), then run
-# on Collie's libnccl.so.2 without being rebuilt, as a user swaps the library:
+# Existing binaries. First, ours exports every function NVIDIA's libnccl.so.2
+# does. Then our nccl.h programs, compiled against NVIDIA's own nccl.h and
+# linked with NVIDIA's libnccl.so.2 (the CUDA toolkit ships both), run on
+# Collie's libnccl.so.2 without being rebuilt, as a user swaps the library:
 #  1. LD_LIBRARY_PATH naming a folder that holds only ours (a binary without RPATH):
-#     the C clique program (3 ranks), the C++ threads program, and the C program
-#     across 3 processes under collie-run;
+#     the C clique program (3 ranks), the C++ threads program (every symbol bound
+#     at load), and the C program across 3 processes under collie-run;
 #  2. a binary whose RPATH names NVIDIA's folder: LD_LIBRARY_PATH does not redirect it
 #     (checked with ldd), LD_PRELOAD of ours does, and the program passes.
 # It proves the header's values and struct layouts (ncclConfig_t of a newer
@@ -29,6 +30,16 @@ version=$(awk '/#define NCCL_(MAJOR|MINOR|PATCH) /{printf "%s%s", sep, $3; sep="
 echo "NVIDIA's nccl.h: $version"
 export COLLIE_DEVICE=host
 
+# A binary built against a later NCCL may name any function it exports, and a program that resolves every symbol
+# at load (LD_BIND_NOW, or Python loading an extension such as PyTorch's) fails on the first one missing: ours must
+# export them all.
+theirs=$(nm -D --defined-only "$libdir/libnccl.so" | awk '$2 ~ /^[TtWi]$/ && $3 ~ /^p?nccl/ {print $3}' | sort -u)
+mine=$(nm -D --defined-only "$ours" | awk '$2 ~ /^[TtWi]$/ {print $3}' | sort -u)
+[ "$(echo "$theirs" | wc -l)" -ge 70 ] || { echo "FAIL: read only a few functions from NVIDIA's library"; exit 1; }
+missing=$(comm -23 <(echo "$theirs") <(echo "$mine"))
+[ -z "$missing" ] || { echo "FAIL: NVIDIA's libnccl.so $version exports functions ours does not:"; echo "$missing"; exit 1; }
+echo "PASS: every one of the $(echo "$theirs" | wc -l) functions NVIDIA's libnccl.so $version exports is exported by ours"
+
 # No -I of Collie's: nccl.h (and the cuda_*.h it includes) come from NVIDIA's folder.
 "$cc" -std=c99 -O1 -I"$inc" "$src/nccl_clique_test.c" -L"$libdir" -lnccl -lm -o "$tmp/clique"
 "$cc" -std=c99 -O1 -I"$inc" "$src/nccl_mp.c" -L"$libdir" -lnccl -o "$tmp/mp"
@@ -44,7 +55,7 @@ needs_ours() {  # the libnccl.so.2 that $1 loads under the given environment is 
 
 needs_ours "$tmp/clique" LD_LIBRARY_PATH="$tmp/lib"
 LD_LIBRARY_PATH="$tmp/lib" "$tmp/clique" 3
-LD_LIBRARY_PATH="$tmp/lib" COLLIE_TIMEOUT=2 "$tmp/threads"
+LD_LIBRARY_PATH="$tmp/lib" LD_BIND_NOW=1 COLLIE_TIMEOUT=2 "$tmp/threads"
 LD_LIBRARY_PATH="$tmp/lib" "$run" -np 3 "$tmp/mp" --id-file "$tmp/id"
 echo "PASS: binaries built against NVIDIA's nccl.h $version run on Collie's libnccl.so.2 through LD_LIBRARY_PATH"
 

@@ -210,6 +210,88 @@ void configsOfOtherVersions() {
   }
 }
 
+// Whether `rc` is ncclInvalidUsage and comm's last error says Collie does not support the call.
+bool refusedAsUnsupported(ncclResult_t rc, ncclComm_t comm) {
+  return rc == ncclInvalidUsage &&
+         std::string(ncclGetLastError(comm)).find("not supported by Collie") != std::string::npos;
+}
+
+// The host functions of NCCL 2.28's device API (nccl_device.h, not in nccl.h): a binary built against 2.28 names
+// them, so the library must export them. Declared here by their C names and layouts.
+struct DeviceTeam {
+  int nRanks, rank, stride;
+};
+extern "C" ncclResult_t ncclDevCommCreate(ncclComm_t comm, const void* requirements, void* devComm);
+extern "C" int ncclLLA2ACalcSlots(int maxElts, int maxEltSize);
+extern "C" DeviceTeam ncclTeamWorld(ncclComm_t comm);
+extern "C" DeviceTeam ncclTeamLsa(ncclComm_t comm);
+extern "C" DeviceTeam ncclTeamRail(ncclComm_t comm);
+extern "C" int ncclTeamRankToWorld(ncclComm_t comm, DeviceTeam team, int rank);
+extern "C" int ncclTeamRankToLsa(ncclComm_t comm, DeviceTeam team, int rank);
+
+void deviceApiHostCalls(const std::vector<ncclComm_t>& comms) {
+  char requirements[256] = {}, devComm[1024] = {};
+  EXPECT(refusedAsUnsupported(ncclDevCommCreate(comms[0], requirements, devComm), comms[0]),
+         std::string("ncclDevCommCreate: ") + ncclGetLastError(comms[0]));
+  EXPECT(ncclLLA2ACalcSlots(1024, 16) == 0, "no LL all-to-all slots");
+  const DeviceTeam world = ncclTeamWorld(comms[1]), lsa = ncclTeamLsa(comms[1]), rail = ncclTeamRail(comms[1]);
+  EXPECT(world.nRanks == 2 && world.rank == 1 && world.stride == 1, "the world team is every rank");
+  EXPECT(lsa.nRanks == 1 && lsa.rank == 0 && lsa.stride == 1, "each rank is its own LSA team");
+  EXPECT(rail.nRanks == 2 && rail.rank == 1, "the rail team is the world");
+  EXPECT(ncclTeamRankToWorld(comms[1], world, 0) == 0 && ncclTeamRankToWorld(comms[0], ncclTeamWorld(comms[0]), 1) == 1,
+         "world ranks of the world team");
+  EXPECT(ncclTeamRankToLsa(comms[1], world, 1) == 0 && ncclTeamRankToLsa(comms[1], world, 0) == -1,
+         "only the rank itself is in its LSA team");
+}
+
+#if defined(NCCL_COLLIE) || NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+// ncclGroupSimulateEnd closes the group and runs none of its calls; a bad simInfo leaves the group open.
+void groupSimulateEndRunsNothing(const std::vector<ncclComm_t>& comms) {
+  std::vector<int> v = {3, 4};
+  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+  NCCLCHECK(ncclGroupStart());
+  for (int r = 0; r < 2; ++r) NCCLCHECK(ncclAllReduce(&v[r], &v[r], 1, ncclInt32, ncclSum, comms[r], nullptr));
+  const ncclResult_t rc = ncclGroupSimulateEnd(&sim);
+  const std::string why = ncclGetLastError(nullptr);
+  EXPECT(rc == ncclInvalidUsage && why.find("2 operations were dropped without running") != std::string::npos, why);
+  EXPECT(sim.estimatedTime == NCCL_UNDEF_FLOAT, "no estimate is made up");
+  EXPECT(v[0] == 3 && v[1] == 4, "nothing of the simulated group ran");
+  // The group is closed: this one runs at its own ncclGroupEnd.
+  ncclSimInfo_t bad = NCCL_SIM_INFO_INITIALIZER;
+  bad.magic = 0;
+  NCCLCHECK(ncclGroupStart());
+  for (int r = 0; r < 2; ++r) NCCLCHECK(ncclAllReduce(&v[r], &v[r], 1, ncclInt32, ncclSum, comms[r], nullptr));
+  EXPECT(ncclGroupSimulateEnd(&bad) == ncclInvalidArgument, "a simInfo without its initializer is refused");
+  NCCLCHECK(ncclGroupEnd());
+  EXPECT(v[0] == 7 && v[1] == 7, "the group a bad simInfo left open ran at ncclGroupEnd");
+  EXPECT(refusedAsUnsupported(ncclCommRevoke(comms[0], NCCL_REVOKE_DEFAULT), comms[0]), "revoke");
+}
+#endif
+
+#if defined(NCCL_COLLIE) || NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 0)
+void callsOf229AndLater(const std::vector<ncclComm_t>& comms) {
+  uint64_t bytes = 1;
+  NCCLCHECK(ncclCommMemStats(comms[0], ncclStatGpuMemTotal, &bytes));
+  EXPECT(bytes == 0, "a host communicator holds no device memory");
+  EXPECT(ncclCommMemStats(comms[0], static_cast<ncclCommMemStat_t>(7), &bytes) == ncclInvalidArgument, "bad stat");
+  ncclUniqueId id;
+  ncclComm_t grown = comms[0];
+  EXPECT(refusedAsUnsupported(ncclCommGetUniqueId(comms[0], &id), comms[0]), "get unique id");
+  EXPECT(refusedAsUnsupported(ncclCommGrow(comms[0], 3, nullptr, -1, &grown, nullptr), comms[0]) && grown == nullptr,
+         "grow");
+  EXPECT(refusedAsUnsupported(ncclCommSuspend(comms[0], NCCL_SUSPEND_MEM), comms[0]), "suspend");
+  EXPECT(refusedAsUnsupported(ncclCommResume(comms[0]), comms[0]), "resume");
+  void* user = &bytes;
+  EXPECT(refusedAsUnsupported(ncclWinGetUserPtr(comms[0], nullptr, &user), comms[0]) && user == nullptr, "window");
+  int x = 0;
+  ncclWaitSignalDesc_t desc = {1, 1, 0, 0};
+  EXPECT(refusedAsUnsupported(ncclPutSignal(&x, 1, ncclInt32, 1, nullptr, 0, 0, 0, 0, comms[0], nullptr), comms[0]),
+         "put");
+  EXPECT(refusedAsUnsupported(ncclSignal(1, 0, 0, 0, comms[0], nullptr), comms[0]), "signal");
+  EXPECT(refusedAsUnsupported(ncclWaitSignal(1, &desc, comms[0], nullptr), comms[0]), "wait signal");
+}
+#endif
+
 void callsOfLaterVersions() {
   const int n = 2;
   ncclUniqueId ids[2];
@@ -236,6 +318,13 @@ void callsOfLaterVersions() {
   EXPECT(ncclCommShrink(comms[0], &exclude, 1, &shrunk, nullptr, NCCL_SHRINK_DEFAULT) == ncclInvalidUsage,
          "shrink unsupported");
   EXPECT(shrunk == nullptr, "no communicator handed out");
+  deviceApiHostCalls(comms);
+#if defined(NCCL_COLLIE) || NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+  groupSimulateEndRunsNothing(comms);
+#endif
+#if defined(NCCL_COLLIE) || NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 0)
+  callsOf229AndLater(comms);
+#endif
   // The pnccl names are the same functions.
   int version = 0;
   EXPECT(pncclGetVersion(&version) == ncclSuccess && version == 21903, "pncclGetVersion");
