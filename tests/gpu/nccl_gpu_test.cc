@@ -67,6 +67,19 @@ int main() {
     for (ncclComm_t c : comms) CHECK(ncclCommDestroy(c));
     return 77;
   }
+  // The device memory each communicator holds, all of it allocated at init and none suspendable.
+  uint64_t total = 0, persist = 0, suspendable = 1;
+  CHECK(ncclCommMemStats(comms[0], ncclStatGpuMemTotal, &total));
+  CHECK(ncclCommMemStats(comms[0], ncclStatGpuMemPersist, &persist));
+  CHECK(ncclCommMemStats(comms[0], ncclStatGpuMemSuspend, &suspendable));
+  if (total == 0 || persist != total || suspendable != 0) {
+    std::printf("FAIL: ncclCommMemStats: total %llu, persistent %llu, suspendable %llu bytes\n",
+                static_cast<unsigned long long>(total), static_cast<unsigned long long>(persist),
+                static_cast<unsigned long long>(suspendable));
+    return 1;
+  }
+  std::printf("ncclCommMemStats: %llu bytes of device memory per communicator\n",
+              static_cast<unsigned long long>(total));
   const size_t count = 1 << 20;
   std::vector<cudaStream_t> streams(n);
   std::vector<float*> send(n), recv(n);
