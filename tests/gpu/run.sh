@@ -4,7 +4,8 @@
 #              made on the development machine by scripts/gpu_deps.sh and carried along);
 #   test       the GPU tests: ranks as threads sharing the GPU (every collective and
 #              algorithm; N = 1, 2, 3, 4, 8, or 2 and 3 with --quick) and as processes
-#              (cudaIpc), across 2 fake nodes (staged path and proxy), the drop-in NCCL;
+#              (cudaIpc), across 2 fake nodes (staged path and proxy), the drop-in NCCL,
+#              and PyTorch's torch.distributed on it (tests/gpu/torch_collectives_test.py);
 #   sanitize   compute-sanitizer memcheck and racecheck on a subset;
 #   bench      a short benchmark of the CUDA backend against a device-to-device copy
 #              and, at one rank, NCCL;
@@ -114,6 +115,10 @@ if want test; then
       -np 4 "$build/tests/collectives_gpu_mp"
   fi
   step gpu_nccl "$build/tests/nccl/nccl_gpu_test"
+  # PyTorch unchanged, on our libnccl.so.2 through LD_PRELOAD (its NCCL comes from a wheel, found by RPATH, so
+  # LD_LIBRARY_PATH would not redirect it): 3 processes on the GPU, every collective torch.distributed offers.
+  step gpu_torch env LD_PRELOAD="$PWD/$build/compat/nccl/libnccl.so.2" python3 tests/gpu/torch_collectives_test.py \
+    --np 3
 fi
 if want sanitize && [ "$quick" = 0 ] && command -v compute-sanitizer >/dev/null; then
   step memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/collectives_gpu_test" \
