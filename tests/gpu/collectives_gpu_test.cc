@@ -517,6 +517,20 @@ TEST(CudaBackend, P2POffStagesThroughHostMemory) {
   cudaFree(buf);
 }
 
+// A COLLIE_P2P that is neither 0 nor 1 is refused at init, on every rank, with a sentence naming it.
+TEST(CudaBackend, ABadCollieP2PIsRefusedAtInit) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
+  for (const char* bad : {"2", "-1", "yes"}) {
+    ScopedEnv p2p("COLLIE_P2P", bad);
+    collie::test::Comms comms(2);
+    EXPECT_EQ(comms.result, collieInvalidArgument) << "COLLIE_P2P='" << bad << "'";
+    EXPECT_NE(std::string(collieGetLastError(nullptr)).find("COLLIE_P2P must be 0"), std::string::npos)
+        << collieGetLastError(nullptr);
+  }
+}
+
 // Ranks on two GPUs (alternating): device windows when the GPUs reach each other by P2P, else the staged path,
 // chosen by init with no setting (the fake runtime plays both: COLLIE_FAKE_CUDA_P2P). Needs two GPUs.
 TEST(CudaBackend, RanksOnTwoGpusStageOnlyWithoutP2P) {
