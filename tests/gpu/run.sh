@@ -104,8 +104,10 @@ if want test; then
   for np in 2 3 4; do
     step "gpu_processes_np$np" "$build/tools/collie-run" -np "$np" "$build/tests/collectives_gpu_mp"
   done
-  # The staged path of GPUs without P2P (pinned host copies, the host executor), asked for by COLLIE_P2P=0.
-  step gpu_processes_np3_staged env COLLIE_P2P=0 "$build/tools/collie-run" -np 3 "$build/tests/collectives_gpu_mp"
+  # The staged path of GPUs without P2P (pinned host copies, the host executor), asked for by COLLIE_P2P=0 in
+  # rank 1's environment alone: the other ranks must follow it.
+  step gpu_processes_np3_staged "$build/tools/collie-run" -np 3 \
+    sh -c '[ "$COLLIE_RANK" != 1 ] || export COLLIE_P2P=0; exec "$0" "$@"' "$build/tests/collectives_gpu_mp"
   # Across 2 fake nodes: the staged path (host copies of device buffers, UCX between the nodes), then the proxy.
   if grep -q 'COLLIE_WITH_UCX:BOOL=ON' "$build/CMakeCache.txt"; then
     step gpu_fake_nodes_2x2 env UCX_TLS=sm,self "$build/tools/collie-run" --nodes 2 -np 4 \
