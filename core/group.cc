@@ -95,25 +95,37 @@ Status start() {
   return Status();
 }
 
-Status endWithoutRunning(size_t* dropped) {
-  *dropped = 0;
-  if (tState.depth == 0) return Status::error(collieInvalidUsage, "the group end has no group start");
+namespace {
+
+// Closes one level of the thread's group. At the outermost it hands the queued calls to `queue` and runs the
+// queued inits (*outermost true); an inner level leaves both in place. `unmatched`: the error with no group open.
+Status closeLevel(const char* unmatched, bool* outermost, std::vector<Queued>* queue) {
+  *outermost = false;
+  if (tState.depth == 0) return Status::error(collieInvalidUsage, "%s", unmatched);
   if (--tState.depth > 0) return Status();
-  *dropped = tState.queue.size();
+  *outermost = true;
+  *queue = std::move(tState.queue);
   tState.queue.clear();
   std::vector<std::function<Status()>> inits = std::move(tState.inits);
   tState.inits.clear();
   return runInits(std::move(inits));
 }
 
+}  // namespace
+
+Status endWithoutRunning(size_t* dropped) {
+  std::vector<Queued> queue;
+  bool outermost = false;
+  Status st = closeLevel("the group end has no group start", &outermost, &queue);
+  *dropped = queue.size();
+  return st;
+}
+
 Status end() {
-  if (tState.depth == 0) return Status::error(collieInvalidUsage, "collieGroupEnd without collieGroupStart");
-  if (--tState.depth > 0) return Status();
-  std::vector<Queued> queue = std::move(tState.queue);
-  tState.queue.clear();
-  std::vector<std::function<Status()>> inits = std::move(tState.inits);
-  tState.inits.clear();
-  COLLIE_RETURN_IF_ERROR(runInits(std::move(inits)));
+  std::vector<Queued> queue;
+  bool outermost = false;
+  COLLIE_RETURN_IF_ERROR(closeLevel("collieGroupEnd without collieGroupStart", &outermost, &queue));
+  if (!outermost) return Status();
   // Split by communicator, keeping each one's issue order.
   std::vector<collieComm_t> comms;
   std::vector<std::vector<Queued>> perComm;

@@ -41,8 +41,9 @@ static_assert(ncclScalarHostImmediate == static_cast<int>(collieScalarHostImmedi
 static_assert(NCCL_SPLIT_NOCOLOR == COLLIE_SPLIT_NOCOLOR, "split colours differ");
 static_assert(NCCL_VERSION_CODE == NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), "version code");
 
-ncclResult_t R(collieResult_t r) { return static_cast<ncclResult_t>(r); }
-collieComm_t C(ncclComm_t c) { return reinterpret_cast<collieComm_t>(c); }
+// Short names for the casts every forwarding call makes; the first two are the shim's own (nccl_shim.h).
+constexpr auto& R = collie::nccl::toNccl;
+constexpr auto& C = collie::nccl::toCollie;
 collieComm_t* CP(ncclComm_t* c) { return reinterpret_cast<collieComm_t*>(c); }
 collieDataType_t T(ncclDataType_t t) { return static_cast<collieDataType_t>(t); }
 collieRedOp_t O(ncclRedOp_t op) { return static_cast<collieRedOp_t>(op); }

@@ -10,7 +10,6 @@
 // docs/nccl-compat.md has the table.
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #include "collie.h"
 #include "compat/nccl/nccl.h"
