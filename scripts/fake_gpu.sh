@@ -71,6 +71,20 @@ bounded "$build/tests/nccl/nccl_gpu_test"
 # collie-bench's CUDA backend: ranks as threads, the copy limit, and graphs (-G).
 bounded "$build/bench/collie-bench" allreduce -t 3 --backend cuda -b 8 -e 64K -f 16 -n 3 -w 1 --limit
 bounded "$build/bench/collie-bench" allreduce -t 2 --backend cuda -b 8 -e 4K -f 8 -n 3 -w 1 -G 2
+# tests/gpu/run.sh itself, on this tree, so that its plumbing (paths, which libnccl.so.2 is loaded, the
+# summary and logs packed into $OUT, the deadline) is tested before a lent GPU's minutes are spent on it.
+rehearsal=$(mktemp -d)
+OUT=$rehearsal GPU_BUILD=$build bounded tests/gpu/run.sh --only 'gpu_processes_np2,gpu_nccl,bench_small_t2_graphs' \
+  test bench
+grep -q '^gpu_nccl  *pass' "$rehearsal/summary.txt"
+tar -tzf "$rehearsal/gpu-logs.tar.gz" | grep -q 'gpu-logs/small_t2_graphs.json'
+# A deadline already reached: every step is reported as not run, and the call fails.
+if OUT=$rehearsal GPU_BUILD=$build tests/gpu/run.sh --deadline 5 --only gpu_nccl test; then
+  echo "tests/gpu/run.sh passed with its only step not run" >&2
+  exit 1
+fi
+grep -q '^gpu_nccl  *not-run' "$rehearsal/summary.txt"
+rm -rf "$rehearsal"
 echo "fake-GPU suite: passed in $(($(date +%s) - start)) s"
 
 # The CUDA executor's host code under ThreadSanitizer: the fake's streams run launches on threads of their

@@ -6,7 +6,7 @@
 # they load, host debug information stripped, packed as .gpurun/build-gpu.tar.xz (ignored by git; about
 # 8 MB, where the files are 66 MB and the lent machine takes 64 MiB in all). There, with .deps/root and
 # .gpurun carried:
-#   tar xJf .gpurun/build-gpu.tar.xz && tests/gpu/run.sh test sanitize bench
+#   tar xJf .gpurun/build-gpu.tar.xz && GPU_STEP_TIMEOUT=150 tests/gpu/run.sh --deadline 500 test bench sanitize
 # Build-tree run paths are made relative ($ORIGIN), so the programs find our libraries wherever the
 # tree lands; UCX comes from .deps through tests/gpu/run.sh's LD_LIBRARY_PATH.
 set -euo pipefail

@@ -55,6 +55,17 @@ int main() {
     std::printf("SKIP: no usable GPU: %s\n", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
     return 77;
   }
+  // A libnccl.so.2 found first on the library path (CUDA 13's toolkit ships NVIDIA's in lib64) would make
+  // this a test of that library, which refuses several ranks on one GPU: say so instead.
+  int version = 0;
+  CHECK(ncclGetVersion(&version));
+  if (version != NCCL_VERSION_CODE) {
+    std::fprintf(stderr,
+                 "FAIL: the libnccl.so.2 loaded is version %d, not Collie's %d: another NCCL comes first on the "
+                 "library path\n",
+                 version, NCCL_VERSION_CODE);
+    return 1;
+  }
   const int n = 4;
   std::vector<int> devlist(n);
   for (int r = 0; r < n; ++r) devlist[r] = r % gpus;

@@ -10,32 +10,51 @@
 #   bench      a short benchmark of the CUDA backend against a device-to-device copy
 #              and, at one rank, NCCL;
 # and ends with a table of what passed and how long it took.
-#   tests/gpu/run.sh [--quick] [PART...]   PART: build test sanitize bench (default: all four)
+#   tests/gpu/run.sh [--quick] [--deadline S] [--only GLOBS] [PART...]
+#     PART: build test sanitize bench (default: all four, in that order; given parts run in the order given)
+#     --deadline S  no step starts after S seconds, and each is stopped when S is reached, so the call
+#                   always ends with its summary (a lent machine gives 15 minutes of device time in all)
+#     --only GLOBS  only the steps whose names match one of these comma-separated globs (gpu_nccl,bench_*)
+# Each step's line is appended to the summary as it ends, so a call cut short still leaves one.
 # A lent machine allows 10 minutes per command and goes back 30 s after a call, so each call starts
 # bare: build here with scripts/gpu_stage.sh (nvcc needs no GPU), carry .deps/root and .gpurun, and
-# begin each call with `tar xJf .gpurun/build-gpu.tar.xz` instead of running the build part there.
+# begin each call with `tar xJf .gpurun/build-gpu.tar.xz` instead of running the build part there. With
+# 15 minutes of device time a session has one call: run(timeout_s=600, carry=[.deps/root, .gpurun]) of
+#   tar xJf .gpurun/build-gpu.tar.xz && GPU_STEP_TIMEOUT=150 tests/gpu/run.sh --deadline 500 test bench sanitize
 # Exit status 0 only when every step passed. A test that skips counts as a
 # failure here: on a GPU machine a skip means the GPU was not usable.
 # COLLIE_TIMEOUT defaults to 30 s, so a hang costs 30 s, not 300; CUDA_DEVICE_MAX_CONNECTIONS to 32.
-# GPU_STEP_TIMEOUT (seconds, default none) stops any one step that runs longer, so that one call of a
-# lent machine always reaches the summary.
-# Logs go to $OUT (or gpu-logs/).
+# GPU_STEP_TIMEOUT (seconds, default none) stops any one step that runs longer.
+# GPU_BUILD names the build tree (default build-gpu/); scripts/fake_gpu.sh rehearses this script on the fake
+# CUDA runtime's tree, build-fakecuda/, so that its plumbing is tested before a GPU's minutes are spent.
+# Logs go to gpu-logs/ (and, packed, to $OUT where that is set).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-quick=0
+usage() {
+  echo "usage: tests/gpu/run.sh [--quick] [--deadline SECONDS] [--only GLOB,...] [build|test|sanitize|bench]..." >&2
+  exit 2
+}
+quick=0 deadline= only=
 parts=()
-for a in "$@"; do
-  case "$a" in
+while [ $# -gt 0 ]; do
+  case "$1" in
     --quick) quick=1 ;;
-    build | test | sanitize | bench) parts+=("$a") ;;
-    *) echo "usage: tests/gpu/run.sh [--quick] [build|test|sanitize|bench]..." >&2; exit 2 ;;
+    --deadline) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || usage; deadline=$2; shift ;;
+    --only) [ -n "${2:-}" ] || usage; only=$2; shift ;;
+    build | test | sanitize | bench) parts+=("$1") ;;
+    *) usage ;;
   esac
+  shift
 done
 [ ${#parts[@]} -gt 0 ] || parts=(build test sanitize bench)
-want() { [[ " ${parts[*]} " == *" $1 "* ]]; }
-logs=${OUT:-gpu-logs}
+started=$(date +%s)
+# A lent machine hands back at most 8 files from $OUT: the logs stay in gpu-logs/ and are packed, with the
+# summary beside them, into $OUT after every step (so a call cut short still returns what it did).
+logs=gpu-logs
+rm -rf "$logs"
 mkdir -p "$logs"
-build=build-gpu
+: >"$logs/summary.txt"
+build=${GPU_BUILD:-build-gpu}
 prefix=$PWD/.deps/root/usr
 export COLLIE_TIMEOUT=${COLLIE_TIMEOUT:-30}
 # Some tests run 22 ranks as threads of one process (programs too long for the launch parameters): with CUDA's
@@ -46,25 +65,55 @@ arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | he
 arch=${arch:-90}
 
 declare -a names times results
+record() {  # record NAME RESULT SECONDS: one line of the summary, written at once
+  names+=("$1")
+  results+=("$2")
+  times+=("$3")
+  printf '%-26s %-10s %s\n' "$1" "$2" "$3" >>"$logs/summary.txt"
+  if [ -n "${OUT:-}" ]; then
+    cp "$logs/summary.txt" "$OUT/summary.txt"
+    tar -czf "$OUT/gpu-logs.tar.gz" "$logs"
+  fi
+}
+selected() {  # selected NAME: whether --only lets this step run
+  [ -z "$only" ] && return 0
+  local glob
+  IFS=, read -ra globs <<<"$only"
+  for glob in "${globs[@]}"; do
+    # shellcheck disable=SC2053 # the glob is meant to match
+    [[ "$1" == $glob ]] && return 0
+  done
+  return 1
+}
 step() {  # step NAME COMMAND...: runs it, logs to $logs/NAME.log, records the outcome
   local name=$1
   shift
-  local t0=$(date +%s) rc=0
+  selected "$name" || return 0
+  local t0=$(date +%s) rc=0 limit=${GPU_STEP_TIMEOUT:-}
+  if [ -n "$deadline" ]; then
+    local left=$((deadline - (t0 - started)))
+    if [ "$left" -lt 10 ]; then
+      echo "== $name: not run, the deadline (${deadline} s) is reached"
+      record "$name" "not-run" 0
+      return 0
+    fi
+    [ -n "$limit" ] && [ "$limit" -lt "$left" ] || limit=$left
+  fi
   echo "== $name: $*"
-  if [ -n "${GPU_STEP_TIMEOUT:-}" ]; then
-    timeout -k 5 "$GPU_STEP_TIMEOUT" "$@" >"$logs/$name.log" 2>&1 || rc=$?
+  if [ -n "$limit" ]; then
+    timeout -k 5 "$limit" "$@" >"$logs/$name.log" 2>&1 || rc=$?
   else
     "$@" >"$logs/$name.log" 2>&1 || rc=$?
   fi
-  if [ "$rc" != 0 ]; then
-    results+=("FAIL($rc)")
+  local result=pass
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    result="TIMEOUT(${limit}s)"
+  elif [ "$rc" != 0 ]; then
+    result="FAIL($rc)"
   elif grep -q -e '\[  SKIPPED \]' -e '^skipped' "$logs/$name.log"; then
-    results+=("SKIPPED")  # the GPU was not usable: not a pass
-  else
-    results+=(pass)
+    result=SKIPPED  # the GPU was not usable: not a pass
   fi
-  names+=("$name")
-  times+=($(($(date +%s) - t0)))
+  record "$name" "$result" $(($(date +%s) - t0))
   tail -n 5 "$logs/$name.log"
 }
 
@@ -77,20 +126,20 @@ if [ -e "$prefix/lib/x86_64-linux-gnu/libucp.so.0" ]; then
   export LD_LIBRARY_PATH=$prefix/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export UCX_MODULE_DIR=$prefix/lib/x86_64-linux-gnu/ucx
 fi
-if want build; then
+part_build() {
   step configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_ARCHITECTURES="$arch" \
     -DCOLLIE_WITH_MPI=OFF -DCMAKE_PREFIX_PATH="$prefix" -DGTest_DIR="$prefix/lib/x86_64-linux-gnu/cmake/GTest"
   step build cmake --build "$build" -j 16 --target collectives_gpu_test program_cache_gpu_test reduce_ops_gpu_test \
     collectives_gpu_mp collie-run nccl_gpu_test collie-bench
-fi
-if want test; then
+}
+part_test() {
   # First, the question docs/RELIABILITY.md ("On a GPU") asks: with every stream in one hardware queue, do
   # calls of several rounds still pass? (They deadlocked on the fake's model of shared queues with one
   # launch per round; they pass there with one launch per call.)
   step gpu_one_queue env CUDA_DEVICE_MAX_CONNECTIONS=1 "$build/tests/collectives_gpu_test" \
     --gtest_filter='*allreduce_ring_n3:CudaBackend.ACallInManyRoundsIsOneLaunchPerRank'
   # With one GPU the two-GPU tests would skip, which counts as a failure here: leave them out.
-  others=
+  local others= np
   [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ] ||
     others=-CudaBackend.AStreamOfAnotherGpuIsAnError:CudaBackend.RanksOnTwoGpusStageOnlyWithoutP2P
   if [ "$quick" = 1 ]; then
@@ -116,20 +165,24 @@ if want test; then
     step gpu_fake_nodes_2x2_proxy env UCX_TLS=sm,self COLLIE_GPU_REMOTE=proxy "$build/tools/collie-run" --nodes 2 \
       -np 4 "$build/tests/collectives_gpu_mp"
   fi
-  step gpu_nccl "$build/tests/nccl/nccl_gpu_test"
+  # Ours first on the library path: CUDA's lib64, put there above for libcudart, may hold NVIDIA's libnccl.so.2.
+  step gpu_nccl env LD_LIBRARY_PATH="$PWD/$build/compat/nccl:$LD_LIBRARY_PATH" "$build/tests/nccl/nccl_gpu_test"
   # PyTorch unchanged, on our libnccl.so.2 through LD_PRELOAD (its NCCL comes from a wheel, found by RPATH, so
   # LD_LIBRARY_PATH would not redirect it): 3 processes on the GPU, every collective torch.distributed offers.
   step gpu_torch env LD_PRELOAD="$PWD/$build/compat/nccl/libnccl.so.2" python3 tests/gpu/torch_collectives_test.py \
     --np 3
-fi
-if want sanitize && [ "$quick" = 0 ] && command -v compute-sanitizer >/dev/null; then
+}
+part_sanitize() {
+  [ "$quick" = 0 ] || return 0
+  command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer not found"; record sanitize SKIPPED 0; return 0; }
   step memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/collectives_gpu_test" \
     --gtest_filter='*allreduce_ring_n3:*allgather_ring_n2:*alltoall_pairwise_n3:CudaBackend.AllToAllv*'
   step racecheck compute-sanitizer --tool racecheck --error-exitcode 9 "$build/tests/collectives_gpu_test" \
     --gtest_filter='*allreduce_ring_n2:*reducescatter_ring_n3'
-fi
-bench=$build/bench/collie-bench
-if want bench && [ -x "$bench" ]; then
+}
+part_bench() {
+  local bench=$build/bench/collie-bench nccl t c
+  [ -x "$bench" ] || { echo "$bench not built"; record bench FAIL-not-built 0; return 0; }
   # NCCL for --vs nccl: the system's, else the one PyTorch brings (nvidia-nccl wheel).
   nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(os.path.dirname(nvidia.nccl.__file__), "lib"))' \
     2>/dev/null || true)
@@ -150,13 +203,19 @@ if want bench && [ -x "$bench" ]; then
   for c in allgather reducescatter alltoall; do
     step "bench_${c}_t4" "$bench" "$c" -t 4 --backend cuda -b 1K -e 256M -f 16 --limit --json "$logs/${c}_t4.json"
   done
-fi
+}
+
+for part in "${parts[@]}"; do
+  "part_$part"
+done
 
 echo
-printf '%-26s %-10s %s\n' step result seconds | tee -a "$logs/summary.txt"
+printf '%-26s %-10s %s\n' step result seconds
 failed=0
 for i in "${!names[@]}"; do
-  printf '%-26s %-10s %s\n' "${names[$i]}" "${results[$i]}" "${times[$i]}" | tee -a "$logs/summary.txt"
+  printf '%-26s %-10s %s\n' "${names[$i]}" "${results[$i]}" "${times[$i]}"
   [ "${results[$i]}" = pass ] || failed=1
 done
+[ ${#names[@]} -gt 0 ] || { echo "no step ran (--only '$only' matched none)"; failed=1; }
+echo "$(($(date +%s) - started)) s in all"
 exit $failed
