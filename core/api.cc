@@ -19,6 +19,7 @@
 #include "core/comm.h"
 #include "core/errors.h"
 #include "core/group.h"
+#include "core/log.h"
 #include "executor/executor.h"
 #include "transport/bootstrap/bootstrap.h"
 
@@ -120,6 +121,21 @@ collieResult_t collieCommInitAll(collieComm_t* comms, int ndev, const int* devli
     }
     collie::InitOptions options;
     COLLIE_RETURN_IF_ERROR(collie::resolveConfig(nullptr, &options).withContext(call));
+    int count = 0;  // devices this process sees; 0 without a usable GPU, where the host backend ignores devlist
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+      (void)cudaGetLastError();
+      count = 0;
+    }
+    // A device that is not there is the caller's mistake (NCCL: ncclInvalidArgument), said before any rank starts
+    // rather than as a CUDA error from the middle of init.
+    if (count > 0 && options.backend != collieBackendHost && devlist != nullptr) {
+      for (int i = 0; i < ndev; ++i)
+        if (devlist[i] >= count)
+          return Status::error(collieInvalidArgument, "%s: devlist[%d] = %d is not a device (this process sees %d)",
+                               call, i, devlist[i], count);
+    }
+    if (count > 0 && options.backend != collieBackendHost && devlist == nullptr && ndev > count)
+      COLLIE_INFO("%s: %d ranks on %d GPUs: rank i uses device i %% %d (NCCL would refuse)", call, ndev, count, count);
     collieUniqueId id;
     collie::Secret secret;
     COLLIE_RETURN_IF_ERROR(collie::randomSecret(&secret));
@@ -133,8 +149,6 @@ collieResult_t collieCommInitAll(collieComm_t* comms, int ndev, const int* devli
         // Rank r's GPU: devlist[r], else device r modulo the device count
         // (several ranks may share a GPU).
         collie::InitOptions mine = options;
-        int count = 0;
-        if (cudaGetDeviceCount(&count) != cudaSuccess) (void)cudaGetLastError();
         if (count > 0) mine.cudaDevice = devlist != nullptr ? devlist[r] : r % count;
         if (mine.cudaDevice >= 0 && mine.cudaDevice < count) (void)cudaSetDevice(mine.cudaDevice);
         results[static_cast<size_t>(r)] = collie::commInit(id, ndev, r, mine, &comms[r]);

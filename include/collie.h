@@ -168,7 +168,9 @@ collieResult_t collieCommInitRankConfig(collieComm_t* comm, int nranks, collieUn
 
 /**
  * Creates ndev communicators of one clique in this process (rank i uses
- * devlist[i], or device i when devlist is NULL; devices may repeat).
+ * devlist[i], or device i modulo the device count when devlist is NULL;
+ * devices may repeat). With a GPU, a devlist entry that is not a device of
+ * this process is collieInvalidArgument; the host backend ignores devlist.
  */
 collieResult_t collieCommInitAll(collieComm_t* comms, int ndev, const int* devlist);
 
@@ -230,7 +232,9 @@ collieResult_t collieCommDeregister(const collieComm_t comm, void* handle);
  * An operator for collectives of comm and datatype: each rank's input times its
  * own *scalar (of datatype, rounded once in the type), then summed. Host-immediate:
  * *scalar is read now; device: it is read when each call runs. The operator
- * (>= collieNumOps) is valid on comm only. The CUDA backend refuses it for now.
+ * (>= collieNumOps) is valid on comm only. On the CUDA backend a device scalar
+ * is read by a scaling kernel on the call's stream (one in plain host memory, which
+ * a kernel cannot read, is read at enqueue).
  */
 collieResult_t collieRedOpCreatePreMulSum(collieRedOp_t* op, void* scalar, collieDataType_t datatype,
                                           collieScalarResidence_t residence, collieComm_t comm);

@@ -46,10 +46,10 @@ COLLIE_FAKE_CUDA_QUEUES=1 bounded "$build/tests/collectives_gpu_test" --gtest_br
   --gtest_filter='*allreduce_ring_n3:CudaBackend.ACallInManyRoundsIsOneLaunchPerRank'
 # Uploaded programs reused across changing counts, kept while queued launches or captured graphs read them.
 bounded "$build/tests/program_cache_gpu_test" --gtest_brief=1
-# Two fake GPUs: a stream of another GPU than the communicator's; ranks on both, by P2P, then (GPUs without
-# P2P) staged through host memory.
+# Two fake GPUs: a stream of another GPU than the communicator's; a devlist naming a third; ranks on both, by P2P,
+# then (GPUs without P2P) staged through host memory.
 COLLIE_FAKE_CUDA_DEVICES=2 bounded "$build/tests/collectives_gpu_test" --gtest_brief=1 \
-  --gtest_filter='CudaBackend.AStreamOfAnotherGpuIsAnError:CudaBackend.RanksOnTwoGpus*'
+  --gtest_filter='CudaBackend.AStreamOfAnotherGpuIsAnError:CudaBackend.RanksOnTwoGpus*:CudaBackend.InitAllRefuses*'
 COLLIE_FAKE_CUDA_DEVICES=2 COLLIE_FAKE_CUDA_P2P=0 bounded "$build/tests/collectives_gpu_test" --gtest_brief=1 \
   --gtest_filter='CudaBackend.RanksOnTwoGpus*'
 # Ranks as processes: device windows exported and opened through cudaIpc handles.

@@ -6,9 +6,9 @@
 // device memory, checked by the same code as the host tests (Memory::kDevice).
 // Also: uneven channel splits with tiny slots, all-to-all-v and grouped
 // send/recv, CUDA graph capture, one rank's copies, too many blocks for the
-// GPU, the staged path (GPUs without P2P, or COLLIE_P2P=0), and a rank that
-// never joins (the kernel's bounded wait becomes collieCommGetAsyncError's
-// collieTimeout). Programs too long for the launch parameters: see
+// GPU, a devlist naming a GPU that is not there, the staged path (GPUs without
+// P2P, or COLLIE_P2P=0), and a rank that never joins (the kernel's bounded wait
+// becomes collieCommGetAsyncError's collieTimeout). Programs too long for the launch parameters: see
 // program_cache_gpu_test.cc.
 // Every test skips, saying why, when no GPU is usable.
 #include <cuda_runtime.h>
@@ -529,6 +529,28 @@ TEST(CudaBackend, ABadCollieP2PIsRefusedAtInit) {
     EXPECT_NE(std::string(collieGetLastError(nullptr)).find("COLLIE_P2P must be 0"), std::string::npos)
         << collieGetLastError(nullptr);
   }
+}
+
+// collieCommInitAll naming a GPU this process does not see fails before any rank starts, with a sentence naming
+// the entry (not a CUDA error from the middle of init); the host backend ignores devlist.
+TEST(CudaBackend, InitAllRefusesADeviceThatIsNotThere) {
+  SKIP_WITHOUT_GPU();
+  int gpus = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&gpus), cudaSuccess);
+  const int devices[2] = {0, gpus};
+  const std::string want =
+      "devlist[1] = " + std::to_string(gpus) + " is not a device (this process sees " + std::to_string(gpus) + ")";
+  {
+    ScopedEnv device("COLLIE_DEVICE", "cuda");
+    collie::test::Comms comms(2, devices);
+    EXPECT_EQ(comms.result, collieInvalidArgument);
+    EXPECT_NE(std::string(collieGetLastError(nullptr)).find(want), std::string::npos) << collieGetLastError(nullptr);
+    EXPECT_EQ(comms[0], nullptr);
+    EXPECT_EQ(comms[1], nullptr);
+  }
+  ScopedEnv device("COLLIE_DEVICE", "host");
+  collie::test::Comms comms(2, devices);
+  EXPECT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
 }
 
 // Ranks on two GPUs (alternating): device windows when the GPUs reach each other by P2P, else the staged path,

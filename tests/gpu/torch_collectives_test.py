@@ -15,18 +15,29 @@ equality with a reference computed on the CPU from every rank's regenerated inpu
 
   LD_PRELOAD=build-gpu/compat/nccl/libnccl.so.2 python3 tests/gpu/torch_collectives_test.py [--np N]
 
-Exits 77 (skipped), saying why, where torch or a GPU is missing; 1 when torch did
-not load Collie's library (a torch that carries NCCL inside it cannot be redirected)
-or any result is wrong. tests/gpu/run.sh runs it (step gpu_torch).
+Exits 77 (skipped), saying why, where torch or a GPU is missing; 1 when torch is
+installed but does not import (a symbol our library lacks), when the libnccl.so.2 in the
+process is not Collie's, when a rank's communicator was not made by Collie (a torch that
+carries NCCL inside it cannot be redirected), when the ranks do not finish within
+--timeout seconds, or when any result is wrong. tests/gpu/run.sh runs it (step gpu_torch).
+
+torch.cuda.nccl.version() is no evidence: it is the version of the nccl.h torch was
+built with, whatever library is loaded. The library's own ncclGetVersion, and Collie's
+log line for each communicator it makes, are.
 """
 import argparse
+import ctypes
 import datetime
+import glob
+import importlib.util
 import os
 import random
 import socket
 import sys
+import tempfile
+import time
 
-COLLIE_NCCL_VERSION = (2, 19, 3)  # what Collie's ncclGetVersion reports
+COLLIE_NCCL_VERSION = 21903  # what Collie's ncclGetVersion reports (2.19.3)
 
 
 def skip(why):
@@ -34,12 +45,20 @@ def skip(why):
     sys.exit(77)
 
 
+def fail(why):
+    print(f"FAIL: {why}", flush=True)
+    sys.exit(1)
+
+
 try:
     import torch
     import torch.distributed as dist
     import torch.multiprocessing as mp
 except ImportError as e:
-    skip(f"PyTorch is not importable here ({e})")
+    if importlib.util.find_spec("torch") is None:
+        skip(f"PyTorch is not installed here ({e})")
+    # Under LD_PRELOAD, a function torch's libraries need and ours lacks stops the import.
+    fail(f"PyTorch is installed but does not import ({e})")
 
 
 def free_port():
@@ -173,7 +192,17 @@ def premul_sum_case(ck, n, rank, dev, seed):
     ck.same("all_reduce premul sum x2.0 float32", t, torch.stack(every).sum(0) * 2)
 
 
-def worker(rank, n, port, seed):
+def collie_made_the_communicator(logs):
+    """Whether Collie's log of this process (COLLIE_DEBUG_FILE, one file per pid) has its init line."""
+    path = os.path.join(logs, f"collie.{os.getpid()}.log")
+    try:
+        with open(path) as f:
+            return any(" ready: " in line for line in f)
+    except OSError:
+        return False
+
+
+def worker(rank, n, port, seed, logs):
     gpus = torch.cuda.device_count()
     dev = torch.device("cuda", rank % gpus)
     torch.cuda.set_device(dev)
@@ -185,6 +214,10 @@ def worker(rank, n, port, seed):
         dist.init_process_group(**kwargs)
     ck = Checker(rank)
     all_reduce_cases(ck, n, rank, dev, seed)
+    if not collie_made_the_communicator(logs):
+        print(f"[{rank}] FAIL: no communicator of this rank was made by Collie (no 'ready' line in "
+              f"{logs}/collie.{os.getpid()}.log): torch did not call our library", flush=True)
+        raise SystemExit(1)
     rooted_and_gathering_cases(ck, n, rank, dev, seed)
     all_to_all_and_p2p_cases(ck, n, rank, dev, seed)
     premul_sum_case(ck, n, rank, dev, seed)
@@ -193,14 +226,28 @@ def worker(rank, n, port, seed):
     dist.destroy_process_group()
     for w in ck.wrong:
         print(f"[{rank}] WRONG {w} (seed {seed})")
-    print(f"[{rank}] {ck.cases - len(ck.wrong)} of {ck.cases} cases exact")
+    print(f"[{rank}] {ck.cases - len(ck.wrong)} of {ck.cases} cases exact", flush=True)
     if ck.wrong:
         raise SystemExit(1)
+
+
+def loaded_nccl():
+    """The libnccl files mapped into this process, and the version the one torch resolves reports."""
+    with open("/proc/self/maps") as f:
+        paths = sorted({line.split()[-1] for line in f if "libnccl" in line.split()[-1]})
+    try:
+        lib = ctypes.CDLL("libnccl.so.2")  # the loaded one, by its SONAME, when one is loaded
+    except OSError as e:
+        return paths, None, str(e)
+    version = ctypes.c_int(0)
+    lib.ncclGetVersion(ctypes.byref(version))
+    return paths, version.value, None
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--np", type=int, default=3, help="ranks (processes, 2 to 8), all on the GPUs there are")
+    ap.add_argument("--timeout", type=int, default=300, help="seconds the ranks may take in all (default 300)")
     args = ap.parse_args()
     if not 2 <= args.np <= 8:
         ap.error("--np must be 2 to 8 (the inputs are sized so that int8 holds every exact result)")
@@ -208,15 +255,43 @@ def main():
         skip("torch sees no usable GPU")
     if not dist.is_nccl_available():
         skip("this torch was built without its NCCL backend")
-    version = torch.cuda.nccl.version()
-    if tuple(version[:3]) != COLLIE_NCCL_VERSION:
-        print(f"FAIL: torch runs NCCL {version}, not Collie's {COLLIE_NCCL_VERSION}: put Collie's libnccl.so.2 in "
-              f"LD_PRELOAD (a torch that links NCCL statically cannot be redirected)")
-        sys.exit(1)
+    paths, version, why = loaded_nccl()
+    try:
+        built = torch.cuda.nccl.version()
+    except (AttributeError, RuntimeError) as e:
+        built = f"unknown ({e})"
+    print(f"torch {torch.__version__}, built against NCCL {built}; libnccl mapped: {paths or 'none'}; "
+          f"its ncclGetVersion: {version}", flush=True)
+    if version != COLLIE_NCCL_VERSION:
+        fail(f"the libnccl.so.2 in this process is not Collie's ({why or f'version {version}'}): put Collie's in "
+             f"LD_PRELOAD (a torch that links NCCL statically cannot be redirected)")
     seed = int(os.environ.get("COLLIE_TEST_SEED", random.randrange(1 << 31)))
-    print(f"torch {torch.__version__} on Collie's NCCL {version}, {args.np} ranks on "
-          f"{torch.cuda.device_count()} GPU(s), seed {seed} (rerun with COLLIE_TEST_SEED={seed})", flush=True)
-    mp.spawn(worker, args=(args.np, free_port(), seed), nprocs=args.np, join=True)
+    print(f"{args.np} ranks on {torch.cuda.device_count()} GPU(s), seed {seed} (rerun with COLLIE_TEST_SEED={seed})",
+          flush=True)
+    logs = tempfile.mkdtemp(prefix="collie-torch-")
+    # Read by each rank's libnccl.so.2 as it loads: Collie's log, one file per process, shows that Collie made
+    # the rank's communicator. Torch's watchdog and heartbeat defaults would turn a hang into minutes of dumps
+    # and sleeps: keep a failure short (a user's settings win).
+    for name, value in (("COLLIE_DEBUG", "INFO"), ("COLLIE_DEBUG_FILE", os.path.join(logs, "collie.%p.log")),
+                        ("TORCH_NCCL_DUMP_ON_TIMEOUT", "0"), ("TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC", "1000"),
+                        ("TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", "60")):
+        os.environ.setdefault(name, value)
+    ctx = mp.start_processes(worker, args=(args.np, free_port(), seed, logs), nprocs=args.np, join=False,
+                             start_method="spawn")
+    deadline = time.monotonic() + args.timeout
+    try:
+        while not ctx.join(timeout=1):
+            if time.monotonic() > deadline:
+                for p in ctx.processes:
+                    p.kill()
+                fail(f"the ranks did not finish within {args.timeout} s; Collie's logs: {logs}")
+    except Exception as e:  # a rank failed: torch says which and how
+        for f in sorted(glob.glob(os.path.join(logs, "collie.*.log"))):
+            with open(f) as log:
+                warnings = [line.rstrip() for line in log if " WARN " in line]
+            for line in warnings[-5:]:
+                print(f"{os.path.basename(f)}: {line}")
+        fail(f"{type(e).__name__}: {e}")
     print(f"PASS: torch.distributed on Collie, {args.np} ranks")
 
 
