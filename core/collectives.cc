@@ -84,6 +84,7 @@ Status executeCall(collieComm_t comm, const Call& call) {
   collie::toReduceOp(call.op, &exec.op);
   exec.divisor = call.op == collieAvg ? comm->nranks : 0;
   exec.seq = comm->seq++;
+  exec.collectiveSeq = comm->collectives++;
   exec.stream = call.stream;
   COLLIE_TRACE("%s #%llu count %llu %s %s root %d", call.name, static_cast<unsigned long long>(exec.seq),
                static_cast<unsigned long long>(call.count), collie::typeName(call.type), collie::opName(call.op),

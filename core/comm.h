@@ -70,7 +70,8 @@ struct collieComm {
   std::atomic<int> users{0};  // API calls running on this comm now (pinComm): abort and destroy wait for them
   std::atomic<int> asyncError{collieSuccess};  // set when a collective fails mid-way: the comm is broken
   bool finalized = false;
-  uint64_t seq = 0;           // collectives issued so far
+  uint64_t seq = 0;           // collectives and send/receive groups issued so far
+  uint64_t collectives = 0;   // collectives alone: every rank makes them in the same order
   bool checkCalls = false;    // COLLIE_CHECK: compare each collective's arguments across ranks first
   uint64_t checkedCalls = 0;  // collectives compared so far (core/call_check.h)
   uint8_t barrierToken = 0;   // collieBarrier's one byte, here because a grouped call runs later

@@ -9,6 +9,7 @@
 #include "core/cuda_check.h"
 #include "core/env.h"
 #include "core/log.h"
+#include "executor/colocated_streams.h"
 #include "executor/launch_plan.h"
 #include "executor/remote_proxy.h"
 #include "transport/cuda_ipc/device_windows.h"
@@ -51,6 +52,11 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
   const size_t n = layout.nranks;
   e->windows_.resize(n);
   for (size_t r = 0; r < n; ++r) e->windows_[r] = windows.window(static_cast<int>(r));
+  if (!windows.colocatedPeers().empty()) {
+    std::vector<std::pair<int, const void*>> peers;
+    for (int r : windows.colocatedPeers()) peers.emplace_back(r, windows.window(r));
+    e->colocated_ = std::make_unique<ColocatedStreams>(rank, device, windows.window(rank), std::move(peers));
+  }
   e->inboxes_.assign(n, e->windows_[static_cast<size_t>(rank)]);
   void* p = nullptr;
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&p, 2 * n * sizeof(uint8_t*)), "cudaMalloc of the window table"));
@@ -355,6 +361,9 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   COLLIE_RETURN_IF_ERROR(planLaunch(plan, args, tables_, this, &a, &empty));
   tPlan = Clock::now();
   if (empty) return Status();
+  // A replay's stream is not known now: only launches made now are compared.
+  if (colocated_ != nullptr && !capturing_ && args.collectiveSeq != ExecArgs::kNotACollective)
+    COLLIE_RETURN_IF_ERROR(colocated_->note(args.collectiveSeq, args.stream));
   launches_.record(args.seq, *plan.last[0].program);
   const bool captured = capturing_;
   COLLIE_RETURN_IF_ERROR(waitForPrevious(args.stream, captured));

@@ -28,6 +28,7 @@ namespace collie {
 
 struct GraphsGone;  // cuda_executor.cc
 
+class ColocatedStreams;
 class DeviceWindows;
 class RemoteProxy;
 
@@ -100,7 +101,8 @@ class CudaExecutor : public Executor, private LaunchStorage {
   int rank_ = 0;
   int device_ = -1;
   WindowLayout layout_;
-  std::vector<uint8_t*> windows_;       // as this rank addresses them (null: a peer on another host)
+  std::unique_ptr<ColocatedStreams> colocated_;  // with peers that are threads of this process on this GPU
+  std::vector<uint8_t*> windows_;                // as this rank addresses them (null: a peer on another host)
   std::vector<uint8_t*> inboxes_;       // where each peer's slices for us land: our window, or the proxy's inbox
   uint8_t** deviceWindows_ = nullptr;   // windows_ then inboxes_, in device memory
   const RemoteProxy* proxy_ = nullptr;  // with a proxy: for the reason it lost a peer

@@ -19,8 +19,12 @@ struct ExecArgs {
   void* output = nullptr;
   collieDataType_t type = collieFloat32;
   ReduceOp op = ReduceOp::kSum;
-  int divisor = 0;                  // > 0: finalized writes divide by it (avg)
-  uint64_t seq = 0;                 // collective sequence number, for the hang report
+  int divisor = 0;   // > 0: finalized writes divide by it (avg)
+  uint64_t seq = 0;  // collective sequence number, for the hang report
+  // Collectives only (every rank makes them in the same order, unlike sends and receives): their own count, by
+  // which the CUDA executor compares the streams of ranks sharing a GPU (executor/colocated_streams.h).
+  static constexpr uint64_t kNotACollective = ~uint64_t{0};
+  uint64_t collectiveSeq = kNotACollective;
   collieStream_t stream = nullptr;  // CUDA executor: the caller's stream
   // One program for all channels, each moving its part of every step. Valid
   // only for programs whose steps never read what an earlier step of the rank

@@ -635,9 +635,15 @@ TEST_F(FakeCuda, StreamHandles) {
   int device = -1;
   EXPECT_EQ(cudaStreamGetDevice(s, &device), cudaSuccess);
   EXPECT_EQ(device, 2);
+  unsigned flags = 7;
+  EXPECT_EQ(cudaStreamGetFlags(s, &flags), cudaSuccess);
+  EXPECT_EQ(flags, static_cast<unsigned>(cudaStreamNonBlocking));
+  EXPECT_EQ(cudaStreamGetFlags(s, nullptr), cudaErrorInvalidValue);
   ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
   EXPECT_EQ(cudaStreamGetDevice(nullptr, &device), cudaSuccess);
   EXPECT_EQ(device, 1);
+  EXPECT_EQ(cudaStreamGetFlags(nullptr, &flags), cudaSuccess);
+  EXPECT_EQ(flags, 0u);
   // A kernel cannot be launched into a stream of another device than the current one.
   EXPECT_EQ(enqueue(s, [] { return cudaSuccess; }), cudaErrorInvalidResourceHandle);
   ASSERT_EQ(cudaSetDevice(2), cudaSuccess);

@@ -282,6 +282,17 @@ cudaError_t streamGetDevice(cudaStream_t handle, int* device) {
   return cudaSuccess;
 }
 
+cudaError_t streamGetFlags(cudaStream_t handle, unsigned int* flags) {
+  if (flags == nullptr) return cudaErrorInvalidValue;
+  if (const cudaError_t e = begin()) return e;
+  State& st = state();
+  auto lock = lockState();
+  std::shared_ptr<Stream> s;
+  if (const cudaError_t e = resolveStream(st, handle, &s)) return e;
+  *flags = s->flags;
+  return cudaSuccess;
+}
+
 cudaError_t deviceSynchronize() {
   if (const cudaError_t e = begin()) return e;
   State& st = state();
@@ -419,6 +430,10 @@ cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t stream) { return report(strea
 
 cudaError_t CUDARTAPI cudaStreamGetDevice(cudaStream_t stream, int* device) {
   return report(streamGetDevice(stream, device));
+}
+
+cudaError_t CUDARTAPI cudaStreamGetFlags(cudaStream_t stream, unsigned int* flags) {
+  return report(streamGetFlags(stream, flags));
 }
 
 cudaError_t CUDARTAPI cudaDeviceSynchronize(void) { return report(deviceSynchronize()); }

@@ -6,9 +6,10 @@
 // device memory, checked by the same code as the host tests (Memory::kDevice).
 // Also: uneven channel splits with tiny slots, all-to-all-v and grouped
 // send/recv, CUDA graph capture, one rank's copies, too many blocks for the
-// GPU, a devlist naming a GPU that is not there, the staged path (GPUs without
-// P2P, or COLLIE_P2P=0), and a rank that never joins (the kernel's bounded wait
-// becomes collieCommGetAsyncError's collieTimeout). Programs too long for the launch parameters: see
+// GPU, a devlist naming a GPU that is not there, ranks sharing a GPU and a
+// stream, the staged path (GPUs without P2P, or COLLIE_P2P=0), and a rank
+// that never joins (the kernel's bounded wait becomes collieCommGetAsyncError's
+// collieTimeout). Programs too long for the launch parameters: see
 // program_cache_gpu_test.cc.
 // Every test skips, saying why, when no GPU is usable.
 #include <cuda_runtime.h>
@@ -551,6 +552,66 @@ TEST(CudaBackend, InitAllRefusesADeviceThatIsNotThere) {
   ScopedEnv device("COLLIE_DEVICE", "host");
   collie::test::Comms comms(2, devices);
   EXPECT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+}
+
+// Two ranks that are threads of this process on one GPU put one collective on streams CUDA runs one after the
+// other (one stream, or the legacy default stream and a blocking one): the second rank's enqueue is refused,
+// saying why, where both would wait until COLLIE_TIMEOUT; streams that run side by side pass.
+TEST(CudaBackend, RanksSharingAGpuNeedStreamsThatRunSideBySide) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv timeout("COLLIE_TIMEOUT", "2");  // what the refused case's first kernel waits before giving up
+  const int devices[2] = {0, 0};
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  cudaStream_t blocking = nullptr, own[2] = {nullptr, nullptr};
+  ASSERT_EQ(cudaStreamCreate(&blocking), cudaSuccess);
+  for (cudaStream_t& s : own) ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  const size_t count = 1000;
+  float* buf[2] = {nullptr, nullptr};
+  for (float*& b : buf) ASSERT_EQ(cudaMalloc(&b, count * sizeof(float)), cudaSuccess);
+  struct Case {
+    const char* name;
+    cudaStream_t s0, s1;
+    const char* refusal;  // nullptr: the call runs
+  };
+  const Case cases[] = {
+      {"one stream for both", blocking, blocking, "went to blocking stream"},
+      {"the legacy default stream for both", nullptr, nullptr, "went to the legacy default stream, which CUDA runs"},
+      {"legacy and blocking", nullptr, blocking, "the legacy default stream (rank 0) and blocking stream"},
+      {"legacy and non-blocking", nullptr, own[1], nullptr},
+      {"a stream each", own[0], own[1], nullptr},
+  };
+  const std::vector<float> ones(count, 1.0f);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    for (float* b : buf) ASSERT_EQ(cudaMemcpy(b, ones.data(), count * sizeof(float), cudaMemcpyDefault), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    collie::test::Comms comms(2, devices);
+    ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+    ASSERT_EQ(collieGroupStart(), collieSuccess);
+    EXPECT_EQ(collieAllReduce(buf[0], buf[0], count, collieFloat32, collieSum, comms[0], c.s0), collieSuccess);
+    EXPECT_EQ(collieAllReduce(buf[1], buf[1], count, collieFloat32, collieSum, comms[1], c.s1), collieSuccess);
+    const collieResult_t end = collieGroupEnd();
+    const std::string said = collieGetLastError(nullptr);
+    if (c.refusal != nullptr) {
+      EXPECT_EQ(end, collieInvalidUsage);
+      EXPECT_NE(said.find("ranks 0 and 1 are threads of this process on GPU 0"), std::string::npos) << said;
+      EXPECT_NE(said.find(c.refusal), std::string::npos) << said;
+    } else {
+      EXPECT_EQ(end, collieSuccess) << said;
+    }
+    // The refused case's first kernel gives up after COLLIE_TIMEOUT; then the communicators go.
+    for (cudaStream_t s : {c.s0, c.s1}) (void)cudaStreamSynchronize(s);
+    if (c.refusal == nullptr)
+      for (float* b : buf) {
+        std::vector<float> got(count);
+        ASSERT_EQ(cudaMemcpy(got.data(), b, count * sizeof(float), cudaMemcpyDefault), cudaSuccess);
+        EXPECT_EQ(got, std::vector<float>(count, 2.0f));
+      }
+    (void)cudaGetLastError();
+  }
+  for (float* b : buf) cudaFree(b);
+  for (cudaStream_t s : {blocking, own[0], own[1]}) cudaStreamDestroy(s);
 }
 
 // Ranks on two GPUs (alternating): device windows when the GPUs reach each other by P2P, else the staged path,

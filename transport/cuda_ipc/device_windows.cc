@@ -81,6 +81,7 @@ Status DeviceWindows::create(Bootstrap* bootstrap, const std::vector<PeerInfo>& 
         }
       }
       w->windows_[static_cast<size_t>(r)] = reinterpret_cast<uint8_t*>(rec.pointer);
+      if (rec.device == device) w->colocated_.push_back(r);
       continue;
     }
     void* mapped = nullptr;

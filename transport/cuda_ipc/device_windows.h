@@ -38,6 +38,8 @@ class DeviceWindows {
   size_t bytes() const { return bytes_; }
   /// How many peer windows came through cudaIpc handles (for the init log).
   int ipcPeers() const { return static_cast<int>(opened_.size()); }
+  /// The peers that are threads of this process on this rank's GPU (their kernels share its context).
+  const std::vector<int>& colocatedPeers() const { return colocated_; }
 
  private:
   DeviceWindows() = default;
@@ -46,6 +48,7 @@ class DeviceWindows {
   uint8_t* own_ = nullptr;
   std::vector<uint8_t*> windows_;
   std::vector<void*> opened_;  // cudaIpcOpenMemHandle mappings, closed on destroy
+  std::vector<int> colocated_;
 };
 
 }  // namespace collie
