@@ -1,6 +1,7 @@
 // The CUDA backend with ranks as processes (peers' windows through cudaIpc),
 // all on the GPUs of one machine, started by collie-run. Every rank makes
 // every rank's input from the shared seed, so it computes its own reference.
+// Calls alternate between a stream of ours and the legacy default stream.
 //   collectives_gpu_mp --probe   exit 77 (skip), saying why, when no GPU is usable
 //   collectives_gpu_mp           the cases; exit 0 when all are exact on this rank
 #include <cuda_runtime.h>
@@ -73,9 +74,11 @@ int main(int argc, char** argv) {
         cudaMalloc(&dOut, outCount * es + 1);
         cudaMemcpy(dIn, inputs[rank].data(), inCount * es, cudaMemcpyHostToDevice);
         ++cases;
+        // bf16 calls go to the legacy default stream, as PyTorch's do (its current stream), the others to ours.
+        cudaStream_t s = type == collieBfloat16 ? nullptr : stream;
         collieResult_t rc = collie::test::callCollective(coll, count ? dIn : nullptr, count ? dOut : nullptr, count,
-                                                         type, op, root, comm, stream);
-        if (rc == collieSuccess) rc = cudaStreamSynchronize(stream) == cudaSuccess ? rc : collieUnhandledCudaError;
+                                                         type, op, root, comm, s);
+        if (rc == collieSuccess) rc = cudaStreamSynchronize(s) == cudaSuccess ? rc : collieUnhandledCudaError;
         collieResult_t async = collieSuccess;
         collieCommGetAsyncError(comm, &async);
         if (rc != collieSuccess || async != collieSuccess) {
