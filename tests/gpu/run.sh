@@ -169,8 +169,8 @@ part_test() {
   step gpu_nccl env LD_LIBRARY_PATH="$PWD/$build/compat/nccl:$LD_LIBRARY_PATH" "$build/tests/nccl/nccl_gpu_test"
   # PyTorch unchanged, on our libnccl.so.2 through LD_PRELOAD (its NCCL comes from a wheel, found by RPATH, so
   # LD_LIBRARY_PATH would not redirect it): 3 processes on the GPU, every collective torch.distributed offers.
-  step gpu_torch env LD_PRELOAD="$PWD/$build/compat/nccl/libnccl.so.2" python3 tests/gpu/torch_collectives_test.py \
-    --np 3
+  step gpu_torch env LD_PRELOAD="$PWD/$build/compat/nccl/libnccl.so.2" PYTHONUNBUFFERED=1 \
+    python3 tests/gpu/torch_collectives_test.py --np 3 --timeout 120
 }
 part_sanitize() {
   [ "$quick" = 0 ] || return 0
