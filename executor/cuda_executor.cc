@@ -389,9 +389,13 @@ Status CudaExecutor::waitForPrevious(void* streamHandle, bool captured) {
   // it: CUDA's cudaErrorCapturedEvent.)
   // (Waiting on an event never recorded waits for nothing: a graph captured
   // before any launch is still ordered between its own replays.) One handle,
-  // cudaStreamPerThread, is another stream in each thread.
+  // cudaStreamPerThread, is another stream in each thread. Once a launch
+  // has been captured, a replay may run between any two launches made now,
+  // on any stream, without Collie seeing it: every later launch waits.
   cudaStream_t stream = static_cast<cudaStream_t>(streamHandle);
-  if (!captured && !(launched_ && (!lastStreamKnown_ || streamHandle != lastStream_ || stream == cudaStreamPerThread)))
+  if (captured) everCaptured_ = true;
+  if (!captured && !(launched_ && (everCaptured_ || !lastStreamKnown_ || streamHandle != lastStream_ ||
+                                   stream == cudaStreamPerThread)))
     return Status();
   return cudaStatus(
       cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(lastDone_), captured ? cudaEventWaitExternal : 0),

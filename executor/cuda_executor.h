@@ -113,6 +113,7 @@ class CudaExecutor : public Executor, private LaunchStorage {
   LaunchTables tables_;                 // what every launch points at: the members above, the proxy's tables
   void* lastStream_ = nullptr;
   bool lastStreamKnown_ = false;  // false after a captured launch: its replays may come on any stream
+  bool everCaptured_ = false;     // a launch was captured: a replay may come between any two launches
   void* lastDone_ = nullptr;      // cudaEvent_t recorded after the last launch or copy
   bool launched_ = false;         // a launch or copy was made
   void* uploadStream_ = nullptr;  // cudaStream_t for uploads outside the caller's stream

@@ -329,6 +329,30 @@ TEST(CudaBackend, AllReduceInCudaGraph) {
       else if (got[0] != 6.0f || got[count - 1] != 6.0f)
         errors[r] = "eager call after replays: " + std::to_string(got[0]) + ", expected 6";
     }
+    // A replay, then an eager call on the stream of the last eager call: the eager call runs after the replay,
+    // as a launch made after it, although the replay's stream is held shut until both are queued (a kernel that
+    // did not wait would run first, or beside the replay on the same flag counters).
+    if (errors[r].empty()) {
+      std::atomic<bool> open{false};
+      auto gate = [](void* flag) {
+        while (!static_cast<std::atomic<bool>*>(flag)->load())
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      };
+      cudaLaunchHostFunc(s, gate, &open);
+      cudaMemcpyAsync(buf, host.data(), count * sizeof(float), cudaMemcpyHostToDevice, s);
+      cudaGraphLaunch(exec, s);                                                                   // 1 + 2 = 3
+      res = collieAllReduce(buf, buf, count, collieFloat32, collieSum, comms[r], dev[r]->other);  // 3 + 3 = 6
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      open = true;
+      e = cudaStreamSynchronize(dev[r]->other);
+      if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+      cudaMemcpy(got.data(), buf, count * sizeof(float), cudaMemcpyDeviceToHost);
+      if (res != collieSuccess || e != cudaSuccess)
+        errors[r] = std::string("eager call after a held replay: ") + collieGetLastError(comms[r]) + " / " +
+                    cudaGetErrorString(e);
+      else if (got[0] != 6.0f || got[count - 1] != 6.0f)
+        errors[r] = "eager call after a held replay: " + std::to_string(got[0]) + ", expected 6 (it ran first)";
+    }
     // Finalizing waits for the communicator's last launch.
     if (errors[r].empty() && collieCommFinalize(comms[r]) != collieSuccess)
       errors[r] = std::string("finalize after replays: ") + collieGetLastError(comms[r]);
