@@ -198,6 +198,11 @@ Status resolveConfig(const collieConfig_t* config, InitOptions* out) {
   if (initMs > 0) o.initTimeoutSec = initMs / 1000.0;
   if (!(o.timeoutSec > 0) || !(o.initTimeoutSec > 0))
     return Status::error(collieInvalidArgument, "COLLIE_TIMEOUT and COLLIE_INIT_TIMEOUT must be positive");
+  // Anything longer is "never" in practice (inf included). Beyond it a deadline in nanoseconds would wrap: the
+  // kernels add the timeout to %globaltimer, which counts from 1970, and an infinite one has no integer at all.
+  constexpr double kLongestTimeoutSec = 1e9;  // about 31 years
+  o.timeoutSec = std::min(o.timeoutSec, kLongestTimeoutSec);
+  o.initTimeoutSec = std::min(o.initTimeoutSec, kLongestTimeoutSec);
   bool badCheck = false;
   const int64_t check = env::getInt("COLLIE_CHECK", 0, &badCheck);
   if (badCheck || check < 0 || check > 1)

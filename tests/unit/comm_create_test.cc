@@ -90,6 +90,28 @@ TEST(CommSplit, EqualKeysKeepTheParentOrderAndOptionsAreInherited) {
   for (collieComm_t c : children) EXPECT_EQ(collieCommDestroy(c), collieSuccess);
 }
 
+// A timeout too long to be a deadline (inf, 1e300) is the longest one, about 31 years, rather than one that
+// wraps into an immediate timeout; one that is not a number is refused.
+TEST(CommInit, AnEndlessTimeoutIsTheLongestOne) {
+  for (const char* endless : {"inf", "1e300"}) {
+    ScopedEnv timeout("COLLIE_TIMEOUT", endless);
+    ScopedEnv init("COLLIE_INIT_TIMEOUT", endless);
+    Comms comms(2);
+    ASSERT_EQ(comms.result, collieSuccess) << endless << ": " << collieGetLastError(nullptr);
+    EXPECT_EQ(comms[0]->timeoutSec, 1e9) << endless;
+    EXPECT_EQ(comms[0]->initTimeoutSec, 1e9) << endless;
+    std::vector<int> sums(2, -1);
+    onRanks(2, [&](int r) {
+      int v = r + 1;
+      if (collieAllReduce(&v, &v, 1, collieInt32, collieSum, comms[r], nullptr) == collieSuccess) sums[r] = v;
+    });
+    EXPECT_EQ(sums, std::vector<int>({3, 3})) << endless;
+  }
+  ScopedEnv timeout("COLLIE_TIMEOUT", "nan");
+  Comms comms(2);
+  EXPECT_EQ(comms.result, collieInvalidArgument);
+}
+
 TEST(CommSplit, OneThreadSplitsEveryRankInsideAGroupWithAConfig) {
   const int n = 4;
   Comms comms(n);
