@@ -220,7 +220,7 @@ Status readLLSlotBytes(uint32_t* out) {
   bool bad = false;
   const int64_t llSlot = env::getInt("COLLIE_LL_SLOT_BYTES", 16 << 10, &bad);
   // An LL launch stages two slices' payload (half a slot each) in shared
-  // memory, beside 16 bytes per rank: 64 KiB slots need 64 KiB + 16 x ranks,
+  // memory, beside 24 bytes per rank: 64 KiB slots need 64 KiB + 24 x ranks,
   // within what every GPU we build for lets a block opt in to (A100: 163 KiB).
   if (bad || llSlot < 1024 || llSlot > (64 << 10))
     return Status::error(collieInvalidArgument, "COLLIE_LL_SLOT_BYTES must be 1024..65536");

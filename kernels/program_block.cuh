@@ -16,11 +16,16 @@
 
 namespace collie {
 
+/// Where an LL launch's two staged slices begin in dynamic shared memory, in 8-byte words: after the three counter
+/// arrays (posted, consumed, credited), rounded up to 16 bytes. With an odd rank count the arrays end 8-byte
+/// aligned, and moves into and out of the stage would go element by element instead of by 16-byte vectors.
+COLLIE_HD uint64_t llStageWords(uint64_t nranks) { return (3 * nranks + 1) & ~uint64_t{1}; }
+
 template <typename Prims>
 __device__ Prims makePrims(const KernelArgs& a, int c, uint64_t* counters, int* handoff) {
   if constexpr (std::is_constructible<Prims, const KernelArgs&, int, uint64_t*, int*, uint32_t*>::value) {
     // LL: the two staged slices follow the three counter arrays in dynamic shared memory.
-    return Prims(a, c, counters, handoff, reinterpret_cast<uint32_t*>(counters + 3 * a.layout.nranks));
+    return Prims(a, c, counters, handoff, reinterpret_cast<uint32_t*>(counters + llStageWords(a.layout.nranks)));
   } else {
     return Prims(a, c, counters, handoff);
   }
@@ -117,7 +122,8 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
 
 /// Dynamic shared memory of a launch: counters (posted, consumed, credited), and for LL two staged slices.
 inline size_t programSharedBytes(const KernelArgs& a, bool ll) {
-  return 3 * sizeof(uint64_t) * a.layout.nranks + (ll ? 2 * llPayloadBytes(a.layout.llSlotBytes) : 0);
+  return ll ? sizeof(uint64_t) * llStageWords(a.layout.nranks) + 2 * llPayloadBytes(a.layout.llSlotBytes)
+            : 3 * sizeof(uint64_t) * a.layout.nranks;
 }
 
 }  // namespace collie
