@@ -166,7 +166,7 @@ part_test() {
       -np 4 "$build/tests/collectives_gpu_mp"
   fi
   # Ours first on the library path: CUDA's lib64, put there above for libcudart, may hold NVIDIA's libnccl.so.2.
-  step gpu_nccl env LD_LIBRARY_PATH="$PWD/$build/compat/nccl:$LD_LIBRARY_PATH" "$build/tests/nccl/nccl_gpu_test"
+  step gpu_nccl env LD_LIBRARY_PATH="$PWD/$build/compat/nccl:${LD_LIBRARY_PATH:-}" "$build/tests/nccl/nccl_gpu_test"
   # PyTorch unchanged, on our libnccl.so.2 through LD_PRELOAD (its NCCL comes from a wheel, found by RPATH, so
   # LD_LIBRARY_PATH would not redirect it): 3 processes on the GPU, every collective torch.distributed offers.
   step gpu_torch env LD_PRELOAD="$PWD/$build/compat/nccl/libnccl.so.2" PYTHONUNBUFFERED=1 \
