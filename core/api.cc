@@ -128,13 +128,14 @@ collieResult_t collieCommInitAll(collieComm_t* comms, int ndev, const int* devli
     }
     // A device that is not there is the caller's mistake (NCCL: ncclInvalidArgument), said before any rank starts
     // rather than as a CUDA error from the middle of init.
-    if (count > 0 && options.backend != collieBackendHost && devlist != nullptr) {
+    const bool onGpus = count > 0 && options.backend != collieBackendHost;
+    if (onGpus && devlist != nullptr) {
       for (int i = 0; i < ndev; ++i)
         if (devlist[i] >= count)
           return Status::error(collieInvalidArgument, "%s: devlist[%d] = %d is not a device (this process sees %d)",
                                call, i, devlist[i], count);
     }
-    if (count > 0 && options.backend != collieBackendHost && devlist == nullptr && ndev > count)
+    if (onGpus && devlist == nullptr && ndev > count)
       COLLIE_INFO("%s: %d ranks on %d GPUs: rank i uses device i %% %d (NCCL would refuse)", call, ndev, count, count);
     collieUniqueId id;
     collie::Secret secret;

@@ -9,10 +9,11 @@
 
 namespace collie {
 
-struct ColocatedStreams::Note {
+namespace {
+
+// One rank's part of one collective: where it went.
+struct Entry {
   enum class Kind { kLegacy, kPerThread, kExplicit };
-  std::mutex mu;
-  bool valid = false;
   uint64_t seq = 0;
   Kind kind = Kind::kExplicit;
   void* handle = nullptr;
@@ -20,8 +21,17 @@ struct ColocatedStreams::Note {
   bool blocking = false;  // ordered with the legacy default stream (false also when CUDA could not say)
 };
 
+}  // namespace
+
+struct ColocatedStreams::Note {
+  std::mutex mu;
+  bool valid = false;
+  Entry last;  // this rank's latest collective
+};
+
 namespace {
 
+using Kind = Entry::Kind;
 using Note = ColocatedStreams::Note;
 
 // The process-wide table: each co-located rank's note by its window's address.
@@ -31,14 +41,14 @@ std::map<const void*, std::weak_ptr<Note>>& table() {
   return *t;
 }
 
-std::string describe(const Note& n) {
+std::string describe(const Entry& n) {
   char buf[96];
   switch (n.kind) {
-    case Note::Kind::kLegacy:
+    case Kind::kLegacy:
       return "the legacy default stream";
-    case Note::Kind::kPerThread:
+    case Kind::kPerThread:
       return "the per-thread default stream of one thread";
-    case Note::Kind::kExplicit:
+    case Kind::kExplicit:
       break;
   }
   snprintf(buf, sizeof(buf), "%s stream %p", n.blocking ? "blocking" : "non-blocking", n.handle);
@@ -47,18 +57,18 @@ std::string describe(const Note& n) {
 
 // Whether CUDA would run the two parts one after the other: one stream, or the legacy default stream and a
 // blocking one.
-bool serialized(const Note& a, const Note& b) {
+bool serialized(const Entry& a, const Entry& b) {
   if (a.kind != b.kind) {
-    if (a.kind == Note::Kind::kLegacy) return b.blocking;
-    if (b.kind == Note::Kind::kLegacy) return a.blocking;
+    if (a.kind == Kind::kLegacy) return b.blocking;
+    if (b.kind == Kind::kLegacy) return a.blocking;
     return false;
   }
   switch (a.kind) {
-    case Note::Kind::kLegacy:
+    case Kind::kLegacy:
       return true;
-    case Note::Kind::kPerThread:
+    case Kind::kPerThread:
       return a.thread == b.thread;
-    case Note::Kind::kExplicit:
+    case Kind::kExplicit:
       return a.handle == b.handle;
   }
   return false;
@@ -85,12 +95,13 @@ ColocatedStreams::~ColocatedStreams() {
 }
 
 Status ColocatedStreams::note(uint64_t seq, void* stream) {
-  Note mine;
+  Entry mine;
+  mine.seq = seq;
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   if (s == nullptr || s == cudaStreamLegacy) {
-    mine.kind = Note::Kind::kLegacy;
+    mine.kind = Kind::kLegacy;
   } else if (s == cudaStreamPerThread) {
-    mine.kind = Note::Kind::kPerThread;
+    mine.kind = Kind::kPerThread;
     mine.blocking = true;  // CUDA: it is ordered with the legacy default stream
   } else {
     unsigned flags = 0;
@@ -104,11 +115,7 @@ Status ColocatedStreams::note(uint64_t seq, void* stream) {
   {
     std::lock_guard<std::mutex> lock(note_->mu);
     note_->valid = true;
-    note_->seq = seq;
-    note_->kind = mine.kind;
-    note_->handle = mine.handle;
-    note_->thread = mine.thread;
-    note_->blocking = mine.blocking;
+    note_->last = mine;
   }
   // Each rank writes its note, then reads its peers' (each under its lock): of two ranks enqueueing the same
   // collective at once, at least the second to write sees the first.
@@ -119,21 +126,18 @@ Status ColocatedStreams::note(uint64_t seq, void* stream) {
       if (it != table().end()) peers_[i] = it->second.lock();
       if (!peers_[i]) continue;  // not registered yet: it has enqueued nothing
     }
-    Note theirs;
+    Entry theirs;
     {
       std::lock_guard<std::mutex> lock(peers_[i]->mu);
-      if (!peers_[i]->valid || peers_[i]->seq != seq) continue;
-      theirs.kind = peers_[i]->kind;
-      theirs.handle = peers_[i]->handle;
-      theirs.thread = peers_[i]->thread;
-      theirs.blocking = peers_[i]->blocking;
+      if (!peers_[i]->valid || peers_[i]->last.seq != seq) continue;
+      theirs = peers_[i]->last;
     }
     if (!serialized(mine, theirs)) continue;
     // Named in rank order, whichever of the two enqueued first.
     const int peer = peerKeys_[i].first;
     const bool peerFirst = peer < rank_;
-    const Note& low = peerFirst ? theirs : mine;
-    const Note& high = peerFirst ? mine : theirs;
+    const Entry& low = peerFirst ? theirs : mine;
+    const Entry& high = peerFirst ? mine : theirs;
     const int lowRank = peerFirst ? peer : rank_, highRank = peerFirst ? rank_ : peer;
     const std::string what = low.kind == high.kind ? describe(low)
                                                    : describe(low) + " (rank " + std::to_string(lowRank) + ") and " +

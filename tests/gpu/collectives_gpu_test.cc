@@ -177,6 +177,14 @@ TEST(CudaBackend, ACallInManyRoundsIsOneLaunchPerRank) {
 // cudaMemset, a blocking stream's kernel) would wait for other ranks' kernels,
 // which wait for this rank: ranks sharing a GPU must stay off it while others
 // may be running.
+// Holds `stream` shut, from the host, until `open` is set: work queued behind it waits.
+cudaError_t holdShut(cudaStream_t stream, std::atomic<bool>* open) {
+  auto gate = [](void* flag) {
+    while (!static_cast<std::atomic<bool>*>(flag)->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+  return cudaLaunchHostFunc(stream, gate, open);
+}
+
 struct RankDevice {
   void* in = nullptr;
   void* out = nullptr;
@@ -334,11 +342,7 @@ TEST(CudaBackend, AllReduceInCudaGraph) {
     // did not wait would run first, or beside the replay on the same flag counters).
     if (errors[r].empty()) {
       std::atomic<bool> open{false};
-      auto gate = [](void* flag) {
-        while (!static_cast<std::atomic<bool>*>(flag)->load())
-          std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      };
-      cudaLaunchHostFunc(s, gate, &open);
+      holdShut(s, &open);
       cudaMemcpyAsync(buf, host.data(), count * sizeof(float), cudaMemcpyHostToDevice, s);
       cudaGraphLaunch(exec, s);                                                                   // 1 + 2 = 3
       res = collieAllReduce(buf, buf, count, collieFloat32, collieSum, comms[r], dev[r]->other);  // 3 + 3 = 6
@@ -392,10 +396,7 @@ TEST(CudaBackend, OneRankCopiesInCallOrderWithoutALaunch) {
     std::atomic<bool>& flag;
     ~OpenAtExit() { flag = true; }
   } openAtExit{open};
-  auto gate = [](void* flag) {
-    while (!static_cast<std::atomic<bool>*>(flag)->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  };
-  ASSERT_EQ(cudaLaunchHostFunc(dev.stream, gate, &open), cudaSuccess);
+  ASSERT_EQ(holdShut(dev.stream, &open), cudaSuccess);
   ASSERT_EQ(collieAllReduce(dev.in, mid, count, collieFloat32, collieSum, comms[0], dev.stream), collieSuccess)
       << collieGetLastError(comms[0]);
   ASSERT_EQ(collieBroadcast(mid, dev.out, count, collieFloat32, 0, comms[0], dev.other), collieSuccess)
