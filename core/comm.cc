@@ -216,15 +216,22 @@ Status resolveConfig(const collieConfig_t* config, InitOptions* out) {
   return Status();
 }
 
-Status readLLSlotBytes(uint32_t* out) {
+Status readLLLayout(WindowLayout* layout) {
   bool bad = false;
   const int64_t llSlot = env::getInt("COLLIE_LL_SLOT_BYTES", 16 << 10, &bad);
   // An LL launch stages two slices' payload (half a slot each) in shared
-  // memory, beside 24 bytes per rank: 64 KiB slots need 64 KiB + 24 x ranks,
+  // memory, beside 32 bytes per rank: 64 KiB slots need 64 KiB + 32 x ranks,
   // within what every GPU we build for lets a block opt in to (A100: 163 KiB).
   if (bad || llSlot < 1024 || llSlot > (64 << 10))
     return Status::error(collieInvalidArgument, "COLLIE_LL_SLOT_BYTES must be 1024..65536");
-  *out = static_cast<uint32_t>(llSlot) & ~uint32_t{15};
+  // A test setting: a short period makes the flags wrap within seconds, to show that stale lines are rewritten
+  // in time (kernels/device_prims_ll.cuh). Every rank must use the same; the window header says which.
+  const int64_t period = env::getInt("COLLIE_LL_FLAG_PERIOD", kLLFlagPeriod, &bad);
+  if (bad || period < kLLFlagPeriodMin || period > kLLFlagPeriod || (period & (period - 1)) != 0)
+    return Status::error(collieInvalidArgument, "COLLIE_LL_FLAG_PERIOD must be a power of two from %u to %u",
+                         kLLFlagPeriodMin, kLLFlagPeriod);
+  layout->llSlotBytes = static_cast<uint32_t>(llSlot) & ~uint32_t{15};
+  layout->llFlagPeriod = static_cast<uint32_t>(period);
   return Status();
 }
 
@@ -281,7 +288,7 @@ static Status windowLayout(int nranks, bool ll, WindowLayout* layout) {
   layout->nslots = static_cast<uint32_t>(slots);
   layout->slotBytes = static_cast<uint64_t>(std::min(slotBytes, fit)) & ~uint64_t{15};
   // LL slots follow the Simple ones, as in a device window.
-  if (ll) COLLIE_RETURN_IF_ERROR(readLLSlotBytes(&layout->llSlotBytes));
+  if (ll) COLLIE_RETURN_IF_ERROR(readLLLayout(layout));
   return Status();
 }
 

@@ -30,6 +30,7 @@ class RemoteWindows;
 class RemoteProxy;
 class DeviceWindows;
 class Executor;
+struct WindowLayout;
 }  // namespace collie
 
 namespace collie {
@@ -117,8 +118,9 @@ struct InitOptions {
 /// Merges a caller's config (may be NULL) with COLLIE_DEVICE / COLLIE_TIMEOUT /
 /// COLLIE_INIT_TIMEOUT / COLLIE_ALGO.
 Status resolveConfig(const collieConfig_t* config, InitOptions* out);
-/// COLLIE_LL_SLOT_BYTES, checked: bytes of one LL slot (a multiple of 16).
-Status readLLSlotBytes(uint32_t* out);
+/// COLLIE_LL_SLOT_BYTES and COLLIE_LL_FLAG_PERIOD, checked, into layout->llSlotBytes (a multiple of 16) and
+/// layout->llFlagPeriod.
+Status readLLLayout(WindowLayout* layout);
 /// COLLIE_PROTO, checked: calls up to *llMaxBytes take the LL protocol (0 across hosts).
 Status readProtocol(bool spansHosts, uint64_t* llMaxBytes);
 

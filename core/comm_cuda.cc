@@ -110,7 +110,7 @@ Status deviceLayout(const collieComm* comm, WindowLayout* layout) {
   layout->nslots = static_cast<uint32_t>(slots);
   layout->nchannels = static_cast<uint32_t>(channels);
   layout->slotBytes = static_cast<uint64_t>(std::min(slotBytes, fit)) & ~uint64_t{15};
-  return readLLSlotBytes(&layout->llSlotBytes);
+  return readLLLayout(layout);
 }
 
 // One rank's answer to agreeOnDirectPeers.

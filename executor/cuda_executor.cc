@@ -62,7 +62,7 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&p, 2 * n * sizeof(uint8_t*)), "cudaMalloc of the window table"));
   e->deviceWindows_ = static_cast<uint8_t**>(p);
   COLLIE_RETURN_IF_ERROR(e->uploadWindowTable());
-  const size_t counterBytes = 2 * sizeof(uint64_t) * layout.nchannels * n;
+  const size_t counterBytes = 3 * sizeof(uint64_t) * layout.nchannels * n;  // posted, consumed, clean (LL)
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&p, counterBytes + 64), "cudaMalloc of the flag counters"));
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMemset(p, 0, counterBytes + 64), "cudaMemset"));
   e->counters_ = static_cast<uint64_t*>(p);
@@ -164,12 +164,16 @@ Status CudaExecutor::checkPeers(const WindowHeader* gathered) const {
           cudaStatus(cudaMemcpy(&h, windows_[r], sizeof(h), cudaMemcpyDeviceToHost), "reading a peer's window header"));
     }
     if (h.magic != kWindowMagic || h.nranks != layout_.nranks || h.nslots != layout_.nslots ||
-        h.slotBytes != layout_.slotBytes || h.nchannels != layout_.nchannels || h.llSlotBytes != layout_.llSlotBytes)
+        h.slotBytes != layout_.slotBytes || h.nchannels != layout_.nchannels || h.llSlotBytes != layout_.llSlotBytes ||
+        h.llFlagPeriod != layout_.llFlagPeriod)
       return Status::error(collieInvalidUsage,
-                           "rank %zu's device window has %u channels x %u slots of %llu bytes, rank %d's %u x %u of "
-                           "%llu: set COLLIE_CHANNELS / COLLIE_SLOTS / COLLIE_SLOT_BYTES alike on all ranks",
-                           r, h.nchannels, h.nslots, static_cast<unsigned long long>(h.slotBytes), rank_,
-                           layout_.nchannels, layout_.nslots, static_cast<unsigned long long>(layout_.slotBytes));
+                           "rank %zu's device window has %u channels x %u slots of %llu bytes (LL: %u, flag period "
+                           "%u), rank %d's %u x %u of %llu (LL: %u, %u): set COLLIE_CHANNELS / COLLIE_SLOTS / "
+                           "COLLIE_SLOT_BYTES / COLLIE_LL_SLOT_BYTES / COLLIE_LL_FLAG_PERIOD alike on all ranks",
+                           r, h.nchannels, h.nslots, static_cast<unsigned long long>(h.slotBytes), h.llSlotBytes,
+                           h.llFlagPeriod, rank_, layout_.nchannels, layout_.nslots,
+                           static_cast<unsigned long long>(layout_.slotBytes), layout_.llSlotBytes,
+                           layout_.llFlagPeriod);
   }
   return Status();
 }

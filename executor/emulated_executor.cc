@@ -14,7 +14,7 @@ EmulatedExecutor::EmulatedExecutor(int rank, const WindowLayout& layout, std::ve
   uint8_t* const mine = windows[static_cast<size_t>(rank)];
   windows_ = std::move(windows);
   windows_.resize(2 * n, mine);  // then the inboxes: every peer's slices land in our window
-  counters_.assign(2 * static_cast<size_t>(layout.nchannels) * n, 0);
+  counters_.assign(3 * static_cast<size_t>(layout.nchannels) * n, 0);
   tables_.rank = rank;
   tables_.layout = layout;
   tables_.windows = windows_.data();

@@ -54,7 +54,7 @@ class EmulatedExecutor : public Executor, private LaunchStorage {
 
   emu::Launcher launcher_;          // its threads play the blocks of every launch
   std::vector<uint8_t*> windows_;   // windows, then inboxes (KernelArgs::windows / inboxes)
-  std::vector<uint64_t> counters_;  // posted[C][n], consumed[C][n]: the device memory between launches
+  std::vector<uint64_t> counters_;  // posted[C][n], consumed[C][n], clean[C][n]: the device memory between launches
   uint32_t failed_ = 0;
   DeviceStatus status_{};
   LaunchTables tables_;                 // what every launch points at: the members above, the proxy's tables

@@ -128,12 +128,16 @@ Status HostExecutor::checkPeers(const WindowHeader* gathered) const {
       return Status::error(collieInternalError, "rank %zu's window is neither mapped nor gathered", r);
     }
     if (h.magic != kWindowMagic || h.nranks != layout_.nranks || h.nslots != layout_.nslots ||
-        h.slotBytes != layout_.slotBytes || h.nchannels != layout_.nchannels)
+        h.slotBytes != layout_.slotBytes || h.nchannels != layout_.nchannels || h.llSlotBytes != layout_.llSlotBytes ||
+        h.llFlagPeriod != layout_.llFlagPeriod)
       return Status::error(collieInvalidUsage,
-                           "rank %zu's window has %u slots of %llu bytes for %u ranks, rank %d's has %u of %llu for "
-                           "%u: all ranks must use the same COLLIE_SLOTS / COLLIE_SLOT_BYTES / COLLIE_WINDOW_BYTES",
-                           r, h.nslots, static_cast<unsigned long long>(h.slotBytes), h.nranks, rank_, layout_.nslots,
-                           static_cast<unsigned long long>(layout_.slotBytes), layout_.nranks);
+                           "rank %zu's window has %u slots of %llu bytes for %u ranks (LL: %u, flag period %u), rank "
+                           "%d's has %u of %llu for %u (LL: %u, %u): all ranks must use the same COLLIE_SLOTS / "
+                           "COLLIE_SLOT_BYTES / COLLIE_WINDOW_BYTES / COLLIE_CHANNELS / COLLIE_LL_SLOT_BYTES / "
+                           "COLLIE_LL_FLAG_PERIOD",
+                           r, h.nslots, static_cast<unsigned long long>(h.slotBytes), h.nranks, h.llSlotBytes,
+                           h.llFlagPeriod, rank_, layout_.nslots, static_cast<unsigned long long>(layout_.slotBytes),
+                           layout_.nranks, layout_.llSlotBytes, layout_.llFlagPeriod);
   }
   return Status();
 }

@@ -30,8 +30,9 @@
 
 namespace collie {
 
-// "colliew" and the version of the window's format (3: LL lines carry no byte count), which peers check at init.
-constexpr uint64_t kWindowMagic = 0x636f6c6c69657733ull;
+// "colliew" and the version of the window's format (4: the header names the LL flag period), which peers check at
+// init.
+constexpr uint64_t kWindowMagic = 0x636f6c6c69657734ull;
 constexpr uint64_t kLine = 64;
 
 struct WindowHeader {
@@ -41,7 +42,14 @@ struct WindowHeader {
   uint64_t slotBytes;
   uint32_t nchannels;
   uint32_t llSlotBytes;
+  uint32_t llFlagPeriod;
+  uint32_t reserved;
 };
+
+/// LL flags repeat after this many slices of a connection (a power of two; COLLIE_LL_FLAG_PERIOD shrinks it in tests).
+constexpr uint32_t kLLFlagPeriod = 1u << 31;
+/// The smallest period allowed: half of it must exceed the most slots a connection may have (64) with room to spare.
+constexpr uint32_t kLLFlagPeriodMin = 256;
 
 struct WindowLayout {
   uint32_t nranks = 1;
@@ -49,6 +57,7 @@ struct WindowLayout {
   uint64_t slotBytes = 1 << 18;
   uint32_t nchannels = 1;
   uint32_t llSlotBytes = 0;  // > 0: LL slots follow the Simple ones (CUDA windows only)
+  uint32_t llFlagPeriod = kLLFlagPeriod;
 
   COLLIE_HD uint64_t connection(int channel, int peer) const {
     return static_cast<uint64_t>(channel) * nranks + static_cast<uint64_t>(peer);
@@ -82,12 +91,12 @@ struct WindowLayout {
 /// that gives up waiting on a peer reads it, so the error can say whether the peer's kernel had even
 /// started: a peer whose host thread is blocked, or whose kernel cannot start on a shared GPU, looks
 /// like a peer that waits in turn otherwise (docs/RELIABILITY.md, "On a GPU").
-constexpr uint64_t kStartedOffset = 32;
+constexpr uint64_t kStartedOffset = 40;
 static_assert(sizeof(WindowHeader) <= kStartedOffset && kStartedOffset + 8 <= kLine, "the started mark fits line 0");
 
 /// The header a rank writes at the start of its window (and gathers for peers it cannot map).
 inline WindowHeader windowHeader(const WindowLayout& l) {
-  return WindowHeader{kWindowMagic, l.nranks, l.nslots, l.slotBytes, l.nchannels, l.llSlotBytes};
+  return WindowHeader{kWindowMagic, l.nranks, l.nslots, l.slotBytes, l.nchannels, l.llSlotBytes, l.llFlagPeriod, 0};
 }
 
 // The LL (low-latency) protocol, for small slices: a slot is a run of 8-byte
@@ -99,10 +108,16 @@ inline WindowHeader windowHeader(const WindowLayout& l) {
 // equal to some future flag. Slices of both protocols share the ready/credit
 // counters, so consecutive launches may use either.
 constexpr uint64_t kLLLine = 8;
-/// The flag of slice number `seq` (never 0, the value of fresh memory).
-COLLIE_HD uint32_t llFlag(uint64_t seq) {
-  return static_cast<uint32_t>(seq + 1) == 0 ? 1u : static_cast<uint32_t>(seq + 1);
-}
+/// The flag of slice number `seq`: 1..period, never 0 (the value of fresh memory).
+///
+/// Flags repeat every `period` slices of a connection, so a line left from a slice exactly that many slices
+/// earlier would pass for new. Lines past the end of a short slice keep the flag of the last slice long enough to
+/// reach them, and Simple slices advance the count without touching LL slots, so the sender rewrites stale lines
+/// (kernels/device_prims_ll.cuh, "Stale lines"): no line is ever llStaleAfter(period) + nslots + 1 slices older
+/// than the next slice, well short of `period`.
+COLLIE_HD uint32_t llFlag(uint64_t seq, uint32_t period) { return static_cast<uint32_t>(seq & (period - 1)) + 1; }
+/// Slices after which the sender rewrites a connection's LL slots.
+COLLIE_HD uint64_t llStaleAfter(uint32_t period) { return period / 2; }
 /// Data bytes one LL slot carries (half of it), a multiple of 16.
 COLLIE_HD uint64_t llPayloadBytes(uint64_t llSlotBytes) { return (llSlotBytes / kLLLine * 4) & ~uint64_t{15}; }
 

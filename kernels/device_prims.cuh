@@ -169,14 +169,15 @@ template <typename T, ReduceOp Op>
 class DevicePrims {
  public:
   /// `counters` points at this block's shared copy: posted[n], consumed[n],
-  /// then the credits thread 0 has seen (program_block.cuh). `shared` is one
-  /// int of shared memory for handing thread 0's answers out.
+  /// the credits thread 0 has seen, then clean[n] (program_block.cuh). `shared`
+  /// is one int of shared memory for handing thread 0's answers out.
   __device__ DevicePrims(const KernelArgs& a, int channel, uint64_t* counters, int* shared)
       : a_(a),
         channel_(channel),
         posted_(counters),
         consumed_(counters + a.layout.nranks),
         credited_(counters + 2 * a.layout.nranks),
+        clean_(counters + 3 * a.layout.nranks),
         shared_(shared) {}
 
   // The slice's size (n) is for LL, whose receiver waits on each line; here one flag says the whole slice is in.
@@ -200,10 +201,24 @@ class DevicePrims {
     dev::sync();
   }
   // The block's writes into the slot are done, and visible system-wide,
-  // before thread 0 publishes the slice.
+  // before thread 0 publishes the slice. Half a period of LL flags after the
+  // LL slots to q were last rewritten, they are rewritten again first
+  // (device_prims_ll.cuh, "Stale lines"), so that a receiver's next LL slice
+  // never finds a line old enough to repeat its flag.
   __device__ void post(int q, uint64_t n) {
+    const uint64_t seq = posted_[q];  // read by every thread before the barrier after which thread 0 advances it
+    const bool rewrite = a_.lost == nullptr && a_.layout.llSlotBytes > 0 &&  // LL off with a proxy
+                         seq - clean_[q] >= llStaleAfter(a_.layout.llFlagPeriod);
+    if (rewrite) {
+      // Every LL slot to q is free: this launch runs Simple, and the last LL launch drained.
+      const uint64_t line = static_cast<uint64_t>(llFlag(seq - 1, a_.layout.llFlagPeriod)) << 32;
+      const uint64_t lines = static_cast<uint64_t>(a_.layout.nslots) * (a_.layout.llSlotBytes / kLLLine);
+      uint8_t* const slots = a_.windows[q] + a_.layout.llSlotOffset(channel_, a_.rank, 0);  // a connection's slots
+      for (uint64_t w = dev::tid(); w < lines; w += dev::nthreads()) dev::storeVolatile64(slots + kLLLine * w, line);
+    }
     dev::sync();
     if (dev::tid() == 0) {
+      if (rewrite) clean_[q] = seq;
       // A proxy (peer on another host) sends only the bytes recorded here; null when there is none.
       if (a_.sliceBytes != nullptr)
         a_.sliceBytes[a_.layout.connection(channel_, q) * a_.layout.nslots + posted_[q] % a_.layout.nslots] =
@@ -290,6 +305,7 @@ class DevicePrims {
   uint64_t* posted_;
   uint64_t* consumed_;
   uint64_t* credited_;
+  uint64_t* clean_;  // device_prims_ll.cuh, "Stale lines"
   int* shared_;
 };
 

@@ -8,6 +8,26 @@
 // anywhere on the LL path. Never used when peers on other hosts go through the
 // proxy (executor/remote_proxy.h): an LL slice has no byte count the proxy
 // could read, so the CUDA executor turns LL off.
+//
+// Stale lines. A line's flag is its slice number modulo the flag period
+// (executor/protocol.h), so a line left from a slice exactly one period
+// earlier would pass for new: lines past the end of a short slice keep the
+// flag of the last slice that reached them, and Simple slices advance the
+// count without touching LL slots. A receiver may wait for a slice as soon as
+// it has taken the one before, before its sender has done anything about it,
+// so the sender keeps every line of its LL slots to a peer less than a period
+// older than the next slice at all times: clean[q] is a slice count such that
+// every line was last written by slice clean[q] - 1 or later, and no slice is
+// posted more than llStaleAfter(period) (half a period) plus nslots past it.
+//  * An LL slice posted half a period or more past clean[q] also writes the
+//    rest of its slot (with its own flag, which no later slice's receiver
+//    takes). Slices are numbered without gaps, so after nslots of them in a
+//    row every slot has been rewritten, and clean[q] advances by half a period.
+//  * A Simple slice posted half a period or more past clean[q] rewrites every
+//    LL slot to q with the flag of the slice before it (DevicePrims::post).
+//    They are all free: a launch runs one protocol, and the last LL launch
+//    drained. clean[q] becomes that slice's number.
+// clean[] lives with the other counters between launches.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +39,8 @@ namespace collie {
 template <typename T, ReduceOp Op>
 class DevicePrimsLL {
  public:
-  /// `stage` is 2 x llPayloadBytes of shared memory: outgoing, then incoming slice.
+  /// `counters` holds four arrays of nranks (posted, consumed, credited, clean); `stage` is 2 x llPayloadBytes of
+  /// shared memory: outgoing, then incoming slice.
   __device__ DevicePrimsLL(const KernelArgs& a, int channel, uint64_t* counters, int* shared, uint32_t* stage)
       : a_(a),
         channel_(channel),
@@ -27,6 +48,7 @@ class DevicePrimsLL {
         posted_(counters),
         consumed_(counters + a.layout.nranks),
         credited_(counters + 2 * a.layout.nranks),
+        clean_(counters + 3 * a.layout.nranks),
         shared_(shared),
         out_(stage),
         in_(stage + llPayloadBytes(a.layout.llSlotBytes) / 4) {}
@@ -63,17 +85,26 @@ class DevicePrimsLL {
   // Writes the staged slice as lines into the peer's LL slot. Each line is
   // self-validating, so no fence. The ready counter still advances, so that a
   // later Simple launch finds the counters where it expects them; no LL
-  // receiver reads it, so it needs no release either.
+  // receiver reads it, so it needs no release either. Half a period after the
+  // slots were last rewritten, each slice also writes the rest of its slot
+  // ("Stale lines" above).
   __device__ void post(int q, uint64_t n) {
-    const uint64_t seq = posted_[q];  // read by every thread before the barrier after which thread 0 advances it
-    dev::sync();                      // the staged slice is complete (another thread may have written each word)
+    // Read by every thread before the barrier after which thread 0 advances them.
+    const uint64_t seq = posted_[q];
+    const uint64_t since = seq - clean_[q];
+    dev::sync();  // the staged slice is complete (another thread may have written each word)
+    const uint32_t period = a_.layout.llFlagPeriod;
     const uint64_t words = (n * sizeof(T) + 3) / 4;
-    const uint64_t flag = static_cast<uint64_t>(llFlag(seq)) << 32;
+    const uint64_t lines = since >= llStaleAfter(period) ? a_.layout.llSlotBytes / kLLLine : words;
+    const uint64_t flag = static_cast<uint64_t>(llFlag(seq, period)) << 32;
     uint8_t* slot = a_.windows[q] + a_.layout.llSlotOffset(channel_, a_.rank, seq);
-    for (uint64_t w = dev::tid(); w < words; w += dev::nthreads())
-      dev::storeVolatile64(slot + kLLLine * w, flag | out_[w]);
+    for (uint64_t w = dev::tid(); w < lines; w += dev::nthreads())
+      dev::storeVolatile64(slot + kLLLine * w, w < words ? flag | out_[w] : flag);
     if (dev::tid() == 0) {
       posted_[q] = seq + 1;
+      // Whole slots began exactly at the half-period mark (clean_ never lets a slice be posted further past it
+      // unnoticed), and this is the last of nslots of them in a row: every slot now holds newer lines only.
+      if (since == llStaleAfter(period) + a_.layout.nslots - 1) clean_[q] += llStaleAfter(period);
       dev::storeVolatile64(a_.windows[q] + a_.layout.readyOffset(channel_, a_.rank), seq + 1);
     }
     dev::sync();  // every thread has read its words before the next slice is staged
@@ -107,7 +138,7 @@ class DevicePrimsLL {
  private:
   __device__ const uint8_t* slotIn(int p) const { return mine_ + a_.layout.llSlotOffset(channel_, p, consumed_[p]); }
   __device__ bool firstLineIn(int p) const {
-    return static_cast<uint32_t>(dev::loadVolatile64(slotIn(p)) >> 32) == llFlag(consumed_[p]);
+    return static_cast<uint32_t>(dev::loadVolatile64(slotIn(p)) >> 32) == llFlag(consumed_[p], a_.layout.llFlagPeriod);
   }
   // Thread 0 only; as DevicePrims::pollRoom, a load only when the credits seen so far show no room.
   __device__ bool pollRoom(int q) {
@@ -131,7 +162,7 @@ class DevicePrimsLL {
   __device__ int unpack(int p, uint64_t n) {
     const uint64_t seq = consumed_[p];  // read by every thread before the barrier after which thread 0 advances it
     const uint8_t* slot = mine_ + a_.layout.llSlotOffset(channel_, p, seq);
-    const uint32_t flag = llFlag(seq);
+    const uint32_t flag = llFlag(seq, a_.layout.llFlagPeriod);
     const uint64_t words = (n * sizeof(T) + 3) / 4;
     int rc = 0;
     uint64_t deadline = 0;  // taken at the first slow line only: the clock is not free
@@ -184,6 +215,7 @@ class DevicePrimsLL {
   uint64_t* posted_;
   uint64_t* consumed_;
   uint64_t* credited_;  // thread 0's
+  uint64_t* clean_;     // "Stale lines" above
   int* shared_;
   uint32_t* out_;
   uint32_t* in_;

@@ -16,15 +16,15 @@
 
 namespace collie {
 
-/// Where an LL launch's two staged slices begin in dynamic shared memory, in 8-byte words: after the three counter
-/// arrays (posted, consumed, credited), rounded up to 16 bytes. With an odd rank count the arrays end 8-byte
-/// aligned, and moves into and out of the stage would go element by element instead of by 16-byte vectors.
-COLLIE_HD uint64_t llStageWords(uint64_t nranks) { return (3 * nranks + 1) & ~uint64_t{1}; }
+/// Where an LL launch's two staged slices begin in dynamic shared memory, in 8-byte words: after the four counter
+/// arrays (posted, consumed, credited, clean). They end 16-byte aligned whatever the rank count; were they to end
+/// 8-byte aligned, moves into and out of the stage would go element by element instead of by 16-byte vectors.
+COLLIE_HD uint64_t llStageWords(uint64_t nranks) { return 4 * nranks; }
 
 template <typename Prims>
 __device__ Prims makePrims(const KernelArgs& a, int c, uint64_t* counters, int* handoff) {
   if constexpr (std::is_constructible<Prims, const KernelArgs&, int, uint64_t*, int*, uint32_t*>::value) {
-    // LL: the two staged slices follow the three counter arrays in dynamic shared memory.
+    // LL: the two staged slices follow the four counter arrays in dynamic shared memory.
     return Prims(a, c, counters, handoff, reinterpret_cast<uint32_t*>(counters + llStageWords(a.layout.nranks)));
   } else {
     return Prims(a, c, counters, handoff);
@@ -47,7 +47,9 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
   // communicator run in stream order, so each starts where the last stopped.
   // A third array, credited[n], is thread 0's knowledge of the peers' credits,
   // so that a send with room known needs no load: every launch ends with a
-  // drain, so at the start every slice posted has been credited.
+  // drain, so at the start every slice posted has been credited. A fourth,
+  // clean[n] (kernels/device_prims_ll.cuh, "Stale lines"), is kept between
+  // launches too.
   const int n = static_cast<int>(a.layout.nranks);
   // "This rank's kernel for call seq has begun", for a peer's timeout report; every block writes the same value.
   if (dev::tid() == 0) dev::storeVolatile64(a.windows[a.rank] + kStartedOffset, a.seq + 1);
@@ -55,10 +57,12 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
   if (fullProg < 0 && a.channelProgram[kLastRound][c] < 0) return;  // no work: its counters stay as they are
   uint64_t* const posted = a.counters + static_cast<size_t>(c) * n;
   uint64_t* const consumed = a.counters + static_cast<size_t>(C + c) * n;
+  uint64_t* const clean = a.counters + static_cast<size_t>(2 * C + c) * n;
   for (int p = dev::tid(); p < n; p += dev::nthreads()) {
     counters[p] = posted[p];
     counters[n + p] = consumed[p];
     counters[2 * n + p] = posted[p];
+    counters[3 * n + p] = clean[p];
   }
   // A communicator that failed once is broken: later launches do nothing.
   if (dev::tid() == 0) *handoff = dev::loadFlag(a.failed);
@@ -117,13 +121,14 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
   for (int p = 0; p < n; ++p) {
     posted[p] = counters[p];
     consumed[p] = counters[n + p];
+    clean[p] = counters[3 * n + p];
   }
 }
 
-/// Dynamic shared memory of a launch: counters (posted, consumed, credited), and for LL two staged slices.
+/// Dynamic shared memory of a launch: counters (posted, consumed, credited, clean), and for LL two staged slices.
 inline size_t programSharedBytes(const KernelArgs& a, bool ll) {
   return ll ? sizeof(uint64_t) * llStageWords(a.layout.nranks) + 2 * llPayloadBytes(a.layout.llSlotBytes)
-            : 3 * sizeof(uint64_t) * a.layout.nranks;
+            : 4 * sizeof(uint64_t) * a.layout.nranks;
 }
 
 }  // namespace collie

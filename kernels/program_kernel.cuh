@@ -22,7 +22,7 @@ __global__ void __launch_bounds__(kKernelThreads) programKernel(const __grid_con
 /// Loads (see preloadProgramKernels) or launches every (type, op) of one protocol.
 template <bool LL>
 int preloadProtocol() {
-  // Dynamic shared memory: 24 bytes per rank (both protocols), plus two LL
+  // Dynamic shared memory: 32 bytes per rank (both protocols), plus two LL
   // slices' payload; allow as much as the GPU lets a block opt in to, beyond
   // the default 48 KiB (rank counts in the thousands, 64 KiB LL slots).
   int device = 0, optin = 48 * 1024;

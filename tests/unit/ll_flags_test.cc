@@ -1,0 +1,213 @@
+// LL flags through many wraps (kernels/device_prims_ll.cuh, "Stale lines").
+// An LL line is new when its flag is that of the slice expected, and flags
+// repeat every COLLIE_LL_FLAG_PERIOD slices of a connection (2^31 by default),
+// so a line left from a slice exactly one period earlier would pass for new
+// unless the sender rewrites its slots in time. These tests shrink the period
+// to 256 and run the emulated kernels (ranks as threads, ring algorithms)
+// through many wraps:
+//  * a full-slot LL call, then short calls (which leave the slot's tail
+//    alone) or Simple calls (which leave LL slots alone) until the next
+//    full-slot call lands in the same slot exactly one period later: its
+//    receiver would take the tail left a period earlier. Before that call,
+//    every line of every LL slot must be less than half a period plus nslots
+//    slices old (read from the windows), and every result must be exact.
+//  * 4 ranks, 2 slots, LL allreduce and allgather calls (6 and 3 slices per
+//    connection) mixed, so that the half-period mark also falls inside
+//    launches, where each slice rewrites its whole slot.
+// Without the rewrite, the age check fails at the first wrap (and the data
+// check when the receiver is quick enough to take a stale tail).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "collie.h"
+#include "common/rank_threads.h"
+#include "common/test_util.h"
+#include "core/comm.h"
+#include "executor/protocol.h"
+#include "transport/shm/shm_window.h"
+
+namespace {
+
+using collie::test::ScopedEnv;
+
+constexpr uint32_t kPeriod = 256;
+// Ring allreduce of 2 ranks posts 2 slices per connection per call when every chunk fits one slice.
+constexpr size_t kFullLL = 2 * 128;   // int32s: a chunk fills a 1024-byte LL slot's 512-byte payload
+constexpr size_t kShortLL = 2;        // one int32 per chunk: one line of the slot
+constexpr size_t kSimpleUnit = 2048;  // a chunk of 1024 int32s fills a 4096-byte Simple slot
+
+// The settings of every test here: emulated kernels with 2 threads a block, a flag period of 256, small slots.
+struct Settings {
+  explicit Settings(const char* nslots) : slots("COLLIE_SLOTS", nslots) {}
+  ScopedEnv emulate{"COLLIE_EMULATE_KERNELS", "2"};
+  ScopedEnv period{"COLLIE_LL_FLAG_PERIOD", "256"};
+  ScopedEnv algo{"COLLIE_ALGO", "allreduce:ring,allgather:ring"};
+  ScopedEnv llSlot{"COLLIE_LL_SLOT_BYTES", "1024"};
+  ScopedEnv slot{"COLLIE_SLOT_BYTES", "4096"};
+  ScopedEnv channels{"COLLIE_CHANNELS", "1"};
+  ScopedEnv slots;
+};
+
+class LLFlags : public ::testing::Test {
+ protected:
+  void SetUp() override { seed_ = collie::test::testSeed(); }
+
+  // One allreduce (or allgather) of `count` int32s per rank on every rank, out of place, checked against the
+  // reference.
+  void call(const collie::test::Comms& c, size_t count, bool gather = false) {
+    const int n = c.size();
+    std::vector<std::vector<int32_t>> in(n, std::vector<int32_t>(count)), out(n);
+    std::vector<const void*> inputs;
+    for (int r = 0; r < n; ++r) {
+      collie::test::fillInput(collieInt32, collieSum, r, seed_ + calls_, in[r].data(), count);
+      inputs.push_back(in[r].data());
+      out[r].assign(gather ? count * n : count, -7777777);  // poison
+    }
+    std::vector<int32_t> expected;
+    if (gather) {
+      for (int r = 0; r < n; ++r) expected.insert(expected.end(), in[r].begin(), in[r].end());
+    } else {
+      expected.resize(count);
+      collie::test::referenceAllReduce(collieInt32, collieSum, inputs, count, expected.data());
+    }
+    std::vector<collieResult_t> rc(n);
+    collie::test::onRanks(n, [&](int r) {
+      rc[r] = gather ? collieAllGather(in[r].data(), out[r].data(), count, collieInt32, c[r], nullptr)
+                     : collieAllReduce(in[r].data(), out[r].data(), count, collieInt32, collieSum, c[r], nullptr);
+    });
+    for (int r = 0; r < n; ++r) {
+      ASSERT_EQ(rc[r], collieSuccess) << collieGetLastError(c[r]);
+      for (size_t i = 0; i < expected.size(); ++i)
+        ASSERT_EQ(out[r][i], expected[i]) << "rank " << r << ", element " << i << " of " << expected.size()
+                                          << ", call #" << calls_ << ": a stale LL line taken for new?";
+    }
+    ++calls_;
+  }
+
+  static collie::WindowLayout layoutOf(const uint8_t* window) {
+    collie::WindowHeader h;
+    std::memcpy(&h, window, sizeof(h));
+    EXPECT_EQ(h.magic, collie::kWindowMagic);
+    EXPECT_EQ(h.llFlagPeriod, kPeriod);
+    collie::WindowLayout l;
+    l.nranks = h.nranks;
+    l.nslots = h.nslots;
+    l.slotBytes = h.slotBytes;
+    l.nchannels = h.nchannels;
+    l.llSlotBytes = h.llSlotBytes;
+    l.llFlagPeriod = h.llFlagPeriod;
+    return l;
+  }
+
+  // Slices rank `from` has posted to rank `to` on channel 0 (the ready counter in the receiver's window).
+  static uint64_t posted(const collie::test::Comms& c, int from, int to) {
+    const uint8_t* window = c[to]->windows->window(to);
+    return __atomic_load_n(reinterpret_cast<const uint64_t*>(window + layoutOf(window).readyOffset(0, from)),
+                           __ATOMIC_ACQUIRE);
+  }
+
+  // The oldest line of the LL slots of connection from -> to, in slices before the newest posted.
+  static uint64_t oldestLine(const collie::test::Comms& c, int from, int to) {
+    const uint8_t* window = c[to]->windows->window(to);
+    const collie::WindowLayout layout = layoutOf(window);
+    const uint64_t newest = posted(c, from, to) - 1;
+    const uint8_t* slots = window + layout.llSlotOffset(0, from, 0);
+    uint64_t oldest = 0;
+    for (uint64_t w = 0; w < layout.nslots * (layout.llSlotBytes / collie::kLLLine); ++w) {
+      const uint64_t line =
+          __atomic_load_n(reinterpret_cast<const uint64_t*>(slots + collie::kLLLine * w), __ATOMIC_RELAXED);
+      const uint32_t flag = static_cast<uint32_t>(line >> 32);
+      if (flag == 0) continue;  // never written: no flag matches it
+      // The flag of slice e is e mod period + 1: the line's age modulo the period.
+      oldest = std::max<uint64_t>(oldest, (newest - (flag - 1)) & (kPeriod - 1));
+    }
+    return oldest;
+  }
+
+  // No line of any used connection is as old as half a period plus nslots slices.
+  void expectNoStaleLine(const collie::test::Comms& c, const char* when) {
+    for (int from = 0; from < c.size(); ++from) {
+      for (int to = 0; to < c.size(); ++to) {
+        if (to == from || posted(c, from, to) == 0) continue;
+        const uint64_t bound = collie::llStaleAfter(kPeriod) + layoutOf(c[to]->windows->window(to)).nslots;
+        EXPECT_LT(oldestLine(c, from, to), bound) << "the LL slots " << from << " -> " << to << " " << when
+                                                  << " (slice " << posted(c, from, to)
+                                                  << "): a line this old outlives its flag";
+      }
+    }
+  }
+
+  // 2 ranks: a full-slot call, then fillers until exactly one period later, then a full-slot call in the same slot
+  // again. `simple`: the fillers are mostly Simple calls, which move the count on without touching any LL slot.
+  void wrapCycles(const collie::test::Comms& c, bool simple, int cycles) {
+    for (int k = 0; k < cycles; ++k) {
+      const uint64_t start = posted(c, 0, 1);
+      call(c, kFullLL);
+      ASSERT_EQ(posted(c, 0, 1), start + 2) << "a full-slot call is expected to post 2 LL slices";
+      const uint64_t target = start + kPeriod;
+      while (posted(c, 0, 1) < target) {
+        const uint64_t left = target - posted(c, 0, 1);
+        const uint64_t units = simple ? (left - 2) / 2 : 0;  // keep the last filler an LL call
+        const uint64_t before = posted(c, 0, 1);
+        call(c, units > 0 ? units * kSimpleUnit : kShortLL);
+        ASSERT_EQ(posted(c, 0, 1), before + (units > 0 ? 2 * units : 2)) << "filler slices";
+      }
+      expectNoStaleLine(c, "before the full-slot call one period on");
+      call(c, kFullLL);  // its slices go to the slots of `start` and `start + 1`, whose flags they repeat
+      if (HasFatalFailure()) return;
+      expectNoStaleLine(c, "after it");
+    }
+  }
+
+  uint64_t seed_ = 0;
+  uint64_t calls_ = 0;
+};
+
+TEST_F(LLFlags, ShortSlicesLeaveNoLineAPeriodOld) {
+  Settings s("4");
+  collie::test::Comms c(2);
+  ASSERT_EQ(c.result, collieSuccess) << collieGetLastError(nullptr);
+  wrapCycles(c, false, 4);
+}
+
+TEST_F(LLFlags, SimpleSlicesBetweenLLCallsLeaveNoLineAPeriodOld) {
+  Settings s("4");
+  collie::test::Comms c(2);
+  ASSERT_EQ(c.result, collieSuccess) << collieGetLastError(nullptr);
+  wrapCycles(c, true, 6);
+}
+
+// 4 ranks, 2 slots: a ring allreduce posts 6 LL slices per connection, an allgather 3, so the half-period mark
+// falls at every place of a launch: whole slots rewritten one slice at a time, and by the next launch.
+TEST_F(LLFlags, TheHalfPeriodMarkInsideALaunch) {
+  Settings s("2");
+  collie::test::Comms c(4);
+  ASSERT_EQ(c.result, collieSuccess) << collieGetLastError(nullptr);
+  // Short slices, which leave the tails of the slots alone, and about once a period a full-slot allreduce (chunks
+  // of 128), which writes them: only the rewrites keep those tails young.
+  for (int i = 0; i < 300; ++i) {
+    const bool gather = i % 3 == 1;
+    call(c, gather ? 1 + i % 2 : i % 61 == 0 ? 4 * 128 : 4 + i % 5, gather);
+    if (HasFatalFailure()) return;
+    if (i % 10 == 9) expectNoStaleLine(c, "between calls");
+  }
+  EXPECT_GT(posted(c, 0, 1), 4 * kPeriod) << "the flags went round a few times";
+}
+
+TEST(LLFlagPeriod, OnlyPowersOfTwoInRangeAreAccepted) {
+  ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "2");
+  for (const char* bad : {"128", "300", "4294967296", "-256", "many"}) {
+    ScopedEnv period("COLLIE_LL_FLAG_PERIOD", bad);
+    collieComm_t comm = nullptr;
+    EXPECT_EQ(collieCommInitAll(&comm, 1, nullptr), collieInvalidArgument) << bad;
+    EXPECT_NE(std::string(collieGetLastError(nullptr)).find("COLLIE_LL_FLAG_PERIOD must be a power of two from 256 "
+                                                            "to 2147483648"),
+              std::string::npos)
+        << collieGetLastError(nullptr);
+  }
+}
+
+}  // namespace
