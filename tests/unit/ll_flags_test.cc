@@ -133,9 +133,9 @@ class LLFlags : public ::testing::Test {
       for (int to = 0; to < c.size(); ++to) {
         if (to == from || posted(c, from, to) == 0) continue;
         const uint64_t bound = collie::llStaleAfter(kPeriod) + layoutOf(c[to]->windows->window(to)).nslots;
-        EXPECT_LT(oldestLine(c, from, to), bound) << "the LL slots " << from << " -> " << to << " " << when
-                                                  << " (slice " << posted(c, from, to)
-                                                  << "): a line this old outlives its flag";
+        EXPECT_LT(oldestLine(c, from, to), bound)
+            << "the LL slots " << from << " -> " << to << " " << when << " (slice " << posted(c, from, to)
+            << "): a line this old outlives its flag";
       }
     }
   }
@@ -203,10 +203,9 @@ TEST(LLFlagPeriod, OnlyPowersOfTwoInRangeAreAccepted) {
     ScopedEnv period("COLLIE_LL_FLAG_PERIOD", bad);
     collieComm_t comm = nullptr;
     EXPECT_EQ(collieCommInitAll(&comm, 1, nullptr), collieInvalidArgument) << bad;
-    EXPECT_NE(std::string(collieGetLastError(nullptr)).find("COLLIE_LL_FLAG_PERIOD must be a power of two from 256 "
-                                                            "to 2147483648"),
-              std::string::npos)
-        << collieGetLastError(nullptr);
+    const std::string text = collieGetLastError(nullptr);
+    EXPECT_NE(text.find("COLLIE_LL_FLAG_PERIOD must be a power of two from 256 to 2147483648"), std::string::npos)
+        << text;
   }
 }
 
