@@ -485,6 +485,45 @@ TEST(CudaBackend, MoreBlocksThanTheGpuHoldsIsAnError) {
       << collieGetLastError(nullptr);
 }
 
+// LL flags that come round every 256 slices (COLLIE_LL_FLAG_PERIOD; 2^31 by default) under the GPU's memory model:
+// full-slot LL calls landing in the same slots exactly one period apart, with short LL calls (which leave the
+// slots' tails alone) or Simple calls (which leave LL slots alone) between. A receiver would take a tail left a
+// period earlier unless its sender had rewritten it in time (kernels/device_prims_ll.cuh, "Stale lines").
+// tests/unit/ll_flags_test.cc runs the same on the emulated kernels, where it also checks every line's age.
+TEST(CudaBackend, LLFlagsComeRoundWithoutAStaleLineTaken) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv period("COLLIE_LL_FLAG_PERIOD", "256");
+  ScopedEnv algo("COLLIE_ALGO", "allreduce:ring");
+  ScopedEnv llSlotBytes("COLLIE_LL_SLOT_BYTES", "1024");  // 128 int32s a slice
+  ScopedEnv slotBytes("COLLIE_SLOT_BYTES", "4096");       // 1024 int32s a slice
+  ScopedEnv slots("COLLIE_SLOTS", "4");
+  ScopedEnv channels("COLLIE_CHANNELS", "1");
+  const uint64_t seed = collie::test::testSeed();
+  collie::test::Comms comms(2);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  // Ring allreduce of 2 ranks posts 2 slices per connection per call whose chunks (half the count) fit a slice.
+  uint64_t calls = 0;
+  auto allReduce = [&](size_t count) {
+    const std::string err = collie::test::runCollectiveCase(comms, Coll::kAllReduce, collieInt32, collieSum, count,
+                                                            false, 0, seed + calls, Memory::kDevice);
+    ASSERT_EQ(err, "") << "call #" << calls << ", count " << count << " (seed " << seed << ")";
+    ++calls;
+  };
+  for (bool simple : {false, true})
+    for (int k = 0; k < 3; ++k) {
+      allReduce(256);  // 2 full LL slices
+      if (simple) {
+        allReduce(2048 * 126);  // 252 Simple slices
+      } else {
+        for (int i = 0; i < 126; ++i) allReduce(2);  // 252 one-line LL slices
+      }
+      allReduce(2);
+      allReduce(256);  // 256 slices after the first full ones: their slots, and their flags
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+}
+
 // Runs every collective on device buffers (two types, counts 0, odd and several rounds, in place and not) and
 // says whether each rank took the staged path (pinned host memory, the host executor) instead of device windows.
 void expectExactEverywhere(const collie::test::Comms& comms, bool staged) {
