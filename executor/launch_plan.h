@@ -38,7 +38,7 @@ struct LaunchTables {
   uint8_t* const* inboxes = nullptr;  // where each peer's slices for us land
   uint64_t* sliceBytes = nullptr;     // with a proxy: its slice size table
   const uint32_t* lost = nullptr;     // with a proxy: its lost flags
-  uint64_t* counters = nullptr;       // posted[C][n], consumed[C][n], then clean[C][n] (LL)
+  uint64_t* counters = nullptr;       // posted[C][n], consumed[C][n], then clean[C][n] (the LL slots' age)
   uint32_t* failed = nullptr;
   DeviceStatus* status = nullptr;
   double timeoutSec = 300;

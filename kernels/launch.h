@@ -66,7 +66,7 @@ struct KernelArgs {
   uint8_t* const* inboxes = nullptr;
   uint64_t* sliceBytes = nullptr;  // the proxy's table of posted slice sizes (device address); null without one
   const uint32_t* lost = nullptr;  // [peer]: the proxy lost it (device address); null without a proxy
-  uint64_t* counters = nullptr;    // device: posted[C][n], consumed[C][n], then clean[C][n] (LL)
+  uint64_t* counters = nullptr;    // device: posted[C][n], consumed[C][n], then clean[C][n] (the LL slots' age)
   uint32_t* failed = nullptr;      // device: set by the first failing block; others stop
   DeviceStatus* status = nullptr;  // device address of the mapped DeviceStatus
   WindowLayout layout;
