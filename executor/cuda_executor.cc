@@ -62,8 +62,8 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&p, 2 * n * sizeof(uint8_t*)), "cudaMalloc of the window table"));
   e->deviceWindows_ = static_cast<uint8_t**>(p);
   COLLIE_RETURN_IF_ERROR(e->uploadWindowTable());
-  const size_t counterBytes =
-      3 * sizeof(uint64_t) * layout.nchannels * n;  // posted, consumed, clean (the LL slots' age)
+  // posted, consumed and clean (the LL slots' age) per channel per peer
+  const size_t counterBytes = 3 * sizeof(uint64_t) * layout.nchannels * n;
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&p, counterBytes + 64), "cudaMalloc of the flag counters"));
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMemset(p, 0, counterBytes + 64), "cudaMemset"));
   e->counters_ = static_cast<uint64_t*>(p);
