@@ -98,6 +98,17 @@ static_assert(sizeof(WindowHeader) <= kStartedOffset && kStartedOffset + 8 <= kL
 inline WindowHeader windowHeader(const WindowLayout& l) {
   return WindowHeader{kWindowMagic, l.nranks, l.nslots, l.slotBytes, l.nchannels, l.llSlotBytes, l.llFlagPeriod, 0};
 }
+/// The layout a window's header describes (for tools and tests that read a peer's window).
+inline WindowLayout layoutOf(const WindowHeader& h) {
+  WindowLayout l;
+  l.nranks = h.nranks;
+  l.nslots = h.nslots;
+  l.slotBytes = h.slotBytes;
+  l.nchannels = h.nchannels;
+  l.llSlotBytes = h.llSlotBytes;
+  l.llFlagPeriod = h.llFlagPeriod;
+  return l;
+}
 
 // The LL (low-latency) protocol, for small slices: a slot is a run of 8-byte
 // lines, each {4 data bytes, 4 flag bytes} written by one 64-bit store, so a

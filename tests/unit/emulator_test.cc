@@ -264,7 +264,7 @@ TEST(Emulator, AnLLSliceWhoseLinesNeverComeTimesOut) {
   std::memcpy(&h, window, sizeof(h));
   ASSERT_EQ(h.magic, collie::kWindowMagic);
   ASSERT_GT(h.llSlotBytes, 0u) << "the emulated kernels' windows have LL slots";
-  const collie::WindowLayout layout{h.nranks, h.nslots, h.slotBytes, h.nchannels, h.llSlotBytes, h.llFlagPeriod};
+  const collie::WindowLayout layout = collie::layoutOf(h);
   const uint64_t line = static_cast<uint64_t>(collie::llFlag(0, h.llFlagPeriod)) << 32 | 0x3f800000u;  // 1.0f
   __atomic_store_n(reinterpret_cast<uint64_t*>(window + layout.llSlotOffset(0, 1, 0)), line, __ATOMIC_RELEASE);
   std::vector<float> mine(32, 1.0f);

@@ -92,14 +92,7 @@ class LLFlags : public ::testing::Test {
     std::memcpy(&h, window, sizeof(h));
     EXPECT_EQ(h.magic, collie::kWindowMagic);
     EXPECT_EQ(h.llFlagPeriod, kPeriod);
-    collie::WindowLayout l;
-    l.nranks = h.nranks;
-    l.nslots = h.nslots;
-    l.slotBytes = h.slotBytes;
-    l.nchannels = h.nchannels;
-    l.llSlotBytes = h.llSlotBytes;
-    l.llFlagPeriod = h.llFlagPeriod;
-    return l;
+    return collie::layoutOf(h);
   }
 
   // Slices rank `from` has posted to rank `to` on channel 0 (the ready counter in the receiver's window).
