@@ -164,9 +164,7 @@ Status CudaExecutor::checkPeers(const WindowHeader* gathered) const {
       COLLIE_RETURN_IF_ERROR(
           cudaStatus(cudaMemcpy(&h, windows_[r], sizeof(h), cudaMemcpyDeviceToHost), "reading a peer's window header"));
     }
-    if (h.magic != kWindowMagic || h.nranks != layout_.nranks || h.nslots != layout_.nslots ||
-        h.slotBytes != layout_.slotBytes || h.nchannels != layout_.nchannels || h.llSlotBytes != layout_.llSlotBytes ||
-        h.llFlagPeriod != layout_.llFlagPeriod)
+    if (!sameLayout(h, layout_))
       return Status::error(collieInvalidUsage,
                            "rank %zu's device window has %u channels x %u slots of %llu bytes (LL: %u, flag period "
                            "%u), rank %d's %u x %u of %llu (LL: %u, %u): set COLLIE_CHANNELS / COLLIE_SLOTS / "

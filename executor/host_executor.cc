@@ -127,9 +127,7 @@ Status HostExecutor::checkPeers(const WindowHeader* gathered) const {
     } else {
       return Status::error(collieInternalError, "rank %zu's window is neither mapped nor gathered", r);
     }
-    if (h.magic != kWindowMagic || h.nranks != layout_.nranks || h.nslots != layout_.nslots ||
-        h.slotBytes != layout_.slotBytes || h.nchannels != layout_.nchannels || h.llSlotBytes != layout_.llSlotBytes ||
-        h.llFlagPeriod != layout_.llFlagPeriod)
+    if (!sameLayout(h, layout_))
       return Status::error(collieInvalidUsage,
                            "rank %zu's window has %u slots of %llu bytes for %u ranks (LL: %u, flag period %u), rank "
                            "%d's has %u of %llu for %u (LL: %u, %u): all ranks must use the same COLLIE_SLOTS / "

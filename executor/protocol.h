@@ -98,6 +98,11 @@ static_assert(sizeof(WindowHeader) <= kStartedOffset && kStartedOffset + 8 <= kL
 inline WindowHeader windowHeader(const WindowLayout& l) {
   return WindowHeader{kWindowMagic, l.nranks, l.nslots, l.slotBytes, l.nchannels, l.llSlotBytes, l.llFlagPeriod, 0};
 }
+/// Whether a peer's window header is of this format and describes the layout `l` (checked by every rank at init).
+inline bool sameLayout(const WindowHeader& h, const WindowLayout& l) {
+  return h.magic == kWindowMagic && h.nranks == l.nranks && h.nslots == l.nslots && h.slotBytes == l.slotBytes &&
+         h.nchannels == l.nchannels && h.llSlotBytes == l.llSlotBytes && h.llFlagPeriod == l.llFlagPeriod;
+}
 /// The layout a window's header describes (for tools and tests that read a peer's window).
 inline WindowLayout layoutOf(const WindowHeader& h) {
   WindowLayout l;

@@ -172,11 +172,6 @@ TEST(CudaBackend, ACallInManyRoundsIsOneLaunchPerRank) {
     }
 }
 
-// Per-rank device buffers and a non-blocking stream, made before the rank
-// threads start: work on the legacy default stream (a synchronous cudaMemcpy or
-// cudaMemset, a blocking stream's kernel) would wait for other ranks' kernels,
-// which wait for this rank: ranks sharing a GPU must stay off it while others
-// may be running.
 // Holds `stream` shut, from the host, until `open` is set: work queued behind it waits.
 cudaError_t holdShut(cudaStream_t stream, std::atomic<bool>* open) {
   auto gate = [](void* flag) {
@@ -185,6 +180,11 @@ cudaError_t holdShut(cudaStream_t stream, std::atomic<bool>* open) {
   return cudaLaunchHostFunc(stream, gate, open);
 }
 
+// Per-rank device buffers and a non-blocking stream, made before the rank
+// threads start: work on the legacy default stream (a synchronous cudaMemcpy or
+// cudaMemset, a blocking stream's kernel) would wait for other ranks' kernels,
+// which wait for this rank: ranks sharing a GPU must stay off it while others
+// may be running.
 struct RankDevice {
   void* in = nullptr;
   void* out = nullptr;
