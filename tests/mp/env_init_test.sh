@@ -66,3 +66,17 @@ for r in 0 1; do
 done
 rm -rf "$logs"
 echo "PASS: COLLIE_CHECK on one rank only is refused at init"
+
+# Ranks whose LL flags would repeat at different periods (COLLIE_LL_FLAG_PERIOD, here on the emulated kernels):
+# each would take the other's lines for stale or new at the wrong time, so the window headers refuse it at init.
+port=$(free_port)
+logs=$(mktemp -d)
+for r in 0 1; do
+  env -u COLLIE_RANK -u COLLIE_WORLD_SIZE COLLIE_RANK=$r COLLIE_WORLD_SIZE=2 COLLIE_ROOT=127.0.0.1:$port \
+    COLLIE_EMULATE_KERNELS=2 COLLIE_LL_FLAG_PERIOD=$((256 << r)) "$prog" --quick >"$logs/$r" 2>&1 &
+done
+if wait -n || wait -n; then echo "FAIL: ranks with different COLLIE_LL_FLAG_PERIOD started"; cat "$logs"/*; exit 1; fi
+grep -q "flag period 512.*COLLIE_LL_FLAG_PERIOD\|flag period 256.*COLLIE_LL_FLAG_PERIOD" "$logs"/* ||
+  { echo "FAIL: no COLLIE_LL_FLAG_PERIOD message"; cat "$logs"/*; exit 1; }
+rm -rf "$logs"
+echo "PASS: different COLLIE_LL_FLAG_PERIOD on two ranks is refused at init"
