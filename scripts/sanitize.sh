@@ -15,7 +15,8 @@ if [ ! -f "$build/build.ninja" ]; then
     -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread >/dev/null
 fi
 cmake --build "$build" --target allreduce_test collectives_test bootstrap_test shm_window_test p2p_test algorithms_api_test \
-  comm_create_test premulsum_test call_check_test abort_test remote_proxy_test emulator_test ll_flags_test
+  comm_create_test premulsum_test call_check_test abort_test remote_proxy_test emulator_test ll_flags_test \
+  soak_test
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 # The tests link UCX, whose libucm patches mmap at load time; under TSan, which
 # intercepts mmap too, every test then crashes at start. Collie registers no
@@ -52,6 +53,9 @@ bounded "$build/tests/emulator_test" --gtest_brief=1
 # LL flags through many wraps: the sender's rewrites of its LL slots race with the receiver's polls by design.
 bounded "$build/tests/ll_flags_test" --gtest_brief=1
 COLLIE_EMULATE_KERNELS=3 bounded "$build/tests/algorithms_api_test" --gtest_brief=1 --gtest_filter='*tinyslots*'
+# Random cases on long-lived communicators (tests/unit/soak_test.cc), LL and Simple mixed, flags coming round
+# every 256 slices: about 1000 cases in the 30 s.
+COLLIE_EMULATE_KERNELS=2 COLLIE_LL_FLAG_PERIOD=256 COLLIE_SOAK_SECONDS=30 bounded "$build/tests/soak_test" --gtest_brief=1
 COLLIE_FAKE_NODES=2 COLLIE_EMULATE_KERNELS=3 UCX_TLS=sm,self COLLIE_CHANNELS=3 COLLIE_SLOT_BYTES=4096 COLLIE_SLOTS=2 \
   bounded "$build/tests/p2p_test" --gtest_brief=1
 echo "thread sanitizer: clean in $(( $(date +%s) - start )) s"

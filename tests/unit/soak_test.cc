@@ -11,7 +11,11 @@
 //                        so the ctest entry stays under a minute on a busy machine; when set, every iteration runs)
 //   COLLIE_SOAK_ONLY     run this one iteration (a replay; fresh communicators instead of reused ones)
 //
-// A failure prints the seed, the iteration, the full case and the command lines that replay it.
+// Other COLLIE_* settings apply to every communicator: ctest's soak_emulated runs the same soak on the CUDA
+// kernels' own code (COLLIE_EMULATE_KERNELS) with LL flags that come round every 256 slices.
+//
+// A failure prints the seed, the iteration, the full case and the command lines that replay it, with the
+// COLLIE_* settings of the run.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -345,10 +349,14 @@ uint64_t envU64(const char* name, uint64_t fallback, bool* set = nullptr) {
   return v ? strtoull(v, nullptr, 0) : fallback;
 }
 
-std::string selfPath() {
+// This binary, after the run's COLLIE_* settings but the soak's own: a replay needs both.
+std::string replayCommand() {
+  std::string cmd;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (strncmp(*e, "COLLIE_", 7) == 0 && strncmp(*e, "COLLIE_SOAK_", 12) != 0) cmd += std::string(*e) + " ";
   char buf[4096];
   const ssize_t k = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  return k > 0 ? std::string(buf, static_cast<size_t>(k)) : "soak_test";
+  return cmd + (k > 0 ? std::string(buf, static_cast<size_t>(k)) : "soak_test");
 }
 
 TEST(Soak, RandomCasesMatchTheReference) {
@@ -358,12 +366,12 @@ TEST(Soak, RandomCasesMatchTheReference) {
   const uint64_t iters = envU64("COLLIE_SOAK_ITERS", 20000, &itersSet);
   const uint64_t only = envU64("COLLIE_SOAK_ONLY", 0, &onlySet);
   const double budget = itersSet ? 1e30 : static_cast<double>(envU64("COLLIE_SOAK_SECONDS", 45));
+  const std::string self = replayCommand();
   // A deadlock fails its case with the description below instead of running into ctest's timeout.
   ScopedEnv timeout("COLLIE_TIMEOUT", getenv("COLLIE_TIMEOUT") ? getenv("COLLIE_TIMEOUT") : "30");
   printf("soak seed %" PRIu64 " (rerun with COLLIE_SOAK_SEED=%" PRIu64 "), %" PRIu64 " iterations%s\n", seed, seed,
          onlySet ? 1 : iters, itersSet || onlySet ? "" : " or until the time budget");
   fflush(stdout);
-  const std::string self = selfPath();
   installCrashHandlers();
   Cliques cliques;
   std::map<std::string, int> perKind;
