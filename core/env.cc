@@ -82,6 +82,7 @@ const std::vector<VarInfo>& knownVars() {
       {"COLLIE_SOAK_ITERS", "tests/unit/soak_test.cc: number of random cases"},
       {"COLLIE_SOAK_ONLY", "tests/unit/soak_test.cc: run only this iteration (a replay)"},
       {"COLLIE_SOAK_SECONDS", "tests/unit/soak_test.cc: time budget when COLLIE_SOAK_ITERS is not set"},
+      {"COLLIE_SOAK_MEMORY", "tests/unit/soak_test.cc: host (default) or device buffers (CUDA communicators)"},
       {"CUDA_DEVICE_MAX_CONNECTIONS",
        "CUDA's hardware queues per GPU, read (never set) to warn when ranks sharing a GPU in one process outnumber "
        "them"},

@@ -13,75 +13,87 @@
 namespace collie {
 namespace test {
 
+RankBuffers::RankBuffers(const Comms& comms, Memory memory)
+    : comms_(comms), memory_(memory), streams_(static_cast<size_t>(comms.size()), nullptr) {}
+
+RankBuffers::~RankBuffers() {
+  for (const Twin& t : twins_) cudaFree(t.device);
+  for (void* s : streams_)
+    if (s != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(s));
+}
+
 namespace {
 
-// Mirrors every rank's host buffers on the GPU, runs the call there (one
-// stream per rank), and copies the buffers back, so the host checks apply
-// unchanged. send/recv point into in/out; their device twins keep the offsets.
-std::string runOnDevice(const Comms& comms, Coll coll, collieDataType_t type, collieRedOp_t op, size_t count, int root,
-                        std::vector<std::vector<char>>& in, std::vector<std::vector<char>>& out,
-                        const std::vector<char*>& send, const std::vector<char*>& recv,
-                        std::vector<collieResult_t>* rc) {
-  const int n = comms.size();
-  std::vector<char*> din(n, nullptr), dout(n, nullptr);
-  std::vector<cudaStream_t> streams(n, nullptr);
-  std::string err;
-  auto check = [&](cudaError_t e, const char* what) {
-    if (e != cudaSuccess && err.empty()) err = std::string(what) + ": " + cudaGetErrorString(e);
-    return e == cudaSuccess;
-  };
-  auto twin = [&](int r, char* p) -> void* {
-    if (p >= in[r].data() && p <= in[r].data() + in[r].size()) return din[r] + (p - in[r].data());
-    return dout[r] + (p - out[r].data());
-  };
-  for (int r = 0; r < n && err.empty(); ++r) {
-    int device = 0;
-    collieCommCuDevice(comms[r], &device);
-    check(cudaSetDevice(device), "cudaSetDevice");
-    check(cudaMalloc(&din[r], in[r].size()), "cudaMalloc") && check(cudaMalloc(&dout[r], out[r].size()), "cudaMalloc");
-    check(cudaMemcpy(din[r], in[r].data(), in[r].size(), cudaMemcpyHostToDevice), "cudaMemcpy");
-    check(cudaMemcpy(dout[r], out[r].data(), out[r].size(), cudaMemcpyHostToDevice), "cudaMemcpy");
-    check(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking), "cudaStreamCreate");
-    // From pageable memory cudaMemcpy may return before the copy lands, and the calls run on
-    // non-blocking streams: wait for this device's legacy stream.
-    check(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize");
-  }
-  if (err.empty()) {
-    onRanks(n, [&](int r) {
-      int device = 0;
-      collieCommCuDevice(comms[r], &device);
-      cudaSetDevice(device);
-      void* s = count ? twin(r, send[r]) : nullptr;
-      void* d = count ? twin(r, recv[r]) : nullptr;
-      const auto t0 = std::chrono::steady_clock::now();
-      (*rc)[r] = collie::test::callCollective(coll, s, d, count, type, op, root, comms[r], streams[r]);
-      // Peers' kernels wait for this rank's while it enqueues: a slow enqueue explains a timeout.
-      const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (took > 0.1) fprintf(stderr, "rank %d: the call took %.3f s to return\n", r, took);
-      if ((*rc)[r] == collieSuccess) cudaStreamSynchronize(streams[r]);
-    });
-  }
-  std::string async;
-  for (int r = 0; r < n; ++r) {
-    if (err.empty()) {
-      check(cudaMemcpy(in[r].data(), din[r], in[r].size(), cudaMemcpyDeviceToHost), "cudaMemcpy back");
-      check(cudaMemcpy(out[r].data(), dout[r], out[r].size(), cudaMemcpyDeviceToHost), "cudaMemcpy back");
-    }
-    // Every rank's: where each one waited shows a cycle, or which rank never came.
-    collieResult_t rcAsync = collieSuccess;
-    collieCommGetAsyncError(comms[r], &rcAsync);
-    if (rcAsync != collieSuccess)
-      async +=
-          (async.empty() ? "" : "; ") + ("rank " + std::to_string(r) + " async error: ") + collieGetLastError(comms[r]);
-    if (streams[r]) cudaStreamDestroy(streams[r]);
-    cudaFree(din[r]);
-    cudaFree(dout[r]);
-  }
-  if (async.empty() || err.empty()) return err + async;
-  return err + "; " + async;
+// The rank's GPU current on this thread.
+void useDeviceOf(collieComm_t comm) {
+  int device = 0;
+  collieCommCuDevice(comm, &device);
+  cudaSetDevice(device);
 }
 
 }  // namespace
+
+void* RankBuffers::at(int r, std::vector<char>& host) {
+  if (host.empty()) return nullptr;
+  if (memory_ == Memory::kHost) return host.data();
+  auto check = [&](cudaError_t e, const char* what) {
+    if (e != cudaSuccess && err_.empty()) err_ = std::string(what) + ": " + cudaGetErrorString(e);
+    return e == cudaSuccess;
+  };
+  useDeviceOf(comms_[r]);
+  void*& stream = streams_[static_cast<size_t>(r)];
+  if (stream == nullptr) {
+    cudaStream_t s = nullptr;
+    if (check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate")) stream = s;
+  }
+  void* d = nullptr;
+  if (!check(cudaMalloc(&d, host.size()), "cudaMalloc")) return nullptr;
+  twins_.push_back({r, &host, d});
+  check(cudaMemcpy(d, host.data(), host.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
+  // From pageable memory cudaMemcpy may return before the copy lands, and the calls run on
+  // non-blocking streams: wait for this device's legacy stream.
+  check(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize");
+  return d;
+}
+
+void RankBuffers::run(const std::function<collieResult_t(int, collieStream_t)>& call, std::vector<collieResult_t>* rc) {
+  const bool device = memory_ == Memory::kDevice;
+  if (device && !err_.empty()) {  // a twin is missing: no call
+    rc->assign(static_cast<size_t>(comms_.size()), collieInternalError);
+    return;
+  }
+  onRanks(comms_.size(), [&](int r) {
+    if (device) useDeviceOf(comms_[r]);
+    cudaStream_t stream = static_cast<cudaStream_t>(streams_[static_cast<size_t>(r)]);
+    const auto t0 = std::chrono::steady_clock::now();
+    (*rc)[r] = call(r, stream);
+    // Peers' kernels wait for this rank's while it enqueues: a slow enqueue explains a timeout.
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (device && took > 0.1) fprintf(stderr, "rank %d: the call took %.3f s to return\n", r, took);
+    if (device && (*rc)[r] == collieSuccess) cudaStreamSynchronize(stream);
+  });
+}
+
+std::string RankBuffers::finish() {
+  if (memory_ == Memory::kHost) return "";
+  for (const Twin& t : twins_) {
+    if (!err_.empty()) break;
+    useDeviceOf(comms_[t.rank]);
+    const cudaError_t e = cudaMemcpy(t.host->data(), t.device, t.host->size(), cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) err_ = std::string("cudaMemcpy back: ") + cudaGetErrorString(e);
+  }
+  // Every rank's: where each one waited shows a cycle, or which rank never came.
+  std::string async;
+  for (int r = 0; r < comms_.size(); ++r) {
+    collieResult_t rcAsync = collieSuccess;
+    collieCommGetAsyncError(comms_[r], &rcAsync);
+    if (rcAsync != collieSuccess)
+      async += (async.empty() ? "" : "; ") + ("rank " + std::to_string(r) + " async error: ") +
+               collieGetLastError(comms_[r]);
+  }
+  if (async.empty() || err_.empty()) return err_ + async;
+  return err_ + "; " + async;
+}
 
 std::string runCollectiveCase(const Comms& comms, Coll coll, collieDataType_t type, collieRedOp_t op, size_t count,
                               bool inPlace, int root, uint64_t seed, Memory memory) {
@@ -124,15 +136,27 @@ std::string runCollectiveCase(const Comms& comms, Coll coll, collieDataType_t ty
   const std::vector<std::vector<char>> inCopy = in;  // out-of-place must leave sendbuff alone
   const std::vector<std::vector<char>> outBefore = out;
   std::vector<collieResult_t> rc(n);
-  if (memory == Memory::kDevice) {
-    std::string err = runOnDevice(comms, coll, type, op, count, root, in, out, send, recv, &rc);
+  {
+    // send and recv point into in and out; their twins keep the offsets.
+    RankBuffers bufs(comms, memory);
+    std::vector<char*> inAt(n), outAt(n);
+    for (int r = 0; r < n; ++r) {
+      inAt[r] = static_cast<char*>(bufs.at(r, in[r]));
+      outAt[r] = static_cast<char*>(bufs.at(r, out[r]));
+    }
+    auto twin = [&](int r, char* p) -> void* {
+      if (p >= in[r].data() && p <= in[r].data() + in[r].size()) return inAt[r] + (p - in[r].data());
+      return outAt[r] + (p - out[r].data());
+    };
+    bufs.run(
+        [&](int r, collieStream_t stream) {
+          return collie::test::callCollective(coll, count ? twin(r, send[r]) : nullptr,
+                                              count ? twin(r, recv[r]) : nullptr, count, type, op, root, comms[r],
+                                              stream);
+        },
+        &rc);
+    const std::string err = bufs.finish();
     if (!err.empty()) return err;
-  } else {
-    onRanks(n, [&](int r) {
-      void* s = count ? send[r] : nullptr;
-      void* d = count ? recv[r] : nullptr;
-      rc[r] = collie::test::callCollective(coll, s, d, count, type, op, root, comms[r]);
-    });
   }
   for (int r = 0; r < n; ++r) {
     if (rc[r] != collieSuccess) return "rank " + std::to_string(r) + ": " + collieGetLastError(comms[r]);

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "collie.h"
 #include "common/rank_threads.h"
@@ -18,6 +20,38 @@ namespace test {
 /// to the current GPU, the call goes on a stream of its own, and the results
 /// come back for the same checks (the CUDA backend's tests).
 enum class Memory { kHost, kDevice };
+
+/// Where every rank's buffers of one call live, for calls with buffers of their own shape (all-to-all-v,
+/// send/recv): kHost, the host vectors themselves; kDevice, a twin of each on the rank's GPU, a stream per
+/// rank, and the twins copied back at the end, so the host checks apply unchanged.
+class RankBuffers {
+ public:
+  RankBuffers(const Comms& comms, Memory memory);
+  ~RankBuffers();
+  RankBuffers(const RankBuffers&) = delete;
+  RankBuffers& operator=(const RankBuffers&) = delete;
+
+  /// What rank r's call names for `host` (null when it is empty): the vector's data, or its device twin,
+  /// filled from it now. Call before run().
+  void* at(int r, std::vector<char>& host);
+  /// Makes every rank's call at once (a thread each) on its stream (null on the host), then waits for the
+  /// streams of the ranks whose call succeeded. On a GPU, says on stderr when a call took over 0.1 s to return.
+  void run(const std::function<collieResult_t(int, collieStream_t)>& call, std::vector<collieResult_t>* rc);
+  /// Copies every twin back into its host vector; "" or what went wrong: a CUDA error, the ranks' async errors.
+  std::string finish();
+
+ private:
+  struct Twin {
+    int rank;
+    std::vector<char>* host;
+    void* device;
+  };
+  const Comms& comms_;
+  Memory memory_;
+  std::vector<void*> streams_;  // cudaStream_t per rank, kDevice only
+  std::vector<Twin> twins_;
+  std::string err_;  // the first CUDA error
+};
 
 /// Returns "" when every rank's result is exact, else a sentence saying which rank went wrong and how.
 std::string runCollectiveCase(const Comms& comms, Coll coll, collieDataType_t type, collieRedOp_t op, size_t count,

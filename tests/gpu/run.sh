@@ -5,7 +5,8 @@
 #   test       the GPU tests: ranks as threads sharing the GPU (every collective and
 #              algorithm; N = 1, 2, 3, 4, 8, or 2 and 3 with --quick) and as processes
 #              (cudaIpc), across 2 fake nodes (staged path and proxy), the drop-in NCCL,
-#              and PyTorch's torch.distributed on it (tests/gpu/torch_collectives_test.py);
+#              PyTorch's torch.distributed on it (tests/gpu/torch_collectives_test.py), and 30 s
+#              of random cases on device buffers (tests/unit/soak_test.cc);
 #   sanitize   compute-sanitizer memcheck and racecheck on a subset;
 #   bench      a short benchmark of the CUDA backend against a device-to-device copy
 #              and, at one rank, NCCL;
@@ -130,7 +131,7 @@ part_build() {
   step configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_ARCHITECTURES="$arch" \
     -DCOLLIE_WITH_MPI=OFF -DCMAKE_PREFIX_PATH="$prefix" -DGTest_DIR="$prefix/lib/x86_64-linux-gnu/cmake/GTest"
   step build cmake --build "$build" -j 16 --target collectives_gpu_test program_cache_gpu_test reduce_ops_gpu_test \
-    collectives_gpu_mp collie-run nccl_gpu_test collie-bench
+    collectives_gpu_mp collie-run nccl_gpu_test collie-bench soak_test
 }
 part_test() {
   # First, the question docs/RELIABILITY.md ("On a GPU") asks: with every stream in one hardware queue, do
@@ -171,6 +172,9 @@ part_test() {
   # LD_LIBRARY_PATH would not redirect it): 3 processes on the GPU, every collective torch.distributed offers.
   step gpu_torch env LD_PRELOAD="$PWD/$build/compat/nccl/libnccl.so.2" PYTHONUNBUFFERED=1 \
     python3 tests/gpu/torch_collectives_test.py --np 3 --timeout 120
+  # Random cases on long-lived communicators (tests/unit/soak_test.cc), every buffer in GPU memory, ranks as
+  # threads: LL and Simple mixed, 1-8 ranks, 1-3 channels, any collective and algorithm; 30 s.
+  step gpu_soak env COLLIE_SOAK_MEMORY=device COLLIE_SOAK_SECONDS=30 "$build/tests/soak_test"
 }
 part_sanitize() {
   [ "$quick" = 0 ] || return 0

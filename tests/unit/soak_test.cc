@@ -10,6 +10,9 @@
 //   COLLIE_SOAK_ITERS    iterations (default 20000, about 40 s on 2 cores, cut at COLLIE_SOAK_SECONDS, default 45,
 //                        so the ctest entry stays under a minute on a busy machine; when set, every iteration runs)
 //   COLLIE_SOAK_ONLY     run this one iteration (a replay; fresh communicators instead of reused ones)
+//   COLLIE_SOAK_MEMORY   host (default), or device: every buffer in GPU memory and every clique a CUDA
+//                        communicator (skipped, saying why, without a usable GPU; scripts/fake_gpu.sh runs it
+//                        on the fake CUDA runtime, tests/gpu/run.sh on a GPU)
 //
 // Other COLLIE_* settings apply to every communicator: ctest's soak_emulated runs the same soak on the CUDA
 // kernels' own code (COLLIE_EMULATE_KERNELS) with LL flags that come round every 256 slices.
@@ -28,6 +31,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -40,6 +44,7 @@
 #include "common/test_util.h"
 #include "core/comm.h"
 #include "executor/reduce_ops.h"
+#include "gpu/gpu_skip.h"
 
 // Present when a sanitizer runtime is linked (weak: null otherwise).
 extern "C" void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
@@ -49,6 +54,7 @@ namespace {
 using collie::Collective;
 using collie::test::Coll;
 using collie::test::Comms;
+using collie::test::Memory;
 using collie::test::onRanks;
 using collie::test::ScopedEnv;
 
@@ -72,6 +78,9 @@ const Kind kKinds[] = {
 };
 constexpr int kKindCount = sizeof(kKinds) / sizeof(kKinds[0]);
 constexpr int kAllToAllv = 8, kSendRecv = 9;  // indices in kKinds
+
+// Where the buffers live (COLLIE_SOAK_MEMORY): device memory makes every clique a CUDA communicator.
+Memory gMemory = Memory::kHost;
 
 // Slot geometry of a clique, fixed at init (COLLIE_SLOT_BYTES, COLLIE_SLOTS, COLLIE_CHANNELS).
 enum Geometry { kDefaultSlots, kTinySlots, kTinySlotsThreeChannels, kGeometries };
@@ -154,9 +163,13 @@ class Cliques {
           if (c->second.lastUse < oldest->second.lastUse) oldest = c;
         cliques_.erase(oldest);
       }
-      ScopedEnv slotBytes("COLLIE_SLOT_BYTES", g == kDefaultSlots ? nullptr : "4096");
-      ScopedEnv slots("COLLIE_SLOTS", g == kDefaultSlots ? nullptr : "2");
-      ScopedEnv channels("COLLIE_CHANNELS", g == kTinySlotsThreeChannels ? "3" : nullptr);
+      // Tiny slots override the run's settings; the default geometry keeps them (fake_gpu.sh's COLLIE_CHANNELS).
+      std::optional<ScopedEnv> slotBytes, slots, channels;
+      if (g != kDefaultSlots) {
+        slotBytes.emplace("COLLIE_SLOT_BYTES", "4096");
+        slots.emplace("COLLIE_SLOTS", "2");
+      }
+      if (g == kTinySlotsThreeChannels) channels.emplace("COLLIE_CHANNELS", "3");
       ScopedEnv algo("COLLIE_ALGO", nullptr);  // chosen per call below
       Entry e;
       e.comms = std::make_unique<Comms>(nranks);
@@ -231,10 +244,20 @@ std::string runAllToAllv(const Comms& comms, const Case& c) {
   }
   const auto inCopy = in;
   std::vector<collieResult_t> res(n);
-  onRanks(n, [&](int r) {
-    res[r] = collieAllToAllv(in[r].data(), sc[r].data(), sd[r].data(), out[r].data(), rc[r].data(), rd[r].data(),
-                             c.type, comms[r], nullptr);
-  });
+  collie::test::RankBuffers bufs(comms, gMemory);
+  std::vector<void*> inAt(n), outAt(n);
+  for (int r = 0; r < n; ++r) {
+    inAt[r] = bufs.at(r, in[r]);
+    outAt[r] = bufs.at(r, out[r]);
+  }
+  bufs.run(
+      [&](int r, collieStream_t stream) {
+        return collieAllToAllv(inAt[r], sc[r].data(), sd[r].data(), outAt[r], rc[r].data(), rd[r].data(), c.type,
+                               comms[r], stream);
+      },
+      &res);
+  const std::string err = bufs.finish();
+  if (!err.empty()) return err;
   for (int r = 0; r < n; ++r) {
     if (res[r] != collieSuccess) return "rank " + std::to_string(r) + ": " + collieGetLastError(comms[r]);
     if (in[r] != inCopy[r]) return "rank " + std::to_string(r) + " modified sendbuff";
@@ -273,18 +296,33 @@ std::string runSendRecv(const Comms& comms, const Case& c) {
     }
   }
   std::vector<collieResult_t> res(n);
-  onRanks(n, [&](int r) {
-    collieGroupStart();
-    // Peers in a rank-dependent order: only the order within a pair is defined.
-    for (int k = 0; k < n; ++k) {
-      const int j = (r + k) % n;
-      for (const std::vector<char>& b : send[r][j])
-        collieSend(b.empty() ? nullptr : b.data(), b.size() / es, c.type, j, comms[r], nullptr);
-      for (std::vector<char>& b : recv[r][j])
-        collieRecv(b.size() == 1 ? nullptr : b.data(), (b.size() - 1) / es, c.type, j, comms[r], nullptr);
+  collie::test::RankBuffers bufs(comms, gMemory);
+  // Where each message's buffer is for the call: [rank][peer][message]. A receive of 0 elements names no buffer.
+  std::vector<std::vector<std::vector<void*>>> sendAt(n), recvAt(n);
+  for (int r = 0; r < n; ++r) {
+    sendAt[r].resize(n);
+    recvAt[r].resize(n);
+    for (int j = 0; j < n; ++j) {
+      for (std::vector<char>& b : send[r][j]) sendAt[r][j].push_back(bufs.at(r, b));
+      for (std::vector<char>& b : recv[r][j]) recvAt[r][j].push_back(b.size() == 1 ? nullptr : bufs.at(r, b));
     }
-    res[r] = collieGroupEnd();
-  });
+  }
+  bufs.run(
+      [&](int r, collieStream_t stream) {
+        collieGroupStart();
+        // Peers in a rank-dependent order: only the order within a pair is defined.
+        for (int k = 0; k < n; ++k) {
+          const int j = (r + k) % n;
+          for (size_t m = 0; m < send[r][j].size(); ++m)
+            collieSend(sendAt[r][j][m], send[r][j][m].size() / es, c.type, j, comms[r], stream);
+          for (size_t m = 0; m < recv[r][j].size(); ++m)
+            collieRecv(recvAt[r][j][m], (recv[r][j][m].size() - 1) / es, c.type, j, comms[r], stream);
+        }
+        return collieGroupEnd();
+      },
+      &res);
+  const std::string err = bufs.finish();
+  if (!err.empty()) return err;
   for (int r = 0; r < n; ++r) {
     if (res[r] != collieSuccess) return "rank " + std::to_string(r) + ": " + collieGetLastError(comms[r]);
     for (int j = 0; j < n; ++j)
@@ -304,7 +342,7 @@ std::string runCase(const Comms& comms, const Case& c) {
   if (k.collective != Collective::kSendRecv) chooseAlgorithm(comms, k.collective, c.algo);
   if (c.kind == kAllToAllv) return runAllToAllv(comms, c);
   if (c.kind == kSendRecv) return runSendRecv(comms, c);
-  return collie::test::runCollectiveCase(comms, k.coll, c.type, c.op, c.count, c.inPlace, c.root, c.dataSeed);
+  return collie::test::runCollectiveCase(comms, k.coll, c.type, c.op, c.count, c.inPlace, c.root, c.dataSeed, gMemory);
 }
 
 // The case being run, in words, for the crash handlers below: a crash (a signal, or a sanitizer
@@ -349,11 +387,18 @@ uint64_t envU64(const char* name, uint64_t fallback, bool* set = nullptr) {
   return v ? strtoull(v, nullptr, 0) : fallback;
 }
 
-// This binary, after the run's COLLIE_* settings but the soak's own: a replay needs both.
+// The settings that say which iterations run: a replay line sets its own.
+bool soakOwn(const char* setting) {
+  for (const char* own : {"COLLIE_SOAK_SEED=", "COLLIE_SOAK_ITERS=", "COLLIE_SOAK_ONLY=", "COLLIE_SOAK_SECONDS="})
+    if (strncmp(setting, own, strlen(own)) == 0) return true;
+  return false;
+}
+
+// This binary, after the run's COLLIE_* settings but those: a replay needs both.
 std::string replayCommand() {
   std::string cmd;
   for (char** e = environ; *e != nullptr; ++e)
-    if (strncmp(*e, "COLLIE_", 7) == 0 && strncmp(*e, "COLLIE_SOAK_", 12) != 0) cmd += std::string(*e) + " ";
+    if (strncmp(*e, "COLLIE_", 7) == 0 && !soakOwn(*e)) cmd += std::string(*e) + " ";
   char buf[4096];
   const ssize_t k = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   return cmd + (k > 0 ? std::string(buf, static_cast<size_t>(k)) : "soak_test");
@@ -366,6 +411,13 @@ TEST(Soak, RandomCasesMatchTheReference) {
   const uint64_t iters = envU64("COLLIE_SOAK_ITERS", 20000, &itersSet);
   const uint64_t only = envU64("COLLIE_SOAK_ONLY", 0, &onlySet);
   const double budget = itersSet ? 1e30 : static_cast<double>(envU64("COLLIE_SOAK_SECONDS", 45));
+  const char* memory = getenv("COLLIE_SOAK_MEMORY");
+  if (memory != nullptr && strcmp(memory, "device") != 0 && strcmp(memory, "host") != 0)
+    FAIL() << "COLLIE_SOAK_MEMORY must be host or device, not '" << memory << "'";
+  gMemory = memory != nullptr && strcmp(memory, "device") == 0 ? Memory::kDevice : Memory::kHost;
+  if (gMemory == Memory::kDevice) SKIP_WITHOUT_GPU();
+  std::optional<ScopedEnv> device;
+  if (gMemory == Memory::kDevice) device.emplace("COLLIE_DEVICE", "cuda");
   const std::string self = replayCommand();
   // A deadlock fails its case with the description below instead of running into ctest's timeout.
   ScopedEnv timeout("COLLIE_TIMEOUT", getenv("COLLIE_TIMEOUT") ? getenv("COLLIE_TIMEOUT") : "30");
