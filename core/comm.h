@@ -119,7 +119,7 @@ struct InitOptions {
 /// COLLIE_INIT_TIMEOUT / COLLIE_ALGO.
 Status resolveConfig(const collieConfig_t* config, InitOptions* out);
 /// COLLIE_LL_SLOT_BYTES and COLLIE_LL_FLAG_PERIOD, checked, into layout->llSlotBytes (a multiple of 16) and
-/// layout->llFlagPeriod.
+/// layout->llFlagPeriod; layout->nslots must be set (the least period depends on it).
 Status readLLLayout(WindowLayout* layout);
 /// COLLIE_PROTO, checked: calls up to *llMaxBytes take the LL protocol (0 across hosts).
 Status readProtocol(bool spansHosts, uint64_t* llMaxBytes);

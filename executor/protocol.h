@@ -48,8 +48,14 @@ struct WindowHeader {
 
 /// LL flags repeat after this many slices of a connection (a power of two; COLLIE_LL_FLAG_PERIOD shrinks it in tests).
 constexpr uint32_t kLLFlagPeriod = 1u << 31;
-/// The smallest period allowed: half of it must exceed the most slots a connection may have (64) with room to spare.
-constexpr uint32_t kLLFlagPeriodMin = 256;
+/// The smallest period allowed for a connection of `nslots` slots: no line is ever more than half a period plus
+/// nslots slices old, which must stay below the period, so half of it must exceed nslots, here with room to spare:
+/// a power of two of at least 4 x nslots, and never below 16.
+inline uint32_t llFlagPeriodMin(uint32_t nslots) {
+  uint32_t p = 16;
+  while (p < 4 * nslots) p *= 2;
+  return p;
+}
 
 struct WindowLayout {
   uint32_t nranks = 1;

@@ -54,8 +54,8 @@ bounded "$build/tests/emulator_test" --gtest_brief=1
 bounded "$build/tests/ll_flags_test" --gtest_brief=1
 COLLIE_EMULATE_KERNELS=3 bounded "$build/tests/algorithms_api_test" --gtest_brief=1 --gtest_filter='*tinyslots*'
 # Random cases on long-lived communicators (tests/unit/soak_test.cc), LL and Simple mixed, flags coming round
-# every 256 slices: about 1000 cases in the 30 s.
-COLLIE_EMULATE_KERNELS=2 COLLIE_LL_FLAG_PERIOD=256 COLLIE_SOAK_SECONDS=30 bounded "$build/tests/soak_test" --gtest_brief=1
+# every 16 slices, line ages checked after each case: about 1000 cases in the 30 s.
+COLLIE_EMULATE_KERNELS=2 COLLIE_LL_FLAG_PERIOD=16 COLLIE_SOAK_SECONDS=30 bounded "$build/tests/soak_test" --gtest_brief=1
 COLLIE_FAKE_NODES=2 COLLIE_EMULATE_KERNELS=3 UCX_TLS=sm,self COLLIE_CHANNELS=3 COLLIE_SLOT_BYTES=4096 COLLIE_SLOTS=2 \
   bounded "$build/tests/p2p_test" --gtest_brief=1
 echo "thread sanitizer: clean in $(( $(date +%s) - start )) s"

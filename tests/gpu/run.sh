@@ -174,8 +174,8 @@ part_test() {
     python3 tests/gpu/torch_collectives_test.py --np 3 --timeout 120
   # Random cases on long-lived communicators (tests/unit/soak_test.cc), every buffer in GPU memory, ranks as
   # threads: LL and Simple mixed, 1-8 ranks, 1-3 channels, any collective and algorithm, LL flags coming round
-  # every 256 slices; 30 s.
-  step gpu_soak env COLLIE_SOAK_MEMORY=device COLLIE_LL_FLAG_PERIOD=256 COLLIE_SOAK_SECONDS=30 \
+  # every 16 slices; 30 s.
+  step gpu_soak env COLLIE_SOAK_MEMORY=device COLLIE_LL_FLAG_PERIOD=16 COLLIE_SOAK_SECONDS=30 \
     "$build/tests/soak_test"
 }
 part_sanitize() {

@@ -18,16 +18,13 @@
 // check when the receiver is quick enough to take a stale tail).
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "collie.h"
+#include "common/ll_lines.h"
 #include "common/rank_threads.h"
 #include "common/test_util.h"
-#include "core/comm.h"
-#include "executor/protocol.h"
-#include "transport/shm/shm_window.h"
 
 namespace {
 
@@ -87,50 +84,15 @@ class LLFlags : public ::testing::Test {
     ++calls_;
   }
 
-  static collie::WindowLayout layoutOf(const uint8_t* window) {
-    collie::WindowHeader h;
-    std::memcpy(&h, window, sizeof(h));
-    EXPECT_EQ(h.magic, collie::kWindowMagic);
-    EXPECT_EQ(h.llFlagPeriod, kPeriod);
-    return collie::layoutOf(h);
-  }
-
-  // Slices rank `from` has posted to rank `to` on channel 0 (the ready counter in the receiver's window).
+  // Slices rank `from` has posted to rank `to` (channel 0, the only one here).
   static uint64_t posted(const collie::test::Comms& c, int from, int to) {
-    const uint8_t* window = c[to]->windows->window(to);
-    return __atomic_load_n(reinterpret_cast<const uint64_t*>(window + layoutOf(window).readyOffset(0, from)),
-                           __ATOMIC_ACQUIRE);
-  }
-
-  // The oldest line of the LL slots of connection from -> to, in slices before the newest posted.
-  static uint64_t oldestLine(const collie::test::Comms& c, int from, int to) {
-    const uint8_t* window = c[to]->windows->window(to);
-    const collie::WindowLayout layout = layoutOf(window);
-    const uint64_t newest = posted(c, from, to) - 1;
-    const uint8_t* slots = window + layout.llSlotOffset(0, from, 0);
-    uint64_t oldest = 0;
-    for (uint64_t w = 0; w < layout.nslots * (layout.llSlotBytes / collie::kLLLine); ++w) {
-      const uint64_t line =
-          __atomic_load_n(reinterpret_cast<const uint64_t*>(slots + collie::kLLLine * w), __ATOMIC_RELAXED);
-      const uint32_t flag = static_cast<uint32_t>(line >> 32);
-      if (flag == 0) continue;  // never written: no flag matches it
-      // The flag of slice e is e mod period + 1: the line's age modulo the period.
-      oldest = std::max<uint64_t>(oldest, (newest - (flag - 1)) & (kPeriod - 1));
-    }
-    return oldest;
+    EXPECT_EQ(collie::test::windowLayout(c, to).llFlagPeriod, kPeriod);
+    return collie::test::postedSlices(c, from, to);
   }
 
   // No line of any used connection is as old as half a period plus nslots slices.
   void expectNoStaleLine(const collie::test::Comms& c, const char* when) {
-    for (int from = 0; from < c.size(); ++from) {
-      for (int to = 0; to < c.size(); ++to) {
-        if (to == from || posted(c, from, to) == 0) continue;
-        const uint64_t bound = collie::llStaleAfter(kPeriod) + layoutOf(c[to]->windows->window(to)).nslots;
-        EXPECT_LT(oldestLine(c, from, to), bound)
-            << "the LL slots " << from << " -> " << to << " " << when << " (slice " << posted(c, from, to)
-            << "): a line this old outlives its flag";
-      }
-    }
+    EXPECT_EQ(collie::test::staleLLLine(c), "") << when;
   }
 
   // 2 ranks: a full-slot call, then fillers until exactly one period later, then a full-slot call in the same slot
@@ -190,15 +152,32 @@ TEST_F(LLFlags, TheHalfPeriodMarkInsideALaunch) {
   EXPECT_GT(posted(c, 0, 1), 4 * kPeriod) << "the flags went round a few times";
 }
 
+// The least period is a power of two of at least 4 x COLLIE_SLOTS, and 16.
 TEST(LLFlagPeriod, OnlyPowersOfTwoInRangeAreAccepted) {
   ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "2");
-  for (const char* bad : {"128", "300", "4294967296", "-256", "many"}) {
-    ScopedEnv period("COLLIE_LL_FLAG_PERIOD", bad);
+  struct Case {
+    const char* slots;
+    const char* period;
+    const char* least;  // nullptr: accepted
+  };
+  for (const Case& c :
+       {Case{"4", "8", "16"}, Case{"4", "300", "16"}, Case{"4", "4294967296", "16"}, Case{"4", "-256", "16"},
+        Case{"4", "many", "16"}, Case{"16", "32", "64"}, Case{"20", "64", "128"}, Case{"64", "128", "256"},
+        Case{"4", "16", nullptr}, Case{"16", "64", nullptr}, Case{"64", "256", nullptr}}) {
+    ScopedEnv slots("COLLIE_SLOTS", c.slots);
+    ScopedEnv period("COLLIE_LL_FLAG_PERIOD", c.period);
     collieComm_t comm = nullptr;
-    EXPECT_EQ(collieCommInitAll(&comm, 1, nullptr), collieInvalidArgument) << bad;
+    const collieResult_t rc = collieCommInitAll(&comm, 1, nullptr);
     const std::string text = collieGetLastError(nullptr);
-    EXPECT_NE(text.find("COLLIE_LL_FLAG_PERIOD must be a power of two from 256 to 2147483648"), std::string::npos)
-        << text;
+    if (c.least == nullptr) {
+      EXPECT_EQ(rc, collieSuccess) << c.slots << " slots, period " << c.period << ": " << text;
+      if (rc == collieSuccess) collieCommDestroy(comm);
+      continue;
+    }
+    EXPECT_EQ(rc, collieInvalidArgument) << c.slots << " slots, period " << c.period;
+    const std::string want = std::string("COLLIE_LL_FLAG_PERIOD must be a power of two from ") + c.least +
+                             " (4 x COLLIE_SLOTS, and 16 at least) to 2147483648";
+    EXPECT_NE(text.find(want), std::string::npos) << text;
   }
 }
 

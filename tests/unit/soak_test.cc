@@ -15,7 +15,8 @@
 //                        on the fake CUDA runtime, tests/gpu/run.sh on a GPU)
 //
 // Other COLLIE_* settings apply to every communicator: ctest's soak_emulated runs the same soak on the CUDA
-// kernels' own code (COLLIE_EMULATE_KERNELS) with LL flags that come round every 256 slices.
+// kernels' own code (COLLIE_EMULATE_KERNELS) with LL flags that come round every 16 slices, and then also
+// checks after every case that no LL line in the windows is old enough to pass for new.
 //
 // A failure prints the seed, the iteration, the full case and the command lines that replay it, with the
 // COLLIE_* settings of the run.
@@ -40,6 +41,7 @@
 #include "algorithms/registry.h"
 #include "collie.h"
 #include "common/collective_case.h"
+#include "common/ll_lines.h"
 #include "common/rank_threads.h"
 #include "common/test_util.h"
 #include "core/comm.h"
@@ -419,6 +421,11 @@ TEST(Soak, RandomCasesMatchTheReference) {
   std::optional<ScopedEnv> device;
   if (gMemory == Memory::kDevice) device.emplace("COLLIE_DEVICE", "cuda");
   const std::string self = replayCommand();
+  // With the kernels emulated on host windows and a short flag period, every case ends with a look at the age of
+  // every LL line (tests/common/ll_lines.h): a line kept too long is a fault even before a receiver takes it.
+  const char* period = getenv("COLLIE_LL_FLAG_PERIOD");
+  const bool checkLines = gMemory == Memory::kHost && getenv("COLLIE_EMULATE_KERNELS") != nullptr &&
+                          atoi(getenv("COLLIE_EMULATE_KERNELS")) > 0 && period != nullptr && atoll(period) <= 65536;
   // A deadlock fails its case with the description below instead of running into ctest's timeout.
   ScopedEnv timeout("COLLIE_TIMEOUT", getenv("COLLIE_TIMEOUT") ? getenv("COLLIE_TIMEOUT") : "30");
   printf("soak seed %" PRIu64 " (rerun with COLLIE_SOAK_SEED=%" PRIu64 "), %" PRIu64 " iterations%s\n", seed, seed,
@@ -438,6 +445,7 @@ TEST(Soak, RandomCasesMatchTheReference) {
              i, seed, describe(c).c_str(), seed, i, i + 1, self.c_str());
     const Comms* comms = cliques.get(c.nranks, c.geometry);
     std::string err = comms ? runCase(*comms, c) : std::string("init failed: ") + collieGetLastError(nullptr);
+    if (err.empty() && checkLines) err = collie::test::staleLLLine(*comms);
     if (!err.empty()) {
       printf("SOAK FAILURE at iteration %" PRIu64 " of seed %" PRIu64
              ":\n  case: %s\n  error: %s\n"
