@@ -47,7 +47,7 @@ COLLIE_FAKE_CUDA_QUEUES=1 bounded "$build/tests/collectives_gpu_test" --gtest_br
 # Random cases on long-lived CUDA communicators (tests/unit/soak_test.cc), every buffer in device memory: the
 # CUDA executor's launches, program cache, scratch and rounds under any mix of collective, algorithm, type,
 # count and 1-8 ranks, with LL flags coming round every 16 slices (the counters kept in device memory between
-# launches). About 700 cases in the 45 s.
+# launches). About 600 cases in the 45 s.
 COLLIE_SOAK_MEMORY=device COLLIE_LL_FLAG_PERIOD=16 bounded "$build/tests/soak_test" --gtest_brief=1
 # Uploaded programs reused across changing counts, kept while queued launches or captured graphs read them.
 bounded "$build/tests/program_cache_gpu_test" --gtest_brief=1

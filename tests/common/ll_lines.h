@@ -58,6 +58,9 @@ inline uint64_t oldestLLLine(const Comms& c, int from, int to, int channel = 0) 
 /// sentence naming the first that is. Call between calls, when no kernel is writing.
 inline std::string staleLLLine(const Comms& c) {
   for (int to = 0; to < c.size(); ++to) {
+    uint64_t magic = 0;
+    std::memcpy(&magic, c[to]->windows->window(to), sizeof(magic));
+    if (magic != kWindowMagic) return "rank " + std::to_string(to) + "'s window has no Collie header";
     const WindowLayout layout = windowLayout(c, to);
     const uint64_t bound = llStaleAfter(layout.llFlagPeriod) + layout.nslots;
     for (int ch = 0; ch < static_cast<int>(layout.nchannels); ++ch) {

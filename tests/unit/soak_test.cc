@@ -1,4 +1,4 @@
-// A randomized soak of the host backend, ranks as threads. Each iteration draws
+// A randomized soak, ranks as threads (host backend; or CUDA, below). Each iteration draws
 // one case from (seed, iteration) alone: a collective (the eight of
 // runCollectiveCase, all-to-all-v, grouped send/recv), an algorithm registered
 // for it or the tuner's choice, a type, an operator, a count (0, 1, odd, not
