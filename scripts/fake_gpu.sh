@@ -100,7 +100,7 @@ if [ ! -f "$tsan/build.ninja" ]; then
     -DCOLLIE_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS="-fsanitize=thread -O1" -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
     -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread >/dev/null
 fi
-cmake --build "$tsan" --target collectives_gpu_test program_cache_gpu_test
+cmake --build "$tsan" --target collectives_gpu_test program_cache_gpu_test soak_test
 start=$(date +%s)
 # As in scripts/sanitize.sh: UCX's memory hooks and TSan's mmap interception do not mix.
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no \
@@ -108,4 +108,8 @@ TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" UCX_MEM_MMAP_HOOK_MODE=no
   --gtest_filter='CudaBackend.*:*allreduce_ring_n3:*alltoall_pairwise_n3-CudaBackend.AStreamOfAnotherGpuIsAnError'
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no \
   COLLIE_TIMEOUT=120 bounded "$tsan/tests/program_cache_gpu_test" --gtest_brief=1 --gtest_filter='*LongPrograms*:*Queued*:*GlobalCapture*:*Gone*'
+# Random cases on CUDA communicators (about 100 in the 30 s here).
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no \
+  COLLIE_TIMEOUT=120 COLLIE_SOAK_MEMORY=device COLLIE_LL_FLAG_PERIOD=16 COLLIE_SOAK_SECONDS=30 \
+  bounded "$tsan/tests/soak_test" --gtest_brief=1
 echo "fake-GPU suite under ThreadSanitizer: clean in $(($(date +%s) - start)) s"
