@@ -13,15 +13,6 @@
 namespace collie {
 namespace test {
 
-RankBuffers::RankBuffers(const Comms& comms, Memory memory)
-    : comms_(comms), memory_(memory), streams_(static_cast<size_t>(comms.size()), nullptr) {}
-
-RankBuffers::~RankBuffers() {
-  for (const Twin& t : twins_) cudaFree(t.device);
-  for (void* s : streams_)
-    if (s != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(s));
-}
-
 namespace {
 
 // The rank's GPU current on this thread.
@@ -33,19 +24,35 @@ void useDeviceOf(collieComm_t comm) {
 
 }  // namespace
 
+// On a GPU every rank gets its stream here, also a rank with no buffer (a group of zero-length sends): a call of
+// ranks sharing a GPU on the legacy default stream would be refused, or wait for its peers' kernels.
+RankBuffers::RankBuffers(const Comms& comms, Memory memory)
+    : comms_(comms), memory_(memory), streams_(static_cast<size_t>(comms.size()), nullptr) {
+  if (memory_ != Memory::kDevice) return;
+  for (int r = 0; r < comms_.size() && err_.empty(); ++r) {
+    useDeviceOf(comms_[r]);
+    cudaStream_t s = nullptr;
+    if (check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"))
+      streams_[static_cast<size_t>(r)] = s;
+  }
+}
+
+RankBuffers::~RankBuffers() {
+  for (const Twin& t : twins_) cudaFree(t.device);
+  for (void* s : streams_)
+    if (s != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(s));
+}
+
+bool RankBuffers::check(int e, const char* what) {
+  if (e != cudaSuccess && err_.empty())
+    err_ = std::string(what) + ": " + cudaGetErrorString(static_cast<cudaError_t>(e));
+  return e == cudaSuccess;
+}
+
 void* RankBuffers::at(int r, std::vector<char>& host) {
   if (host.empty()) return nullptr;
   if (memory_ == Memory::kHost) return host.data();
-  auto check = [&](cudaError_t e, const char* what) {
-    if (e != cudaSuccess && err_.empty()) err_ = std::string(what) + ": " + cudaGetErrorString(e);
-    return e == cudaSuccess;
-  };
   useDeviceOf(comms_[r]);
-  void*& stream = streams_[static_cast<size_t>(r)];
-  if (stream == nullptr) {
-    cudaStream_t s = nullptr;
-    if (check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate")) stream = s;
-  }
   void* d = nullptr;
   if (!check(cudaMalloc(&d, host.size()), "cudaMalloc")) return nullptr;
   twins_.push_back({r, &host, d});
@@ -79,8 +86,7 @@ std::string RankBuffers::finish() {
   for (const Twin& t : twins_) {
     if (!err_.empty()) break;
     useDeviceOf(comms_[t.rank]);
-    const cudaError_t e = cudaMemcpy(t.host->data(), t.device, t.host->size(), cudaMemcpyDeviceToHost);
-    if (e != cudaSuccess) err_ = std::string("cudaMemcpy back: ") + cudaGetErrorString(e);
+    check(cudaMemcpy(t.host->data(), t.device, t.host->size(), cudaMemcpyDeviceToHost), "cudaMemcpy back");
   }
   // Every rank's: where each one waited shows a cycle, or which rank never came.
   std::string async;

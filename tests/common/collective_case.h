@@ -41,6 +41,9 @@ class RankBuffers {
   std::string finish();
 
  private:
+  // Keeps the first CUDA error (a cudaError_t) in err_ with what failed; whether `e` is success.
+  bool check(int e, const char* what);
+
   struct Twin {
     int rank;
     std::vector<char>* host;

@@ -389,6 +389,15 @@ uint64_t envU64(const char* name, uint64_t fallback, bool* set = nullptr) {
   return v ? strtoull(v, nullptr, 0) : fallback;
 }
 
+// Whether the clique's host windows hold LL slots (the kernels emulated) whose flags come round often enough
+// (COLLIE_LL_FLAG_PERIOD, as its window header says) for a look at every line's age after each case to be worth
+// it (tests/common/ll_lines.h): a line kept too long is a fault even before a receiver takes it.
+bool shortLLPeriod(const Comms& comms) {
+  if (gMemory != Memory::kHost) return false;
+  const collie::WindowLayout layout = collie::test::windowLayout(comms, 0);
+  return layout.llSlotBytes > 0 && layout.llFlagPeriod <= 65536;
+}
+
 // The settings that say which iterations run: a replay line sets its own.
 bool soakOwn(const char* setting) {
   for (const char* own : {"COLLIE_SOAK_SEED=", "COLLIE_SOAK_ITERS=", "COLLIE_SOAK_ONLY=", "COLLIE_SOAK_SECONDS="})
@@ -421,11 +430,6 @@ TEST(Soak, RandomCasesMatchTheReference) {
   std::optional<ScopedEnv> device;
   if (gMemory == Memory::kDevice) device.emplace("COLLIE_DEVICE", "cuda");
   const std::string self = replayCommand();
-  // With the kernels emulated on host windows and a short flag period, every case ends with a look at the age of
-  // every LL line (tests/common/ll_lines.h): a line kept too long is a fault even before a receiver takes it.
-  const char* period = getenv("COLLIE_LL_FLAG_PERIOD");
-  const bool checkLines = gMemory == Memory::kHost && getenv("COLLIE_EMULATE_KERNELS") != nullptr &&
-                          atoi(getenv("COLLIE_EMULATE_KERNELS")) > 0 && period != nullptr && atoll(period) <= 65536;
   // A deadlock fails its case with the description below instead of running into ctest's timeout.
   ScopedEnv timeout("COLLIE_TIMEOUT", getenv("COLLIE_TIMEOUT") ? getenv("COLLIE_TIMEOUT") : "30");
   printf("soak seed %" PRIu64 " (rerun with COLLIE_SOAK_SEED=%" PRIu64 "), %" PRIu64 " iterations%s\n", seed, seed,
@@ -445,7 +449,7 @@ TEST(Soak, RandomCasesMatchTheReference) {
              i, seed, describe(c).c_str(), seed, i, i + 1, self.c_str());
     const Comms* comms = cliques.get(c.nranks, c.geometry);
     std::string err = comms ? runCase(*comms, c) : std::string("init failed: ") + collieGetLastError(nullptr);
-    if (err.empty() && checkLines) err = collie::test::staleLLLine(*comms);
+    if (err.empty() && shortLLPeriod(*comms)) err = collie::test::staleLLLine(*comms);
     if (!err.empty()) {
       printf("SOAK FAILURE at iteration %" PRIu64 " of seed %" PRIu64
              ":\n  case: %s\n  error: %s\n"
