@@ -8,10 +8,20 @@
 // so the batch cannot deadlock whatever the sizes, and messages between a
 // pair arrive in the order they were issued, as NCCL promises. k = 0 is send
 // to self: a local copy, checked against its receive.
+//
+// The whole batch is one program, so one kernel launch per group on a GPU: its
+// steps address every buffer from the lowest send and receive pointers. With a
+// launch per exchange, a rank's next launch waited in its stream's hardware
+// queue for its previous one, and a peer's launch queued behind it (streams
+// share queues) could not start: ranks sharing a GPU timed out (H200,
+// 2026-11-26; docs/design.md, "One launch per call"). An executor that stages
+// buffers (executor/staged_executor.h) copies whatever a program's ranges span,
+// so it still gets one exchange per run.
 #pragma GCC visibility push(default)
 #include "collie.h"
 #pragma GCC visibility pop
 
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -33,15 +43,35 @@ namespace group {
 Status runP2p(collieComm_t comm, const std::vector<P2pOp>& ops) {
   const int n = comm->nranks, r = comm->rank;
   ScopedLogRank logRank(r);
+  Executor& executor = *comm->executor;
+  const bool oneProgram = executor.addressesBuffersInPlace();
+  // The bases the steps' offsets count from (bytes, the type being uint8): the lowest pointers moved.
+  const uint8_t *inBase = nullptr, *outBase = nullptr;
+  for (const P2pOp& op : ops) {
+    if (op.bytes == 0 || op.peer == r || !oneProgram) continue;
+    const uint8_t*& base = op.send ? inBase : outBase;
+    const uint8_t* p = static_cast<const uint8_t*>(op.buffer);
+    // Compared as addresses: the buffers are separate objects, which `<` on pointers does not order.
+    if (base == nullptr || reinterpret_cast<uintptr_t>(p) < reinterpret_cast<uintptr_t>(base)) base = p;
+  }
   ExecArgs exec;
   exec.type = collieUint8;
   exec.seq = comm->seq++;
+  // A group's ops share one stream in practice; the first one's orders the exchange.
+  exec.stream = ops.empty() ? nullptr : ops.front().stream;
+  exec.input = inBase;
+  exec.output = const_cast<uint8_t*>(outBase);
   Program program;
   program.collective = Collective::kSendRecv;
   program.algorithm = "pairwise";
   program.nranks = n;
   program.rank = r;
-  program.steps.resize(1);
+  const auto run = [&]() {
+    Status st = executor.runSplit(program, exec);
+    if (!st.ok()) comm->asyncError.store(st.code());
+    program.steps.clear();
+    return st;
+  };
   for (int k = 0; k < n; ++k) {
     const int to = (r + k) % n, from = (r - k + n) % n;
     std::vector<const P2pOp*> sends, recvs;
@@ -61,25 +91,30 @@ Status runP2p(collieComm_t comm, const std::vector<P2pOp>& ops) {
                                r, i, static_cast<unsigned long long>(s ? s->bytes : 0),
                                static_cast<unsigned long long>(v ? v->bytes : 0));
         if (s->bytes) {
-          Status st = comm->executor->localCopy(v->buffer, s->buffer, s->bytes, v->stream);
+          Status st = executor.localCopy(v->buffer, s->buffer, s->bytes, v->stream);
           if (!st.ok()) return st;
         }
         continue;
       }
-      program.steps[0] = exchangeStep(StepOp::kSendRecv, to, from, Range{Buffer::kInput, 0}, s ? s->bytes : 0,
-                                      Range{Buffer::kOutput, 0}, v ? v->bytes : 0);
-      exec.input = s ? s->buffer : nullptr;
-      exec.output = v ? v->buffer : nullptr;
-      // A group's ops share one stream in practice; the first one's orders the exchange.
-      exec.stream = s ? s->stream : v->stream;
-      Status st = comm->executor->runSplit(program, exec);
-      if (!st.ok()) {
-        comm->asyncError.store(st.code());
-        return st;
+      const uint64_t sendBytes = s ? s->bytes : 0, recvBytes = v ? v->bytes : 0;
+      if (oneProgram && sendBytes == 0 && recvBytes == 0) continue;
+      const uint8_t* src = sendBytes ? static_cast<const uint8_t*>(s->buffer) : nullptr;
+      const uint8_t* dst = recvBytes ? static_cast<const uint8_t*>(v->buffer) : nullptr;
+      if (!oneProgram) {
+        exec.input = src;
+        exec.output = const_cast<uint8_t*>(dst);
+        inBase = src;
+        outBase = dst;
       }
+      const auto offset = [](const uint8_t* p, const uint8_t* base) {
+        return p ? static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(base)) : 0;
+      };
+      program.steps.push_back(exchangeStep(StepOp::kSendRecv, to, from, Range{Buffer::kInput, offset(src, inBase)},
+                                           sendBytes, Range{Buffer::kOutput, offset(dst, outBase)}, recvBytes));
+      if (!oneProgram) COLLIE_RETURN_IF_ERROR(run());
     }
   }
-  return Status();
+  return program.steps.empty() ? Status() : run();
 }
 
 }  // namespace group

@@ -80,6 +80,11 @@ class Executor {
   /// The same for the LL protocol; 0 when the executor has none (the host).
   virtual uint64_t roundElemsLL(size_t /*typeSize*/) const { return 0; }
   virtual void setTimeout(double seconds) = 0;
+  /// Whether run() reads and writes the caller's buffers where they are, so that one program may address
+  /// several of them as offsets from a common base (a grouped send/recv, core/p2p.cc). An executor that copies
+  /// the range a program spans to staging and back must not be given such a program: the range would cover
+  /// whatever lies between the buffers.
+  virtual bool addressesBuffersInPlace() const { return true; }
   /// dst = src, `bytes` of this rank's own memory, in the order of its other work.
   virtual Status localCopy(void* dst, const void* src, size_t bytes, collieStream_t stream) = 0;
   /// Makes every running and future wait give up (collieCommAbort).

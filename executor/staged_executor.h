@@ -56,6 +56,7 @@ class StagedExecutor final : public Executor {
     return mover_->localCopy(dst, src, bytes, stream);
   }
   Status synchronize() override { return mover_->drained(); }
+  bool addressesBuffersInPlace() const override { return false; }
 
  private:
   std::unique_ptr<HostExecutor> host_;

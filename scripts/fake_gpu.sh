@@ -41,14 +41,19 @@ bounded "$build/tests/fake_cuda/fake_cudart_test" --gtest_brief=1
 bounded "$build/tests/collectives_gpu_test" --gtest_brief=1 \
   --gtest_filter='*_n2:*_n3:*allreduce_ring_n8:CudaBackend.*-CudaBackend.AStreamOfAnotherGpuIsAnError'
 # Every stream in one hardware queue (the fake's model of CUDA_DEVICE_MAX_CONNECTIONS=1): a call of many
-# rounds must not hold back a peer's kernel (docs/RELIABILITY.md, "On a GPU").
+# rounds, or a group of sends and receives, must not hold back a peer's kernel (docs/RELIABILITY.md, "On a GPU").
 COLLIE_FAKE_CUDA_QUEUES=1 bounded "$build/tests/collectives_gpu_test" --gtest_brief=1 \
-  --gtest_filter='*allreduce_ring_n3:CudaBackend.ACallInManyRoundsIsOneLaunchPerRank'
+  --gtest_filter='*allreduce_ring_n3:CudaBackend.ACallInManyRoundsIsOneLaunchPerRank:CudaBackend.AllToAllvAndGroupedSendRecv'
 # Random cases on long-lived CUDA communicators (tests/unit/soak_test.cc), every buffer in device memory: the
 # CUDA executor's launches, program cache, scratch and rounds under any mix of collective, algorithm, type,
 # count and 1-8 ranks, with LL flags coming round every 16 slices (the counters kept in device memory between
 # launches). About 600 cases in the 45 s.
 COLLIE_SOAK_MEMORY=device COLLIE_LL_FLAG_PERIOD=16 bounded "$build/tests/soak_test" --gtest_brief=1
+# The same with every stream in one hardware queue: nothing is queued behind a rank's call before its peers
+# have queued theirs, so every call, grouped send/recv included, must be one launch per rank that holds back
+# no peer (it was a launch per exchange, which timed out on an H200 on 2026-11-26). About 250 cases in 30 s.
+COLLIE_FAKE_CUDA_QUEUES=1 COLLIE_SOAK_MEMORY=device COLLIE_LL_FLAG_PERIOD=16 COLLIE_SOAK_SECONDS=30 \
+  bounded "$build/tests/soak_test" --gtest_brief=1
 # Uploaded programs reused across changing counts, kept while queued launches or captured graphs read them.
 bounded "$build/tests/program_cache_gpu_test" --gtest_brief=1
 # Two fake GPUs: a stream of another GPU than the communicator's; a devlist naming a third; ranks on both, by P2P,

@@ -110,12 +110,15 @@ std::string runCollectiveCase(const Comms& comms, Coll coll, collieDataType_t ty
   std::vector<std::vector<char>> in(n, std::vector<char>(inCount * es + 1)),
       out(n, std::vector<char>(outCount * es + 1));
   std::vector<const void*> inputs;
-  for (int r = 0; r < n; ++r) {
-    collie::test::fillInput(type, op, r, seed, in[r].data(), inCount);
-    inputs.push_back(in[r].data());
-  }
+  for (int r = 0; r < n; ++r) inputs.push_back(in[r].data());
+  // Inputs, references and checks of a case of 1 Mi elements take seconds on one core (8 ranks, the 8-bit
+  // floats): one thread per rank, and an allreduce's reference, the same on every rank, reduced once.
+  onRanks(n, [&](int r) { collie::test::fillInput(type, op, r, seed, in[r].data(), inCount); });
   std::vector<std::vector<char>> want(n, std::vector<char>(outCount * es + 1));
-  for (int r = 0; r < n; ++r) collie::test::referenceCollective(coll, type, op, inputs, count, root, r, want[r].data());
+  const bool sameEverywhere = coll == Coll::kAllReduce || coll == Coll::kReduce;
+  onRanks(sameEverywhere ? 1 : n,
+          [&](int r) { collie::test::referenceCollective(coll, type, op, inputs, count, root, r, want[r].data()); });
+  for (int r = 1; sameEverywhere && r < n; ++r) want[r] = want[0];
   // In place: the input lives inside the output where the API says so.
   std::vector<char*> send(n), recv(n);
   for (int r = 0; r < n; ++r) {
@@ -164,23 +167,31 @@ std::string runCollectiveCase(const Comms& comms, Coll coll, collieDataType_t ty
     const std::string err = bufs.finish();
     if (!err.empty()) return err;
   }
-  for (int r = 0; r < n; ++r) {
-    if (rc[r] != collieSuccess) return "rank " + std::to_string(r) + ": " + collieGetLastError(comms[r]);
+  std::vector<std::string> wrong(n);
+  onRanks(n, [&](int r) {
+    if (rc[r] != collieSuccess) {
+      wrong[r] = "rank " + std::to_string(r) + ": " + collieGetLastError(comms[r]);
+      return;
+    }
     // In place, the output holds the input (scatter/reduce-scatter) or the input
     // sits in the output; out of place both are checked separately.
     const bool aliased = inPlace && !((coll == Coll::kGather || coll == Coll::kScatter) && r != root);
-    if (!aliased && out[r].back() != 0x7b) return "rank " + std::to_string(r) + " wrote past the end of recvbuff";
-    if (!aliased && in[r] != inCopy[r]) return "rank " + std::to_string(r) + " modified sendbuff";
-    if (collie::test::collRootOutputOnly(coll) && r != root) {
+    if (!aliased && out[r].back() != 0x7b) {
+      wrong[r] = "rank " + std::to_string(r) + " wrote past the end of recvbuff";
+    } else if (!aliased && in[r] != inCopy[r]) {
+      wrong[r] = "rank " + std::to_string(r) + " modified sendbuff";
+    } else if (collie::test::collRootOutputOnly(coll) && r != root) {
       // recvbuff is the root's only: it must come back untouched.
-      if (out[r] != outBefore[r]) return "rank " + std::to_string(r) + " wrote recvbuff off the root";
-      continue;
+      if (out[r] != outBefore[r]) wrong[r] = "rank " + std::to_string(r) + " wrote recvbuff off the root";
+    } else {
+      std::string first;
+      const bool oneBlock = coll == Coll::kReduceScatter || coll == Coll::kScatter;
+      const size_t bad = collie::test::countWrong(type, recv[r], want[r].data(), oneBlock ? count : outCount, &first);
+      if (bad) wrong[r] = "rank " + std::to_string(r) + ": " + std::to_string(bad) + " wrong, " + first;
     }
-    std::string first;
-    const bool oneBlock = coll == Coll::kReduceScatter || coll == Coll::kScatter;
-    const size_t wrong = collie::test::countWrong(type, recv[r], want[r].data(), oneBlock ? count : outCount, &first);
-    if (wrong) return "rank " + std::to_string(r) + ": " + std::to_string(wrong) + " wrong, " + first;
-  }
+  });
+  for (const std::string& w : wrong)
+    if (!w.empty()) return w;
   return "";
 }
 

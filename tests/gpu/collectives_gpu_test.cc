@@ -244,19 +244,29 @@ TEST(CudaBackend, AllToAllvAndGroupedSendRecv) {
         res = collieAllToAllv(dIn, sc[r].data(), sd[r].data(), dOut, rc[r].data(), rd[r].data(), collieInt32, comms[r],
                               s);
       } else {
+        // The whole group is one launch (core/p2p.cc): with one per exchange, a rank's second launch waited in
+        // its hardware queue for its first, and held back a peer's first queued behind it (H200, 2026-11-26).
+        const auto* exec = dynamic_cast<const collie::CudaExecutor*>(comms[r]->executor.get());
+        const uint64_t before = exec != nullptr ? exec->launches() : 0;
         collieGroupStart();
         for (int j = 0; j < n; ++j) {
           collieSend(dIn + sd[r][j], sc[r][j], collieInt32, j, comms[r], s);
           collieRecv(dOut + rd[r][j], rc[r][j], collieInt32, j, comms[r], s);
         }
         res = collieGroupEnd();
+        if (res == collieSuccess && exec != nullptr && exec->launches() - before != 1)
+          errors[r] = "the group was " + std::to_string(exec->launches() - before) + " launches, not one";
       }
       if (res != collieSuccess) {
         errors[r] = collieGetLastError(comms[r]);
         break;
       }
-      cudaMemcpyAsync(got.data(), dOut, out[r] * 4, cudaMemcpyDeviceToHost, s);
-      const cudaError_t e = cudaStreamSynchronize(s);
+      // Waited for before the copy back is queued: a copy queued behind this rank's kernel would hold back,
+      // in a hardware queue the streams share, a peer's kernel not yet queued, which this one waits for
+      // (docs/RELIABILITY.md, "On a GPU"; it hung here on an H200 once the group was one launch).
+      cudaError_t e = cudaStreamSynchronize(s);
+      if (e == cudaSuccess) e = cudaMemcpyAsync(got.data(), dOut, out[r] * 4, cudaMemcpyDeviceToHost, s);
+      if (e == cudaSuccess) e = cudaStreamSynchronize(s);
       if (e != cudaSuccess) {
         errors[r] = cudaGetErrorString(e);
         break;
@@ -314,8 +324,10 @@ TEST(CudaBackend, AllReduceInCudaGraph) {
     for (int replay = 0; replay < 3 && errors[r].empty(); ++replay) {
       cudaMemcpyAsync(buf, host.data(), count * sizeof(float), cudaMemcpyHostToDevice, s);
       cudaGraphLaunch(exec, s);
-      cudaMemcpyAsync(got.data(), buf, count * sizeof(float), cudaMemcpyDeviceToHost, s);
+      // Waited for before the copy back is queued, as in AllToAllvAndGroupedSendRecv.
       e = cudaStreamSynchronize(s);
+      if (e == cudaSuccess) e = cudaMemcpyAsync(got.data(), buf, count * sizeof(float), cudaMemcpyDeviceToHost, s);
+      if (e == cudaSuccess) e = cudaStreamSynchronize(s);
       if (e != cudaSuccess) errors[r] = "replay " + std::to_string(replay) + ": " + cudaGetErrorString(e);
       for (size_t i = 0; i < count && errors[r].empty(); ++i)
         if (got[i] != 3.0f)  // 1 + 2
@@ -329,8 +341,9 @@ TEST(CudaBackend, AllReduceInCudaGraph) {
     if (errors[r].empty()) {
       cudaStream_t s2 = dev[r]->other;
       res = collieAllReduce(buf, buf, count, collieFloat32, collieSum, comms[r], s2);
-      cudaMemcpyAsync(got.data(), buf, count * sizeof(float), cudaMemcpyDeviceToHost, s2);
       e = cudaStreamSynchronize(s2);
+      if (e == cudaSuccess) e = cudaMemcpyAsync(got.data(), buf, count * sizeof(float), cudaMemcpyDeviceToHost, s2);
+      if (e == cudaSuccess) e = cudaStreamSynchronize(s2);
       if (res != collieSuccess || e != cudaSuccess)
         errors[r] =
             std::string("eager call after replays: ") + collieGetLastError(comms[r]) + " / " + cudaGetErrorString(e);
