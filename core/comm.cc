@@ -479,7 +479,9 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   } else if (emulated > 0) {
     // The host executor above only wrote and checked the window headers.
     COLLIE_RETURN_IF_ERROR(readProtocol(farPeer >= 0, &comm->llMaxBytes));
-    auto e = std::make_unique<EmulatedExecutor>(rank, layout, windows, options.timeoutSec, emulated);
+    bool timing = false;
+    COLLIE_RETURN_IF_ERROR(kernelTimingWanted(&timing));
+    auto e = std::make_unique<EmulatedExecutor>(rank, layout, windows, options.timeoutSec, emulated, timing);
     if (proxyHost) e->attachProxy(*comm->proxy);
     comm->executor = std::move(e);
   } else if (stageHost) {

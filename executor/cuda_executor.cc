@@ -69,6 +69,13 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
   e->counters_ = static_cast<uint64_t*>(p);
   e->failed_ = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(p) + counterBytes);
   e->extraBytes_ = 2 * n * sizeof(uint8_t*) + counterBytes + 64;
+  bool timing = false;
+  COLLIE_RETURN_IF_ERROR(kernelTimingWanted(&timing));
+  if (timing) {
+    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&p, kPhaseWords * sizeof(uint64_t)), "cudaMalloc of kernel timing"));
+    e->phaseNs_ = static_cast<uint64_t*>(p);
+    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMemset(p, 0, kPhaseWords * sizeof(uint64_t)), "cudaMemset"));
+  }
   COLLIE_RETURN_IF_ERROR(
       cudaStatus(cudaHostAlloc(&p, sizeof(DeviceStatus), cudaHostAllocMapped | cudaHostAllocPortable),
                  "cudaHostAlloc of the status block"));
@@ -85,6 +92,7 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
   t.failed = e->failed_;
   t.status = static_cast<DeviceStatus*>(p);
   t.timeoutSec = timeoutSec;
+  t.phaseNs = e->phaseNs_;
   cudaEvent_t done;
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate"));
   e->lastDone_ = done;
@@ -107,6 +115,15 @@ CudaExecutor::~CudaExecutor() {
   DeviceGuard guard(device_);
   // Kernels still running use everything below; each wait in them is bounded.
   if (launched_) (void)cudaEventSynchronize(static_cast<cudaEvent_t>(lastDone_));
+  if (phaseNs_ != nullptr) {
+    // On our own non-blocking stream: a copy on the legacy stream would wait for peers' kernels too.
+    uint64_t sums[kPhaseWords] = {};
+    cudaStream_t s = static_cast<cudaStream_t>(uploadStream_);
+    if (s != nullptr && cudaMemcpyAsync(sums, phaseNs_, sizeof(sums), cudaMemcpyDeviceToHost, s) == cudaSuccess &&
+        cudaStreamSynchronize(s) == cudaSuccess)
+      reportKernelPhases(rank_, sums);
+    (void)cudaFree(phaseNs_);
+  }
   if (programs_ != nullptr)
     for (void* b : programs_->blocks()) (void)cudaFree(b);
   for (auto& c : checkpoints_) spareEvents_.push_back(c.second);

@@ -108,6 +108,7 @@ class CudaExecutor : public Executor, private LaunchStorage {
   const RemoteProxy* proxy_ = nullptr;  // with a proxy: for the reason it lost a peer
   RecentLaunches launches_;             // names for the error line of a failure found later
   uint64_t* counters_ = nullptr;        // device: posted/consumed/clean per channel per peer
+  uint64_t* phaseNs_ = nullptr;         // device: COLLIE_KERNEL_TIMING's sums (kernels/launch.h), or null
   uint32_t* failed_ = nullptr;          // device
   DeviceStatus* status_ = nullptr;      // mapped pinned host memory (host address)
   LaunchTables tables_;                 // what every launch points at: the members above, the proxy's tables

@@ -8,7 +8,7 @@
 namespace collie {
 
 EmulatedExecutor::EmulatedExecutor(int rank, const WindowLayout& layout, std::vector<uint8_t*> windows,
-                                   double timeoutSec, int threadsPerBlock)
+                                   double timeoutSec, int threadsPerBlock, bool timeKernels)
     : launcher_(static_cast<int>(layout.nchannels), threadsPerBlock) {
   const size_t n = windows.size();
   uint8_t* const mine = windows[static_cast<size_t>(rank)];
@@ -23,6 +23,14 @@ EmulatedExecutor::EmulatedExecutor(int rank, const WindowLayout& layout, std::ve
   tables_.failed = &failed_;
   tables_.status = &status_;
   tables_.timeoutSec = timeoutSec;
+  if (timeKernels) {
+    phaseNs_.assign(kPhaseWords, 0);
+    tables_.phaseNs = phaseNs_.data();
+  }
+}
+
+EmulatedExecutor::~EmulatedExecutor() {
+  if (!phaseNs_.empty()) reportKernelPhases(tables_.rank, phaseNs_.data());
 }
 
 void EmulatedExecutor::attachProxy(const RemoteProxy& proxy) {

@@ -27,7 +27,11 @@ class EmulatedExecutor : public Executor, private LaunchStorage {
   /// windows[r] is rank r's window as we address it (null: a peer on another
   /// host, reached through attachProxy()).
   EmulatedExecutor(int rank, const WindowLayout& layout, std::vector<uint8_t*> windows, double timeoutSec,
-                   int threadsPerBlock);
+                   int threadsPerBlock, bool timeKernels = false);
+  /// With timeKernels (COLLIE_KERNEL_TIMING=1): logs the kernels' time per part (reportKernelPhases).
+  ~EmulatedExecutor() override;
+  /// The kPhaseWords sums the launches have added so far (kernels/launch.h); null when not timed.
+  const uint64_t* kernelPhases() const { return phaseNs_.empty() ? nullptr : phaseNs_.data(); }
 
   /// As CudaExecutor::attachProxy: `proxy` (host memory) must outlive this executor.
   void attachProxy(const RemoteProxy& proxy);
@@ -55,6 +59,7 @@ class EmulatedExecutor : public Executor, private LaunchStorage {
   emu::Launcher launcher_;          // its threads play the blocks of every launch
   std::vector<uint8_t*> windows_;   // windows, then inboxes (KernelArgs::windows / inboxes)
   std::vector<uint64_t> counters_;  // posted[C][n], consumed[C][n], clean[C][n]: the device memory between launches
+  std::vector<uint64_t> phaseNs_;   // COLLIE_KERNEL_TIMING's sums (kernels/launch.h); empty: not timed
   uint32_t failed_ = 0;
   DeviceStatus status_{};
   LaunchTables tables_;                 // what every launch points at: the members above, the proxy's tables

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
+#include "core/log.h"
 #include "executor/remote_proxy.h"
 
 namespace collie {
@@ -91,6 +93,7 @@ Status planLaunch(const RoundPlan& plan, const ExecArgs& args, const LaunchTable
   a->status = tables.status;
   a->layout = tables.layout;
   a->timeoutNs = static_cast<uint64_t>(tables.timeoutSec * 1e9);
+  a->phaseNs = tables.phaseNs;
   *empty = false;
   return Status();
 }
@@ -144,6 +147,29 @@ Status launchFailure(const DeviceStatus& status, int rank, const char* where, co
   return Status::error(code, "rank %d waiting on rank %d at step %d (channel %d%s) of %s #%llu %s%s", rank, peer,
                        static_cast<int>(status.step), static_cast<int>(status.channel), round,
                        launches.name(status.seq).c_str(), seq, what.c_str(), started.c_str());
+}
+
+Status kernelTimingWanted(bool* on) {
+  const char* v = getenv("COLLIE_KERNEL_TIMING");
+  *on = v != nullptr && strcmp(v, "1") == 0;
+  if (v != nullptr && *v != '\0' && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+    return Status::error(collieInvalidArgument, "COLLIE_KERNEL_TIMING must be 0 or 1, not \"%s\"", v);
+  return Status();
+}
+
+void reportKernelPhases(int rank, const uint64_t* sums) {
+  const uint64_t blocks = sums[kPhaseBlocks];
+  if (blocks == 0) {
+    COLLIE_WARN("rank %d: kernel timing (COLLIE_KERNEL_TIMING=1): no block ran to the end", rank);
+    return;
+  }
+  const auto us = [&](int phase) { return static_cast<double>(sums[phase]) / static_cast<double>(blocks) / 1e3; };
+  // WARN, the default level: whoever set the variable wants to see it.
+  COLLIE_WARN(
+      "rank %d: kernel timing (COLLIE_KERNEL_TIMING=1), mean per block over %llu blocks that ran to the end: "
+      "setup %.2f us, steps %.2f us, drain %.2f us, store %.2f us",
+      rank, static_cast<unsigned long long>(blocks), us(kPhaseSetup), us(kPhaseSteps), us(kPhaseDrain),
+      us(kPhaseStore));
 }
 
 }  // namespace collie

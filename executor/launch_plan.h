@@ -42,6 +42,7 @@ struct LaunchTables {
   uint32_t* failed = nullptr;
   DeviceStatus* status = nullptr;
   double timeoutSec = 300;
+  uint64_t* phaseNs = nullptr;  // COLLIE_KERNEL_TIMING: kPhaseWords sums the blocks add to (kernels/launch.h)
 };
 
 /// Fills `*a` for one launch that runs every round of `plan` with `args`
@@ -77,5 +78,12 @@ class RecentLaunches {
 /// lost, "was aborted `where`" otherwise); OK when there is none. `proxy` may be null.
 Status launchFailure(const DeviceStatus& status, int rank, const char* where, const RecentLaunches& launches,
                      const RemoteProxy* proxy);
+
+/// Whether COLLIE_KERNEL_TIMING asks the kernels to time their parts ("1"; "0" or unset: no); any other value
+/// is an error naming the variable.
+Status kernelTimingWanted(bool* on);
+/// Logs the mean time per block of each part of the kernel (`sums`: kPhaseWords words a communicator's
+/// launches added up, kernels/launch.h), once, as the communicator goes.
+void reportKernelPhases(int rank, const uint64_t* sums);
 
 }  // namespace collie

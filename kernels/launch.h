@@ -42,6 +42,13 @@ constexpr int kMaxPrograms = 4;
 constexpr int kFullRound = 0;
 constexpr int kLastRound = 1;
 
+/// COLLIE_KERNEL_TIMING=1: every block that had work adds how long it spent in each part of the kernel (ns of
+/// the GPU's global timer) to KernelArgs::phaseNs, and counts itself there; the executor prints the means when
+/// the communicator goes. Setup: the block's counters loaded and the broken-communicator flag read; steps: the
+/// program's steps, every round; drain: waiting for the peers' credits for everything sent; store: the counters
+/// written back.
+enum KernelPhase : int { kPhaseSetup, kPhaseSteps, kPhaseDrain, kPhaseStore, kPhaseBlocks, kPhaseWords };
+
 struct KernelArgs {
   // Program p: a device copy (steps[p]), or inlineSteps[inlineAt[p] ...] when steps[p] is nullptr.
   const Step* steps[kMaxPrograms] = {};
@@ -71,6 +78,7 @@ struct KernelArgs {
   DeviceStatus* status = nullptr;  // device address of the mapped DeviceStatus
   WindowLayout layout;
   uint64_t timeoutNs = 0;
+  uint64_t* phaseNs = nullptr;  // device: kPhaseWords sums (COLLIE_KERNEL_TIMING); null: not timed
   Step inlineSteps[kInlineSteps];
 };
 

@@ -51,6 +51,8 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
   // clean[n] (kernels/device_prims_ll.cuh, "Stale lines"), is kept between
   // launches too.
   const int n = static_cast<int>(a.layout.nranks);
+  const bool timed = a.phaseNs != nullptr && dev::tid() == 0;  // COLLIE_KERNEL_TIMING (launch.h, KernelPhase)
+  const uint64_t tStart = timed ? dev::globalTimerNs() : 0;
   // "This rank's kernel for call seq has begun", for a peer's timeout report; every block writes the same value.
   if (dev::tid() == 0) dev::storeVolatile64(a.windows[a.rank] + kStartedOffset, a.seq + 1);
   const int fullProg = a.rounds > 1 ? a.channelProgram[kFullRound][c] : -1;
@@ -80,6 +82,7 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
   StepFailure f;
   int lastSteps = 0;
   uint64_t r = 0;
+  const uint64_t tSteps = timed ? dev::globalTimerNs() : 0;
   for (; r < a.rounds && f.code == 0; ++r) {
     const int kind = r + 1 < a.rounds ? kFullRound : kLastRound;
     const int prog = a.channelProgram[kind][c];
@@ -94,10 +97,12 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
     lastSteps = a.nsteps[prog];
   }
   const uint32_t failedRound = static_cast<uint32_t>(r > 0 ? r - 1 : 0);  // the loop stepped past it
+  const uint64_t tDrain = timed ? dev::globalTimerNs() : 0;
   if (f.code == 0) {
     f.code = prims.drain(&f.peer);
     f.step = lastSteps;  // "after the last step"
   }
+  const uint64_t tStore = timed ? dev::globalTimerNs() : 0;
   if (dev::tid() != 0) return;
   if (f.code != 0) {
     // The first block to fail records where; the host reads it through
@@ -122,6 +127,14 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
     posted[p] = counters[p];
     consumed[p] = counters[n + p];
     clean[p] = counters[3 * n + p];
+  }
+  if (timed) {
+    const uint64_t tEnd = dev::globalTimerNs();
+    dev::addCount(a.phaseNs + kPhaseSetup, tSteps - tStart);
+    dev::addCount(a.phaseNs + kPhaseSteps, tDrain - tSteps);
+    dev::addCount(a.phaseNs + kPhaseDrain, tStore - tDrain);
+    dev::addCount(a.phaseNs + kPhaseStore, tEnd - tStore);
+    dev::addCount(a.phaseNs + kPhaseBlocks, 1);
   }
 }
 

@@ -13,6 +13,7 @@
 #include "collie.h"
 #include "common/rank_threads.h"
 #include "core/comm.h"
+#include "executor/emulated_executor.h"
 #include "executor/launch_plan.h"
 #include "executor/protocol.h"
 #include "transport/shm/shm_window.h"
@@ -177,6 +178,45 @@ TEST(Emulator, ABadSettingIsRefusedAtInit) {
   EXPECT_EQ(collieCommInitAll(&comm, 1, nullptr), collieInvalidArgument);
   EXPECT_NE(std::string(collieGetLastError(nullptr)).find("COLLIE_EMULATE_KERNELS must be 0..64"), std::string::npos)
       << collieGetLastError(nullptr);
+  ScopedEnv two("COLLIE_EMULATE_KERNELS", "2");
+  ScopedEnv timing("COLLIE_KERNEL_TIMING", "yes");
+  EXPECT_EQ(collieCommInitAll(&comm, 1, nullptr), collieInvalidArgument);
+  EXPECT_NE(std::string(collieGetLastError(nullptr)).find("COLLIE_KERNEL_TIMING must be 0 or 1, not \"yes\""),
+            std::string::npos)
+      << collieGetLastError(nullptr);
+}
+
+// COLLIE_KERNEL_TIMING=1: every block that ran adds its parts' times and counts itself, once per launch; the
+// kernels' own code does it, here on the CPU.
+TEST(Emulator, KernelTimingCountsEveryBlockThatRan) {
+  ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "2");
+  ScopedEnv timing("COLLIE_KERNEL_TIMING", "1");
+  ScopedEnv channels("COLLIE_CHANNELS", "2");
+  ScopedEnv algo("COLLIE_ALGO", "allreduce:ring");
+  const int n = 2, calls = 3;
+  collie::test::Comms c(n);
+  ASSERT_EQ(c.result, collieSuccess) << collieGetLastError(nullptr);
+  collie::test::onRanks(n, [&](int r) {
+    std::vector<float> mine(100000, 1.0f);  // both channels get work
+    for (int call = 0; call < calls; ++call)
+      EXPECT_EQ(collieAllReduce(mine.data(), mine.data(), mine.size(), collieFloat32, collieSum, c[r], nullptr),
+                collieSuccess);
+  });
+  for (int r = 0; r < n; ++r) {
+    const auto* exec = dynamic_cast<const collie::EmulatedExecutor*>(c[r]->executor.get());
+    ASSERT_NE(exec, nullptr);
+    const uint64_t* sums = exec->kernelPhases();
+    ASSERT_NE(sums, nullptr);
+    EXPECT_EQ(sums[collie::kPhaseBlocks], static_cast<uint64_t>(2 * calls)) << "rank " << r;
+    // 3 x 400 KB through slots, each block waiting on its peer at every step: well over a microsecond.
+    EXPECT_GT(sums[collie::kPhaseSteps], 1000u) << "rank " << r;
+  }
+  ScopedEnv off("COLLIE_KERNEL_TIMING", "0");
+  collie::test::Comms untimed(1);
+  ASSERT_EQ(untimed.result, collieSuccess) << collieGetLastError(nullptr);
+  const auto* exec = dynamic_cast<const collie::EmulatedExecutor*>(untimed[0]->executor.get());
+  ASSERT_NE(exec, nullptr);
+  EXPECT_EQ(exec->kernelPhases(), nullptr);
 }
 
 // A rank that never calls: the emulated kernels of the others time out on the
