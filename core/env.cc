@@ -76,8 +76,8 @@ const std::vector<VarInfo>& knownVars() {
        "fake-CUDA test builds (tests/fake_cuda): N > 0 deals streams to N hardware queues in which a waiting "
        "kernel holds back the work behind it, as CUDA_DEVICE_MAX_CONNECTIONS queues do (default 0: none)"},
       {"COLLIE_KERNEL_TIMING",
-       "CUDA backend (and COLLIE_EMULATE_KERNELS): 1 makes the kernels time their parts (setup, steps, drain, "
-       "store); each communicator logs the means per block when it is destroyed (default 0)"},
+       "CUDA backend (and COLLIE_EMULATE_KERNELS): 1 makes the kernels time their parts (setup, steps and the "
+       "waiting in them, drain, store); each communicator logs the means per block when it is destroyed (default 0)"},
       {"COLLIE_ALGO", "algorithm per collective, overriding the tuner: allreduce:ring;broadcast:binomial"},
       {"COLLIE_CHECK", "1: ranks compare each collective's call, type, op, count and root first (debugging)"},
       {"COLLIE_TEST_SEED", "seed of the random inputs of Collie's own tests (read by the tests, not the library)"},

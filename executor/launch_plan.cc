@@ -167,9 +167,9 @@ void reportKernelPhases(int rank, const uint64_t* sums) {
   // WARN, the default level: whoever set the variable wants to see it.
   COLLIE_WARN(
       "rank %d: kernel timing (COLLIE_KERNEL_TIMING=1), mean per block over %llu blocks that ran to the end: "
-      "setup %.2f us, steps %.2f us, drain %.2f us, store %.2f us",
-      rank, static_cast<unsigned long long>(blocks), us(kPhaseSetup), us(kPhaseSteps), us(kPhaseDrain),
-      us(kPhaseStore));
+      "setup %.2f us, steps %.2f us (%.2f us of it waiting for peers), drain %.2f us, store %.2f us",
+      rank, static_cast<unsigned long long>(blocks), us(kPhaseSetup), us(kPhaseSteps), us(kPhaseWaiting),
+      us(kPhaseDrain), us(kPhaseStore));
 }
 
 }  // namespace collie

@@ -254,6 +254,9 @@ class DevicePrims {
     return fromThread0(rc, shared_);
   }
 
+  /// Thread 0's time polling in wait(), with COLLIE_KERNEL_TIMING (kernels/launch.h, KernelPhase); else 0.
+  __device__ uint64_t waitedNs() const { return waitedNs_; }
+
   __device__ void copy(T* dst, const T* src, uint64_t n, int divisor) { BlockMoves<T, Op>::copy(dst, src, n, divisor); }
   __device__ void reduce(T* dst, const T* a, const T* b, uint64_t n, int divisor) {
     BlockMoves<T, Op>::reduce(dst, a, b, n, divisor);
@@ -281,7 +284,7 @@ class DevicePrims {
   __device__ int wait(bool sending, int q, bool receiving, int p) {
     int rc = 0;
     if (dev::tid() == 0) {
-      const uint64_t deadline = dev::globalTimerNs() + a_.timeoutNs;
+      const uint64_t start = dev::globalTimerNs(), deadline = start + a_.timeoutNs;
       for (uint32_t i = 0;; ++i) {
         if ((sending && pollRoom(q)) || (receiving && pollArrived(p))) break;
         if ((i & 1023) == 1023) {
@@ -296,6 +299,7 @@ class DevicePrims {
           }
         }
       }
+      if (a_.phaseNs != nullptr) waitedNs_ += dev::globalTimerNs() - start;
     }
     return fromThread0(rc, shared_);
   }
@@ -307,6 +311,7 @@ class DevicePrims {
   uint64_t* credited_;
   uint64_t* clean_;  // device_prims_ll.cuh, "Stale lines"
   int* shared_;
+  uint64_t waitedNs_ = 0;  // thread 0's
 };
 
 }  // namespace collie

@@ -126,6 +126,9 @@ class DevicePrimsLL {
     return fromThread0(rc, shared_);
   }
 
+  /// Thread 0's time waiting for a slice's first line or for room, with COLLIE_KERNEL_TIMING; else 0.
+  __device__ uint64_t waitedNs() const { return waitedNs_; }
+
   __device__ void copy(T* dst, const T* src, uint64_t n, int divisor) { BlockMoves<T, Op>::copy(dst, src, n, divisor); }
   __device__ void reduce(T* dst, const T* a, const T* b, uint64_t n, int divisor) {
     BlockMoves<T, Op>::reduce(dst, a, b, n, divisor);
@@ -166,6 +169,8 @@ class DevicePrimsLL {
     const uint64_t words = (n * sizeof(T) + 3) / 4;
     int rc = 0;
     uint64_t deadline = 0;  // taken at the first slow line only: the clock is not free
+    const bool timed = a_.phaseNs != nullptr && dev::tid() == 0;
+    const uint64_t start = timed ? dev::globalTimerNs() : 0;
     for (uint64_t w = dev::tid(); w < words && rc == 0; w += dev::nthreads()) {
       uint64_t line = dev::loadVolatile64(slot + kLLLine * w);
       for (uint32_t i = 0; static_cast<uint32_t>(line >> 32) != flag; ++i) {
@@ -177,6 +182,7 @@ class DevicePrimsLL {
       }
       in_[w] = static_cast<uint32_t>(line);
     }
+    if (timed) waitedNs_ += dev::globalTimerNs() - start;  // thread 0's lines, the first of them the slice's first
     if (dev::syncOr(rc != 0)) {
       // Rare: some thread gave up; the block agrees on one of the errors.
       if (dev::tid() == 0) *shared_ = 0;
@@ -200,11 +206,12 @@ class DevicePrimsLL {
     if (pending_ != 0) return pending_;
     int rc = 0;
     if (dev::tid() == 0) {
-      const uint64_t deadline = dev::globalTimerNs() + a_.timeoutNs;
+      const uint64_t start = dev::globalTimerNs(), deadline = start + a_.timeoutNs;
       for (uint32_t i = 0;; ++i) {
         if ((sending && pollRoom(q)) || (receiving && firstLineIn(p))) break;
         if ((i & 1023) == 1023 && gaveUp(deadline, &rc)) break;
       }
+      if (a_.phaseNs != nullptr) waitedNs_ += dev::globalTimerNs() - start;
     }
     return fromThread0(rc, shared_);
   }
@@ -219,7 +226,8 @@ class DevicePrimsLL {
   int* shared_;
   uint32_t* out_;
   uint32_t* in_;
-  int pending_ = 0;  // the error of a slice unpack() gave up on, the same in every thread
+  int pending_ = 0;        // the error of a slice unpack() gave up on, the same in every thread
+  uint64_t waitedNs_ = 0;  // thread 0's
 };
 
 }  // namespace collie

@@ -45,9 +45,9 @@ constexpr int kLastRound = 1;
 /// COLLIE_KERNEL_TIMING=1: every block that had work adds how long it spent in each part of the kernel (ns of
 /// the GPU's global timer) to KernelArgs::phaseNs, and counts itself there; the executor prints the means when
 /// the communicator goes. Setup: the block's counters loaded and the broken-communicator flag read; steps: the
-/// program's steps, every round; drain: waiting for the peers' credits for everything sent; store: the counters
-/// written back.
-enum KernelPhase : int { kPhaseSetup, kPhaseSteps, kPhaseDrain, kPhaseStore, kPhaseBlocks, kPhaseWords };
+/// program's steps, every round; waiting: the part of the steps thread 0 spent polling for a peer's slice or
+/// credit; drain: waiting for the peers' credits for everything sent; store: the counters written back.
+enum KernelPhase : int { kPhaseSetup, kPhaseSteps, kPhaseWaiting, kPhaseDrain, kPhaseStore, kPhaseBlocks, kPhaseWords };
 
 struct KernelArgs {
   // Program p: a device copy (steps[p]), or inlineSteps[inlineAt[p] ...] when steps[p] is nullptr.

@@ -132,6 +132,7 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
     const uint64_t tEnd = dev::globalTimerNs();
     dev::addCount(a.phaseNs + kPhaseSetup, tSteps - tStart);
     dev::addCount(a.phaseNs + kPhaseSteps, tDrain - tSteps);
+    dev::addCount(a.phaseNs + kPhaseWaiting, prims.waitedNs());
     dev::addCount(a.phaseNs + kPhaseDrain, tStore - tDrain);
     dev::addCount(a.phaseNs + kPhaseStore, tEnd - tStore);
     dev::addCount(a.phaseNs + kPhaseBlocks, 1);

@@ -210,6 +210,9 @@ TEST(Emulator, KernelTimingCountsEveryBlockThatRan) {
     EXPECT_EQ(sums[collie::kPhaseBlocks], static_cast<uint64_t>(2 * calls)) << "rank " << r;
     // 3 x 400 KB through slots, each block waiting on its peer at every step: well over a microsecond.
     EXPECT_GT(sums[collie::kPhaseSteps], 1000u) << "rank " << r;
+    // Waiting is part of the steps; a ring step waits for its peer's slice at least once.
+    EXPECT_GT(sums[collie::kPhaseWaiting], 0u) << "rank " << r;
+    EXPECT_LE(sums[collie::kPhaseWaiting], sums[collie::kPhaseSteps]) << "rank " << r;
   }
   ScopedEnv off("COLLIE_KERNEL_TIMING", "0");
   collie::test::Comms untimed(1);
