@@ -40,38 +40,42 @@ using collie::api::guarded;
 namespace collie {
 namespace group {
 
+namespace {
+
+// One exchange step of the schedule: bytes to `to` from `src`, bytes from `from` into `dst` (null: none).
+struct Exchange {
+  int to, from;
+  const uint8_t* src;
+  uint64_t sendBytes;
+  const uint8_t* dst;
+  uint64_t recvBytes;
+};
+
+// The lowest of the pointers, compared as addresses: the buffers are separate objects, which `<` on pointers
+// does not order. Null ones are not moved from or into, and are left out.
+const uint8_t* lowest(const uint8_t* a, const uint8_t* b) {
+  if (a == nullptr) return b;
+  if (b == nullptr) return a;
+  return reinterpret_cast<uintptr_t>(a) < reinterpret_cast<uintptr_t>(b) ? a : b;
+}
+
+uint64_t offsetFrom(const uint8_t* base, const uint8_t* p) {
+  return p != nullptr ? static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(base)) : 0;
+}
+
+}  // namespace
+
 Status runP2p(collieComm_t comm, const std::vector<P2pOp>& ops) {
   const int n = comm->nranks, r = comm->rank;
   ScopedLogRank logRank(r);
   Executor& executor = *comm->executor;
   const bool oneProgram = executor.addressesBuffersInPlace();
-  // The bases the steps' offsets count from (bytes, the type being uint8): the lowest pointers moved.
-  const uint8_t *inBase = nullptr, *outBase = nullptr;
-  for (const P2pOp& op : ops) {
-    if (op.bytes == 0 || op.peer == r || !oneProgram) continue;
-    const uint8_t*& base = op.send ? inBase : outBase;
-    const uint8_t* p = static_cast<const uint8_t*>(op.buffer);
-    // Compared as addresses: the buffers are separate objects, which `<` on pointers does not order.
-    if (base == nullptr || reinterpret_cast<uintptr_t>(p) < reinterpret_cast<uintptr_t>(base)) base = p;
-  }
   ExecArgs exec;
   exec.type = collieUint8;
   exec.seq = comm->seq++;
   // A group's ops share one stream in practice; the first one's orders the exchange.
   exec.stream = ops.empty() ? nullptr : ops.front().stream;
-  exec.input = inBase;
-  exec.output = const_cast<uint8_t*>(outBase);
-  Program program;
-  program.collective = Collective::kSendRecv;
-  program.algorithm = "pairwise";
-  program.nranks = n;
-  program.rank = r;
-  const auto run = [&]() {
-    Status st = executor.runSplit(program, exec);
-    if (!st.ok()) comm->asyncError.store(st.code());
-    program.steps.clear();
-    return st;
-  };
+  std::vector<Exchange> exchanges;
   for (int k = 0; k < n; ++k) {
     const int to = (r + k) % n, from = (r - k + n) % n;
     std::vector<const P2pOp*> sends, recvs;
@@ -98,23 +102,40 @@ Status runP2p(collieComm_t comm, const std::vector<P2pOp>& ops) {
       }
       const uint64_t sendBytes = s ? s->bytes : 0, recvBytes = v ? v->bytes : 0;
       if (oneProgram && sendBytes == 0 && recvBytes == 0) continue;
-      const uint8_t* src = sendBytes ? static_cast<const uint8_t*>(s->buffer) : nullptr;
-      const uint8_t* dst = recvBytes ? static_cast<const uint8_t*>(v->buffer) : nullptr;
-      if (!oneProgram) {
-        exec.input = src;
-        exec.output = const_cast<uint8_t*>(dst);
-        inBase = src;
-        outBase = dst;
-      }
-      const auto offset = [](const uint8_t* p, const uint8_t* base) {
-        return p ? static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(base)) : 0;
-      };
-      program.steps.push_back(exchangeStep(StepOp::kSendRecv, to, from, Range{Buffer::kInput, offset(src, inBase)},
-                                           sendBytes, Range{Buffer::kOutput, offset(dst, outBase)}, recvBytes));
-      if (!oneProgram) COLLIE_RETURN_IF_ERROR(run());
+      exchanges.push_back({to, from, sendBytes ? static_cast<const uint8_t*>(s->buffer) : nullptr, sendBytes,
+                           recvBytes ? static_cast<const uint8_t*>(v->buffer) : nullptr, recvBytes});
     }
   }
-  return program.steps.empty() ? Status() : run();
+  Program program;
+  program.collective = Collective::kSendRecv;
+  program.algorithm = "pairwise";
+  program.nranks = n;
+  program.rank = r;
+  // Exchanges [first, last) as one program, their offsets (bytes, the type being uint8) counted from the
+  // lowest pointers they move from and into.
+  const auto run = [&](size_t first, size_t last) {
+    const uint8_t *inBase = nullptr, *outBase = nullptr;
+    for (size_t e = first; e < last; ++e) {
+      inBase = lowest(inBase, exchanges[e].src);
+      outBase = lowest(outBase, exchanges[e].dst);
+    }
+    exec.input = inBase;
+    exec.output = const_cast<uint8_t*>(outBase);
+    program.steps.clear();
+    for (size_t e = first; e < last; ++e) {
+      const Exchange& x = exchanges[e];
+      program.steps.push_back(exchangeStep(StepOp::kSendRecv, x.to, x.from,
+                                           Range{Buffer::kInput, offsetFrom(inBase, x.src)}, x.sendBytes,
+                                           Range{Buffer::kOutput, offsetFrom(outBase, x.dst)}, x.recvBytes));
+    }
+    Status st = executor.runSplit(program, exec);
+    if (!st.ok()) comm->asyncError.store(st.code());
+    return st;
+  };
+  if (exchanges.empty()) return Status();
+  if (oneProgram) return run(0, exchanges.size());
+  for (size_t e = 0; e < exchanges.size(); ++e) COLLIE_RETURN_IF_ERROR(run(e, e + 1));
+  return Status();
 }
 
 }  // namespace group

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
+#include "core/env.h"
 #include "core/log.h"
 #include "executor/remote_proxy.h"
 
@@ -150,10 +150,12 @@ Status launchFailure(const DeviceStatus& status, int rank, const char* where, co
 }
 
 Status kernelTimingWanted(bool* on) {
-  const char* v = getenv("COLLIE_KERNEL_TIMING");
-  *on = v != nullptr && strcmp(v, "1") == 0;
-  if (v != nullptr && *v != '\0' && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
-    return Status::error(collieInvalidArgument, "COLLIE_KERNEL_TIMING must be 0 or 1, not \"%s\"", v);
+  bool bad = false;
+  const int64_t v = env::getInt("COLLIE_KERNEL_TIMING", 0, &bad);
+  *on = !bad && v == 1;
+  if (bad || (v != 0 && v != 1))
+    return Status::error(collieInvalidArgument, "COLLIE_KERNEL_TIMING must be 0 or 1, not \"%s\"",
+                         env::get("COLLIE_KERNEL_TIMING").value_or("").c_str());
   return Status();
 }
 
