@@ -283,6 +283,8 @@ Figure Sweep::measure(Impl& impl, bool inPlace) {
   }
   f.ran = true;
   f.sec = reduceTime(sec);
+  f.traffic = impl.trafficBytes(call);
+  team_.allreduce(worker_, &f.traffic, 1, RedKind::kMax);
   const Case& c = cases_[0];
   f.algbw = f.sec > 0 ? static_cast<double>(c.rowBytes) / f.sec / 1e9 : 0;
   f.busbw = f.algbw * busFactor(o_.coll, team_.nranks());

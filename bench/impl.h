@@ -49,6 +49,9 @@ class Impl {
   /// Seconds of `iters` calls made in a plain loop straight to the library,
   /// with nothing else per iteration; negative when not offered.
   virtual double bareSeconds(const Call&, int /*iters*/, std::string* /*err*/) { return -1; }
+  /// The most bytes one local rank's program reads and writes in memory for `call`
+  /// (algorithms/memory_traffic.h); negative when not known (baselines).
+  virtual double trafficBytes(const Call&) { return -1; }
 
  protected:
   // Set by the factories below.

@@ -4,17 +4,20 @@
 // on the host backend or, once it lands, the CUDA one.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
 
+#include "algorithms/memory_traffic.h"
 #include "algorithms/registry.h"
 #include "algorithms/tuner.h"
 #include "bench/impl.h"
 #include "bench/launch.h"
 #include "bench/options.h"
 #include "collie.h"
+#include "core/comm.h"
 
 namespace collie {
 namespace bench {
@@ -193,10 +196,45 @@ class CollieImpl : public Impl {
     return sec;
   }
 
+  double trafficBytes(const Call& call) override {
+    double most = -1;
+    for (size_t j = 0; j < comms_.size(); ++j)
+      most = std::max(most, rankTraffic(comms_[j], *call.cases[j], call.inPlace));
+    return most;
+  }
+
   std::vector<collieComm_t> comms_;
   std::vector<void*> streams_;  // cudaStream_t per rank, device backend only
 
  private:
+  // What core/collectives.cc runs for this case: one rank copies its data (nothing in place); more build the
+  // program of the algorithm the communicator picks for the call (its override, else the tuner's choice).
+  static double rankTraffic(collieComm_t comm, const Case& c, bool inPlace) {
+    if (c.coll == Coll::kSendRecv) return -1;  // grouped send/recv: no registered program to count
+    const double es = static_cast<double>(c.typeBytes());
+    const bool v = c.coll == Coll::kAllToAllv;
+    if (c.nranks == 1) return inPlace ? 0 : 2 * es * static_cast<double>(v ? c.recvCounts[0] : c.count);
+    const Collective coll = toCollective(c.coll);
+    const AlgorithmInfo* algo = comm->algorithmFor(coll, c.count * c.typeBytes());
+    if (algo == nullptr) return -1;
+    ProgramArgs args;
+    args.collective = coll;
+    args.nranks = c.nranks;
+    args.rank = c.rank;
+    args.count = c.count;
+    args.stride = c.count;
+    args.root = c.root;
+    args.ranksPerNode = comm->topology.ranksPerNode;
+    if (v) {
+      args.sendCounts.assign(c.sendCounts.begin(), c.sendCounts.end());
+      args.sendDispls.assign(c.sendDispls.begin(), c.sendDispls.end());
+      args.recvCounts.assign(c.recvCounts.begin(), c.recvCounts.end());
+      args.recvDispls.assign(c.recvDispls.begin(), c.recvDispls.end());
+    }
+    const int64_t shift = static_cast<int64_t>(c.recvOff) - static_cast<int64_t>(c.sendOff);
+    return es * static_cast<double>(memoryTrafficElems(algo->build(args), inPlace, shift));
+  }
+
   collieStream_t stream(size_t j) const { return streams_.empty() ? nullptr : streams_[j]; }
 
   collieResult_t sendRecv(const Case& c, const void* s, void* r, collieComm_t comm, collieStream_t st) {

@@ -64,7 +64,8 @@ std::string figureObject(const Figure& f) {
   if (!f.ran) return "{\"skipped\": " + jsonString(f.why) + "}";
   return "{\"time_us\": " + num(f.sec * 1e6) + ", \"algbw_gbps\": " + num(f.algbw) +
          ", \"busbw_gbps\": " + num(f.busbw) +
-         ", \"wrong\": " + (f.wrong < 0 ? std::string("null") : std::to_string(f.wrong)) + "}";
+         ", \"wrong\": " + (f.wrong < 0 ? std::string("null") : std::to_string(f.wrong)) +
+         ", \"traffic_bytes_per_rank\": " + num(f.traffic < 0 ? NAN : f.traffic) + "}";
 }
 
 double ratio(const Figure& base, const Figure& ref) {
@@ -151,6 +152,14 @@ bool writeJson(const Report& r, const std::string& path, std::string* err) {
           << ": {\"out_of_place\": " << num(percent(row.impls[i].oop, l))
           << ", \"in_place\": " << num(percent(row.impls[i].ip, l)) << "}";
       }
+      o << "},\n     \"traffic_percent_of_limit\": {";
+      for (size_t i = 0; i < r.impls.size(); ++i) {
+        const int k = r.limitOf(i);
+        const double l = k >= 0 ? row.limit[static_cast<size_t>(k)] : 0;
+        o << (i ? ", " : "") << jsonString(r.impls[i].label)
+          << ": {\"out_of_place\": " << num(trafficPercent(row.impls[i].oop, l))
+          << ", \"in_place\": " << num(trafficPercent(row.impls[i].ip, l)) << "}";
+      }
       o << "}";
     }
     o << "}";
@@ -200,7 +209,8 @@ bool writeCsv(const Report& r, const std::string& path, std::string* err) {
     return save(path, o.str(), err);
   }
   o << head << ",size,count,type,redop,root,implementation,baseline,placement,time_us,algbw_gbps,busbw_gbps,wrong,"
-    << "skipped,time_ratio_to_reference,bare_us,limit_gbps,busbw_percent_of_limit\n";
+    << "skipped,time_ratio_to_reference,bare_us,limit_gbps,busbw_percent_of_limit,traffic_bytes_per_rank,"
+    << "traffic_percent_of_limit\n";
   for (const Row& row : r.rows) {
     for (size_t i = 0; i < r.impls.size(); ++i) {
       for (int ip = 0; ip < 2; ++ip) {
@@ -215,7 +225,8 @@ bool writeCsv(const Report& r, const std::string& path, std::string* err) {
           << (f.ran ? csvNum(f.algbw) : "") << "," << (f.ran ? csvNum(f.busbw) : "") << ","
           << (f.ran && f.wrong >= 0 ? std::to_string(f.wrong) : "") << "," << csvField(f.ran ? "" : f.why) << ","
           << csvNum(ratio(f, ref)) << "," << csvNum(bare < 0 ? NAN : bare * 1e6) << "," << csvNum(limit) << ","
-          << csvNum(percent(f, limit)) << "\n";
+          << csvNum(percent(f, limit)) << "," << csvNum(f.ran && f.traffic >= 0 ? f.traffic : NAN) << ","
+          << csvNum(trafficPercent(f, limit)) << "\n";
       }
     }
   }

@@ -61,6 +61,13 @@ std::vector<Column> columns(const Report& r) {
       cols.push_back({g, "oop", "(%)", 7});
       cols.push_back({g, "ip", "(%)", 7});
     }
+    for (const ImplDesc& d : r.impls) {
+      if (d.baseline) continue;
+      const std::string g = "traffic" + (r.impls.size() > 1 ? ": " + d.label : std::string());
+      cols.push_back({g, "oop", "(B/rank)", 12});
+      cols.push_back({g, "oop", "(% lim)", 7});
+      cols.push_back({g, "ip", "(% lim)", 7});
+    }
   }
   return cols;
 }
@@ -94,6 +101,11 @@ std::string ratioCell(const Figure& base, const Figure& ref) {
 std::string percentCell(const Figure& f, double limit) {
   if (!f.ran || limit <= 0) return "-";
   return fmt("%.1f", f.busbw / limit * 100);
+}
+
+std::string trafficCell(const Figure& f, double limit) {
+  const double p = trafficPercent(f, limit);
+  return p == p ? fmt("%.1f", p) : "-";
 }
 
 }  // namespace
@@ -153,6 +165,15 @@ void printTableRow(const Report& r, const Row& row, FILE* out) {
       cells.push_back(percentCell(row.impls[i].oop, limit));
       cells.push_back(percentCell(row.impls[i].ip, limit));
     }
+    for (size_t i = 0; i < r.impls.size(); ++i) {
+      if (r.impls[i].baseline) continue;
+      const int k = r.limitOf(i);
+      const double limit = k >= 0 ? row.limit[static_cast<size_t>(k)] : 0;
+      const Figure& oop = row.impls[i].oop;
+      cells.push_back(oop.ran && oop.traffic >= 0 ? fmt("%.0f", oop.traffic) : "-");
+      cells.push_back(trafficCell(oop, limit));
+      cells.push_back(trafficCell(row.impls[i].ip, limit));
+    }
   }
   printCells(columns(r), cells, " ", out);
   fflush(out);
@@ -170,7 +191,10 @@ void printTableFooter(const Report& r, FILE* out) {
   if (!r.limitKinds.empty())
     fprintf(out,
             "# Limit: memory-copy bandwidth per rank with all ranks copying at once, bytes read + written; "
-            "%% of limit = busbw / limit (a transfer through memory reads and writes each byte at least once).\n");
+            "%% of limit = busbw / limit (a transfer through memory reads and writes each byte at least once).\n"
+            "# Traffic: the most bytes one rank's program reads and writes in memory per call (its own and its "
+            "peers' slots included, the Simple protocol's count; docs/PERFORMANCE.md); %% lim = traffic / time / "
+            "limit, how close the kernels come to the copy bandwidth for the algorithm they run.\n");
   fprintf(out, "#\n");
   fflush(out);
 }

@@ -5,6 +5,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <ctime>
 #include <fstream>
 #include <thread>
@@ -62,6 +63,11 @@ int Report::limitOf(size_t impl) const {
   for (size_t k = 0; k < limitKinds.size(); ++k)
     if (limitKinds[k] == impls[impl].memory) return static_cast<int>(k);
   return -1;
+}
+
+double trafficPercent(const Figure& f, double limit) {
+  if (!f.ran || f.traffic < 0 || f.sec <= 0 || limit <= 0) return NAN;
+  return f.traffic / f.sec / 1e9 / limit * 100;
 }
 
 void describeRun(const Options& o, Report* r) {

@@ -24,7 +24,14 @@ struct Figure {
   std::string why;  // why it did not run
   double sec = 0, algbw = 0, busbw = 0;
   long long wrong = -1;  // -1: not checked (-c 0)
+  // Collie: the most bytes any rank's program reads and writes in memory per call (algorithms/memory_traffic.h);
+  // negative: not known (baselines, send/recv).
+  double traffic = -1;
 };
+
+/// Traffic moved per second as a percentage of `limit` (GB/s): how close the kernels come to the copy bandwidth
+/// for the algorithm they run. NaN when the figure or the traffic is missing.
+double trafficPercent(const Figure& f, double limit);
 
 struct ImplFigures {
   Figure oop, ip;

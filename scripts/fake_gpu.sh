@@ -84,10 +84,12 @@ bounded "$build/bench/collie-bench" allreduce -t 2 --backend cuda -b 8 -e 4K -f 
 # tests/gpu/run.sh itself, on this tree, so that its plumbing (paths, which libnccl.so.2 is loaded, the
 # summary and logs packed into $OUT, the deadline) is tested before a lent GPU's minutes are spent on it.
 rehearsal=$(mktemp -d)
-OUT=$rehearsal GPU_BUILD=$build bounded tests/gpu/run.sh --only 'gpu_processes_np2,gpu_nccl,bench_small_t2_graphs' \
-  test bench
+OUT=$rehearsal GPU_BUILD=$build bounded tests/gpu/run.sh \
+  --only 'gpu_processes_np2,gpu_nccl,bench_small_t2_graphs,tune_algos_small_t4' test bench tune
 grep -q '^gpu_nccl  *pass' "$rehearsal/summary.txt"
+grep -q '^tune_algos_small_t4  *pass' "$rehearsal/summary.txt"
 tar -tzf "$rehearsal/gpu-logs.tar.gz" | grep -q 'gpu-logs/small_t2_graphs.json'
+tar -tzf "$rehearsal/gpu-logs.tar.gz" | grep -q 'gpu-logs/tune_algos_small_t4.json'
 # A deadline already reached: every step is reported as not run, and the call fails.
 if OUT=$rehearsal GPU_BUILD=$build tests/gpu/run.sh --deadline 5 --only gpu_nccl test; then
   echo "tests/gpu/run.sh passed with its only step not run" >&2

@@ -4,6 +4,8 @@
 # (size, implementation, placement) and the same number of fields on each line,
 # SVG parses as XML with axes, a legend and one line per implementation and
 # limit. Parsed with /usr/bin/python3 when present, else checked with grep.
+# Memory traffic per rank (algorithms/memory_traffic.h) reaches the JSON with
+# the values worked out by hand for ring and rd allreduce.
 # $1 = collie-bench.
 set -euo pipefail
 bench=$1
@@ -59,3 +61,19 @@ else
   [ "$(grep -c '<polyline' "$dir/r.svg")" = 3 ] && grep -q '</svg>' "$dir/r.svg"
   echo "PASS: structure checked with grep (no /usr/bin/python3)"
 fi
+
+# 1 KiB = 256 floats on 4 ranks. Ring: chunks of 64, 21 chunk passes per rank (a send 2, two
+# receive-reduce-sends 3 each, a receive-reduce-copy 3, a send 2, two receive-copy-sends 3 each, a receive 2):
+# 21 x 64 x 4 = 5376 bytes, in place too. rd: a copy of the input (2 x 256) and two exchanges, each a send (2),
+# a receive (2) and a reduce (3): 16 x 256 x 4 = 16384 bytes, 14336 in place (the copy onto itself is skipped).
+"$bench" allreduce -np 4 -b 1K -e 1K -n 1 -w 0 --limit --algo ring,rd --json "$dir/t.json" >/dev/null
+traffic() {  # traffic LABEL PLACE: the figure's traffic_bytes_per_rank
+  tr -d '\n ' <"$dir/t.json" | grep -o "\"collie:$1\":{\"out_of_place\":{[^}]*},\"in_place\":{[^}]*}" |
+    grep -o "\"$2\":{[^}]*}" | grep -o '"traffic_bytes_per_rank":[0-9.e+]*' | cut -d: -f2
+}
+for want in "ring out_of_place 5376" "ring in_place 5376" "rd out_of_place 16384" "rd in_place 14336"; do
+  set -- $want
+  got=$(traffic "$1" "$2")
+  [ "$got" = "$3" ] || { echo "FAIL: $1 $2 traffic '$got', want $3"; exit 1; }
+done
+echo "PASS: traffic per rank as worked out by hand"

@@ -11,9 +11,13 @@
 #   sanitize   compute-sanitizer memcheck and racecheck on a subset;
 #   bench      a short benchmark of the CUDA backend against a device-to-device copy
 #              and, at one rank, NCCL;
+#   tune       only when named: the sweeps that choose defaults (every allreduce algorithm at
+#              small and large sizes, channels, slot sizes), each with the copy limit and the
+#              traffic per rank (docs/PERFORMANCE.md, "Memory traffic");
 # and ends with a table of what passed and how long it took.
 #   tests/gpu/run.sh [--quick] [--deadline S] [--only GLOBS] [PART...]
-#     PART: build test sanitize bench (default: all four, in that order; given parts run in the order given)
+#     PART: build test sanitize bench tune (default: the first four, in that order; given parts run in the
+#           order given)
 #     --deadline S  no step starts after S seconds, and each is stopped when S is reached, so the call
 #                   always ends with its summary (a lent machine gives 15 minutes of device time in all)
 #     --only GLOBS  only the steps whose names match one of these comma-separated globs (gpu_nccl,bench_*)
@@ -33,7 +37,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 usage() {
-  echo "usage: tests/gpu/run.sh [--quick] [--deadline SECONDS] [--only GLOB,...] [build|test|sanitize|bench]..." >&2
+  echo "usage: tests/gpu/run.sh [--quick] [--deadline SECONDS] [--only GLOB,...] [build|test|sanitize|bench|tune]..." >&2
   exit 2
 }
 quick=0 deadline= only=
@@ -43,7 +47,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --deadline) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || usage; deadline=$2; shift ;;
     --only) [ -n "${2:-}" ] || usage; only=$2; shift ;;
-    build | test | sanitize | bench) parts+=("$1") ;;
+    build | test | sanitize | bench | tune) parts+=("$1") ;;
     *) usage ;;
   esac
   shift
@@ -230,6 +234,36 @@ part_bench() {
     --json "$logs/small_t4_simple.json"
   for c in allgather reducescatter alltoall; do
     step "bench_${c}_t4" "$bench" "$c" -t 4 --backend cuda -b 1K -e 256M -f 16 --limit --json "$logs/${c}_t4.json"
+  done
+}
+
+# What the defaults should be, measured rather than guessed (the tuner takes the host's cost model on a GPU,
+# and channels, slots and slot sizes are the first H100 run's choices). Each step is a short sweep of its own;
+# together about 3 minutes on an H200, so a session with device time left after the suite runs `tune` alone.
+part_tune() {
+  local bench=$build/bench/collie-bench t c s
+  [ -x "$bench" ] || { echo "$bench not built"; record tune FAIL-not-built 0; return 0; }
+  # Every allreduce algorithm side by side (--algo all: the tuner's pick first), small calls and large.
+  for t in 4 8; do
+    step "tune_algos_small_t$t" "$bench" allreduce -t "$t" --backend cuda -b 8 -e 64K -f 8 -n 20 -w 5 --algo all \
+      --json "$logs/tune_algos_small_t$t.json"
+  done
+  for t in 2 4; do
+    step "tune_algos_large_t$t" "$bench" allreduce -t "$t" --backend cuda -b 32M -e 128M -f 4 -n 5 -w 2 --algo all \
+      --limit --json "$logs/tune_algos_large_t$t.json"
+  done
+  # Blocks per rank: the default is about half the SMs over the ranks on the GPU, at most 16 (comm_cuda.cc).
+  for c in 4 8 16 32; do
+    step "tune_channels_t4_$c" env COLLIE_CHANNELS="$c" "$bench" allreduce -t 4 --backend cuda -b 8M -e 128M -f 16 \
+      -n 5 -w 2 --algo ring --limit --json "$logs/tune_channels_t4_$c.json"
+  done
+  step tune_channels_t2_32 env COLLIE_CHANNELS=32 "$bench" allreduce -t 2 --backend cuda -b 8M -e 128M -f 16 -n 5 \
+    -w 2 --algo ring --limit --json "$logs/tune_channels_t2_32.json"
+  # Slot size (default 256 KiB, cut to fit COLLIE_DEVICE_WINDOW_BYTES: 128 KiB at 4 ranks x 16 channels).
+  for s in 64K:65536 1M:1048576; do
+    step "tune_slot_t4_${s%%:*}" env COLLIE_SLOT_BYTES="${s#*:}" COLLIE_DEVICE_WINDOW_BYTES=$((512 << 20)) \
+      "$bench" allreduce -t 4 --backend cuda -b 8M -e 128M -f 16 -n 5 -w 2 --algo ring --limit \
+      --json "$logs/tune_slot_t4_${s%%:*}.json"
   done
 }
 

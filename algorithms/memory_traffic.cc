@@ -1,0 +1,50 @@
+#include "algorithms/memory_traffic.h"
+
+namespace collie {
+
+namespace {
+
+// A local copy whose source and destination are one address (in place): both executors skip it
+// (kernels' BlockMoves::copy, the host's copyElements), so it costs no traffic.
+bool copiesOntoItself(const Step& s, bool inPlace, int64_t outputShift) {
+  if (s.src.buffer == s.dst.buffer) return s.src.offset == s.dst.offset;
+  if (!inPlace) return false;
+  // Input offset i is output offset i - outputShift.
+  const int64_t src = static_cast<int64_t>(s.src.offset), dst = static_cast<int64_t>(s.dst.offset);
+  if (s.src.buffer == Buffer::kInput && s.dst.buffer == Buffer::kOutput) return src - outputShift == dst;
+  if (s.src.buffer == Buffer::kOutput && s.dst.buffer == Buffer::kInput) return dst - outputShift == src;
+  return false;
+}
+
+}  // namespace
+
+uint64_t memoryTrafficElems(const Program& p, bool inPlace, int64_t outputShift) {
+  uint64_t elems = 0;
+  for (const Step& s : p.steps) {
+    const uint64_t c = s.count, rc = s.recvCount;
+    switch (s.op) {
+      case StepOp::kSend:
+      case StepOp::kRecv:
+        elems += 2 * c;
+        break;
+      case StepOp::kRecvReduceSend:
+      case StepOp::kRecvReduceCopy:
+      case StepOp::kRecvCopySend:
+      case StepOp::kReduce:
+        elems += 3 * c;
+        break;
+      case StepOp::kCopy:
+        if (!copiesOntoItself(s, inPlace, outputShift)) elems += 2 * c;
+        break;
+      case StepOp::kSendRecv:
+        elems += 2 * c + 2 * rc;
+        break;
+      case StepOp::kSendRecvReduce:
+        elems += 2 * c + 3 * rc;
+        break;
+    }
+  }
+  return elems;
+}
+
+}  // namespace collie
