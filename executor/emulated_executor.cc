@@ -62,7 +62,30 @@ Status EmulatedExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   launches_.record(args.seq, *plan.last[0].program);
   const int rc = emu::launchProgram(a, args.type, args.op, &launcher_);
   if (rc != 0) return Status::error(static_cast<collieResult_t>(rc), "emulated launch of type %d failed", args.type);
-  return asyncStatus();
+  COLLIE_RETURN_IF_ERROR(asyncStatus());
+  return checkDrained();
+}
+
+// Checked after every launch that succeeded, so that a drain that lets a launch end early fails the suite at once.
+// Otherwise it would only show as a rare overwrite, when a later launch takes a slot its peer has not read yet.
+Status EmulatedExecutor::checkDrained() const {
+  const WindowLayout& l = tables_.layout;
+  const size_t n = l.nranks;
+  for (uint32_t c = 0; c < l.nchannels; ++c) {
+    for (size_t q = 0; q < n; ++q) {
+      const uint64_t posted = counters_[c * n + q];  // posted[c][q], stored by the block at the end of the launch
+      const uint64_t credit = __atomic_load_n(
+          reinterpret_cast<const uint64_t*>(tables_.inboxes[q] + l.creditOffset(c, static_cast<int>(q))),
+          __ATOMIC_ACQUIRE);
+      if (credit < posted)
+        return Status::error(collieInternalError,
+                             "rank %d: an emulated launch ended with %llu slices to rank %zu on channel %u posted "
+                             "and only %llu credited back: its drain returned early",
+                             tables_.rank, static_cast<unsigned long long>(posted), q, c,
+                             static_cast<unsigned long long>(credit));
+    }
+  }
+  return Status();
 }
 
 Status EmulatedExecutor::localCopy(void* dst, const void* src, size_t bytes, collieStream_t) {

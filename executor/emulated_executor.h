@@ -54,6 +54,8 @@ class EmulatedExecutor : public Executor, private LaunchStorage {
 
  private:
   Status program(const Program& program, const Step** out) override;
+  /// What every launch's drain promises (kernels/device_prims.cuh): each slice it posted has been credited back.
+  Status checkDrained() const;
   Status scratch(size_t bytes, void** out) override;
 
   emu::Launcher launcher_;          // its threads play the blocks of every launch

@@ -109,10 +109,12 @@ class DevicePrimsLL {
     }
     dev::sync();  // every thread has read its words before the next slice is staged
   }
+  // As DevicePrims::drain: no load for a peer whose credits thread 0 has seen cover what it posted.
   __device__ int drain(int* peer) {
     int rc = 0;
     if (dev::tid() == 0) {
       for (int q = 0; q < static_cast<int>(a_.layout.nranks) && rc == 0; ++q) {
+        if (credited_[q] >= posted_[q]) continue;
         const uint64_t deadline = dev::globalTimerNs() + a_.timeoutNs;
         for (uint32_t i = 0; dev::loadAcquireSys(mine_ + a_.layout.creditOffset(channel_, q)) < posted_[q]; ++i) {
           if ((i & 1023) != 1023) continue;
