@@ -248,6 +248,13 @@ part_tune() {
     step "tune_algos_small_t$t" "$bench" allreduce -t "$t" --backend cuda -b 8 -e 64K -f 8 -n 20 -w 5 --algo all \
       --json "$logs/tune_algos_small_t$t.json"
   done
+  # The floor under a small call: one exchange between 2 ranks (a grouped send/recv, one launch), and where its
+  # kernel's time goes; then the same split for an 8-byte allreduce at 8 ranks (3 recursive-doubling steps).
+  step tune_sendrecv_t2 "$bench" sendrecv -t 2 --backend cuda -b 8 -e 64K -f 8 -n 50 -w 10 \
+    --json "$logs/tune_sendrecv_t2.json"
+  step tune_phases_sendrecv_t2_8 env COLLIE_KERNEL_TIMING=1 "$bench" sendrecv -t 2 --backend cuda -b 8 -e 8 -n 200 \
+    -w 20
+  step tune_phases_t8_8 env COLLIE_KERNEL_TIMING=1 "$bench" allreduce -t 8 --backend cuda -b 8 -e 8 -n 200 -w 20
   for t in 2 4; do
     step "tune_algos_large_t$t" "$bench" allreduce -t "$t" --backend cuda -b 32M -e 128M -f 4 -n 5 -w 2 --algo all \
       --limit --json "$logs/tune_algos_large_t$t.json"
