@@ -264,6 +264,9 @@ part_tune() {
     step "tune_channels_t4_$c" env COLLIE_CHANNELS="$c" "$bench" allreduce -t 4 --backend cuda -b 8M -e 128M -f 16 \
       -n 5 -w 2 --algo ring --limit --json "$logs/tune_channels_t4_$c.json"
   done
+  # 32 channels cut the slots to 64 KiB within the default 32 MiB window; the same with room for 128 KiB ones.
+  step tune_channels_t4_32_window env COLLIE_CHANNELS=32 COLLIE_DEVICE_WINDOW_BYTES=$((64 << 20)) "$bench" allreduce \
+    -t 4 --backend cuda -b 8M -e 128M -f 16 -n 5 -w 2 --algo ring --limit --json "$logs/tune_channels_t4_32_window.json"
   step tune_channels_t2_32 env COLLIE_CHANNELS=32 "$bench" allreduce -t 2 --backend cuda -b 8M -e 128M -f 16 -n 5 \
     -w 2 --algo ring --limit --json "$logs/tune_channels_t2_32.json"
   # Slot size (default 256 KiB, cut to fit COLLIE_DEVICE_WINDOW_BYTES: 128 KiB at 4 ranks x 16 channels).
