@@ -144,22 +144,19 @@ bool writeJson(const Report& r, const std::string& path, std::string* err) {
       o << ",\n     \"limit_gbps\": {";
       for (size_t k = 0; k < r.limitKinds.size(); ++k)
         o << (k ? ", " : "") << jsonString(r.limitKinds[k]) << ": " << num(row.limit[k]);
-      o << "},\n     \"busbw_percent_of_limit\": {";
-      for (size_t i = 0; i < r.impls.size(); ++i) {
-        const int k = r.limitOf(i);
-        const double l = k >= 0 ? row.limit[static_cast<size_t>(k)] : 0;
-        o << (i ? ", " : "") << jsonString(r.impls[i].label)
-          << ": {\"out_of_place\": " << num(percent(row.impls[i].oop, l))
-          << ", \"in_place\": " << num(percent(row.impls[i].ip, l)) << "}";
-      }
-      o << "},\n     \"traffic_percent_of_limit\": {";
-      for (size_t i = 0; i < r.impls.size(); ++i) {
-        const int k = r.limitOf(i);
-        const double l = k >= 0 ? row.limit[static_cast<size_t>(k)] : 0;
-        o << (i ? ", " : "") << jsonString(r.impls[i].label)
-          << ": {\"out_of_place\": " << num(trafficPercent(row.impls[i].oop, l))
-          << ", \"in_place\": " << num(trafficPercent(row.impls[i].ip, l)) << "}";
-      }
+      // Per implementation, out of place and in place, a percentage of its memory's limit.
+      auto percents = [&](const char* key, double (*of)(const Figure&, double)) {
+        o << "},\n     \"" << key << "\": {";
+        for (size_t i = 0; i < r.impls.size(); ++i) {
+          const int k = r.limitOf(i);
+          const double l = k >= 0 ? row.limit[static_cast<size_t>(k)] : 0;
+          o << (i ? ", " : "") << jsonString(r.impls[i].label)
+            << ": {\"out_of_place\": " << num(of(row.impls[i].oop, l))
+            << ", \"in_place\": " << num(of(row.impls[i].ip, l)) << "}";
+        }
+      };
+      percents("busbw_percent_of_limit", percent);
+      percents("traffic_percent_of_limit", trafficPercent);
       o << "}";
     }
     o << "}";
