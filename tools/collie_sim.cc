@@ -480,12 +480,21 @@ int cmdPredict(const Options& o) {
     call.count = countFor(c, o.bytes, s);
     call.root = static_cast<int>(o.root);
     call.ranksPerNode = s.topo.ranksPerNode;
+    if (c == Collective::kAllToAllv) {
+      // As predict() takes it without splits: `count` to and from every peer, blocks in rank order.
+      const uint64_t k = call.count;
+      call.sendCounts.assign(static_cast<size_t>(s.n), k);
+      call.recvCounts = call.sendCounts;
+      for (int j = 0; j < s.n; ++j) call.sendDispls.push_back(static_cast<uint64_t>(j) * k);
+      call.recvDispls = call.sendDispls;
+    }
     most = std::max<uint64_t>(most, collie::memoryTrafficElems(algo->build(call)) * s.es);
   }
   const double busBytes = static_cast<double>(p.bytes) * collie::busBandwidthFactor(c, s.n);
-  std::printf("  traffic %12llu bytes read + written by the busiest rank (%s), %.2f x busbw's bytes\n",
-              static_cast<unsigned long long>(most), sizeName(most).c_str(),
-              busBytes > 0 ? static_cast<double>(most) / busBytes : 0.0);
+  std::printf("  traffic %12llu bytes read + written by the busiest rank (%s)", static_cast<unsigned long long>(most),
+              sizeName(most).c_str());
+  if (busBytes > 0) std::printf(", %.2f x busbw's bytes", static_cast<double>(most) / busBytes);
+  std::printf("\n");
   return 0;
 }
 
