@@ -69,6 +69,17 @@ std::vector<Column> columns(const Report& r) {
       cols.push_back({g, "ip", "(% lim)", 7});
     }
   }
+  // A group's title fits over its columns with a space to spare ("% of limit: collie:ring" is wider than two
+  // percentages): the group's columns widen, shared out evenly, rather than the title being cut.
+  for (size_t i = 0; i < cols.size();) {
+    size_t j = i;
+    int span = 0;
+    while (j < cols.size() && cols[j].group == cols[i].group) span += 1 + cols[j++].width;
+    const int lack = static_cast<int>(cols[i].group.size()) + 1 - span;
+    for (size_t k = i; lack > 0 && k < j; ++k)
+      cols[k].width += lack / static_cast<int>(j - i) + (k - i < static_cast<size_t>(lack) % (j - i) ? 1 : 0);
+    i = j;
+  }
   return cols;
 }
 
