@@ -269,6 +269,10 @@ part_tune() {
     -t 4 --backend cuda -b 8M -e 128M -f 16 -n 5 -w 2 --algo ring --limit --json "$logs/tune_channels_t4_32_window.json"
   step tune_channels_t2_32 env COLLIE_CHANNELS=32 "$bench" allreduce -t 2 --backend cuda -b 8M -e 128M -f 16 -n 5 \
     -w 2 --algo ring --limit --json "$logs/tune_channels_t2_32.json"
+  # At a large size: is a block's time its own moving or waiting for peers (the cap near 2 TB/s of traffic,
+  # docs/design.md, "Memory traffic")?
+  step tune_phases_t4_128M env COLLIE_KERNEL_TIMING=1 "$bench" allreduce -t 4 --backend cuda -b 128M -e 128M -n 10 \
+    -w 2 --algo ring
   # Slot size (default 256 KiB, cut to fit COLLIE_DEVICE_WINDOW_BYTES: 128 KiB at 4 ranks x 16 channels).
   for s in 64K:65536 1M:1048576; do
     step "tune_slot_t4_${s%%:*}" env COLLIE_SLOT_BYTES="${s#*:}" COLLIE_DEVICE_WINDOW_BYTES=$((512 << 20)) \
