@@ -26,7 +26,8 @@
 # bare: build here with scripts/gpu_stage.sh (nvcc needs no GPU), carry .deps/root and .gpurun, and
 # begin each call with `tar xJf .gpurun/build-gpu.tar.xz` instead of running the build part there. With
 # 15 minutes of device time a session has one call: run(timeout_s=600, carry=[.deps/root, .gpurun]) of
-#   tar xJf .gpurun/build-gpu.tar.xz && GPU_STEP_TIMEOUT=150 tests/gpu/run.sh --deadline 500 test bench sanitize
+#   tar xJf .gpurun/build-gpu.tar.xz && GPU_STEP_TIMEOUT=120 tests/gpu/run.sh --deadline 540 test tune bench sanitize
+# (tune before bench: its questions are the open ones; what the deadline leaves out is listed as not run).
 # Exit status 0 only when every step passed. A test that skips counts as a
 # failure here: on a GPU machine a skip means the GPU was not usable.
 # COLLIE_TIMEOUT defaults to 30 s, so a hang costs 30 s, not 300; CUDA_DEVICE_MAX_CONNECTIONS to 32.
