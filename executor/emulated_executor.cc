@@ -8,7 +8,7 @@
 namespace collie {
 
 EmulatedExecutor::EmulatedExecutor(int rank, const WindowLayout& layout, std::vector<uint8_t*> windows,
-                                   double timeoutSec, int threadsPerBlock, bool timeKernels)
+                                   double timeoutSec, int threadsPerBlock, bool timeKernels, bool systemFence)
     : launcher_(static_cast<int>(layout.nchannels), threadsPerBlock) {
   const size_t n = windows.size();
   uint8_t* const mine = windows[static_cast<size_t>(rank)];
@@ -23,6 +23,7 @@ EmulatedExecutor::EmulatedExecutor(int rank, const WindowLayout& layout, std::ve
   tables_.failed = &failed_;
   tables_.status = &status_;
   tables_.timeoutSec = timeoutSec;
+  tables_.systemFence = systemFence;
   if (timeKernels) {
     phaseNs_.assign(kPhaseWords, 0);
     tables_.phaseNs = phaseNs_.data();

@@ -94,6 +94,7 @@ Status planLaunch(const RoundPlan& plan, const ExecArgs& args, const LaunchTable
   a->layout = tables.layout;
   a->timeoutNs = static_cast<uint64_t>(tables.timeoutSec * 1e9);
   a->phaseNs = tables.phaseNs;
+  a->systemFence = tables.systemFence ? 1 : 0;
   *empty = false;
   return Status();
 }
@@ -149,13 +150,13 @@ Status launchFailure(const DeviceStatus& status, int rank, const char* where, co
                        launches.name(status.seq).c_str(), seq, what.c_str(), started.c_str());
 }
 
-Status kernelTimingWanted(bool* on) {
+Status kernelSwitch(const char* name, bool* on) {
   bool bad = false;
-  const int64_t v = env::getInt("COLLIE_KERNEL_TIMING", 0, &bad);
+  const int64_t v = env::getInt(name, 0, &bad);
   *on = !bad && v == 1;
   if (bad || (v != 0 && v != 1))
-    return Status::error(collieInvalidArgument, "COLLIE_KERNEL_TIMING must be 0 or 1, not \"%s\"",
-                         env::get("COLLIE_KERNEL_TIMING").value_or("").c_str());
+    return Status::error(collieInvalidArgument, "%s must be 0 or 1, not \"%s\"", name,
+                         env::get(name).value_or("").c_str());
   return Status();
 }
 

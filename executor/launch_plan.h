@@ -43,6 +43,7 @@ struct LaunchTables {
   DeviceStatus* status = nullptr;
   double timeoutSec = 300;
   uint64_t* phaseNs = nullptr;  // COLLIE_KERNEL_TIMING: kPhaseWords sums the blocks add to (kernels/launch.h)
+  bool systemFence = false;     // COLLIE_SYSTEM_FENCE (KernelArgs::systemFence)
 };
 
 /// Fills `*a` for one launch that runs every round of `plan` with `args`
@@ -79,9 +80,10 @@ class RecentLaunches {
 Status launchFailure(const DeviceStatus& status, int rank, const char* where, const RecentLaunches& launches,
                      const RemoteProxy* proxy);
 
-/// Whether COLLIE_KERNEL_TIMING asks the kernels to time their parts ("1"; "0" or unset: no); any other value
-/// is an error naming the variable.
-Status kernelTimingWanted(bool* on);
+/// A kernel switch from the environment: COLLIE_KERNEL_TIMING (the kernels time their parts) or
+/// COLLIE_SYSTEM_FENCE (a full fence before each Simple post). "1": on; "0" or unset: off; any other value is an
+/// error naming the variable.
+Status kernelSwitch(const char* name, bool* on);
 /// Logs the mean time per block of each part of the kernel (`sums`: kPhaseWords words a communicator's
 /// launches added up, kernels/launch.h), once, as the communicator goes.
 void reportKernelPhases(int rank, const uint64_t* sums);

@@ -86,10 +86,11 @@ inline int tid() { return emu::self().tid; }
 inline int nthreads() { return emu::self().nthreads; }
 inline void sync() { emu::self().barrier->arriveAndWait(false); }
 inline bool syncOr(bool pred) { return emu::self().barrier->arriveAndWait(pred); }
-// Nothing to do: on the GPU the fence makes the block's writes (ordered before it by a barrier) visible
+// Nothing to order: on the GPU the fence makes the block's writes (ordered before it by a barrier) visible
 // system-wide before a relaxed flag store. Here every such flag is a release store of the same thread, which
-// orders everything the barrier ordered before it; and ThreadSanitizer does not model fences.
-inline void fenceSystem() {}
+// orders everything the barrier ordered before it; and ThreadSanitizer does not model fences. Counted, so
+// tests can see which paths take one.
+inline void fenceSystem() { emu::countFence(); }
 
 inline uint64_t loadAcquireSys(const uint8_t* p) {
   // Every poll loop of the kernels goes through here: let the other emulated

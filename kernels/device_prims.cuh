@@ -223,7 +223,10 @@ class DevicePrims {
       if (a_.sliceBytes != nullptr)
         a_.sliceBytes[a_.layout.connection(channel_, q) * a_.layout.nslots + posted_[q] % a_.layout.nslots] =
             n * sizeof(T);
-      dev::fenceSystem();
+      // The release store is the fence: it is a fence.acq_rel.sys and a relaxed store, which orders the whole
+      // block's writes (handed to thread 0 by the barrier above) before the counter, as NCCL's Simple posts do.
+      // COLLIE_SYSTEM_FENCE=1 puts back the full fence (membar.sys) every post took before, to measure it.
+      if (a_.systemFence) dev::fenceSystem();
       dev::storeReleaseSys(a_.windows[q] + a_.layout.readyOffset(channel_, a_.rank), ++posted_[q]);
     }
     dev::sync();

@@ -5,6 +5,7 @@
 
 #include <sched.h>
 
+#include <atomic>
 #include <chrono>
 
 #include "kernels/launch.h"
@@ -41,6 +42,13 @@ void pollPause() {
   // one must not keep the peer it waits for off the CPU for a whole time slice.
   if ((++self().polls & 63) == 0) sched_yield();
 }
+
+namespace {
+std::atomic<uint64_t> gFences{0};
+}  // namespace
+
+void countFence() { gFences.fetch_add(1, std::memory_order_relaxed); }
+uint64_t fencesTaken() { return gFences.load(std::memory_order_relaxed); }
 
 uint64_t nowNs() {
   return static_cast<uint64_t>(

@@ -52,6 +52,10 @@ ThreadContext& self();
 /// Called by every flag poll: yields the core now and then.
 void pollPause();
 uint64_t nowNs();
+/// The emulated system-scope fences (dev::fenceSystem) taken by this process so far, for tests: on the CPU a
+/// fence orders nothing the emulation's atomics do not already, so they are only counted.
+void countFence();
+uint64_t fencesTaken();
 
 /// The host threads that play a launch's blocks: `blocks` x `threadsPerBlock`
 /// threads, started once and reused by every launch (thread creation per launch

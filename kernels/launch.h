@@ -63,6 +63,7 @@ struct KernelArgs {
   int splitSteps = 0;                       // 1: every block moves its part of each step (ExecArgs::splitSteps)
   uint64_t scratchPerChannel = 0;           // bytes of scratch each block owns, from bufs[2]
   int lowLatency = 0;                       // 1: the LL protocol (executor/protocol.h), else Simple
+  int systemFence = 0;                      // 1: COLLIE_SYSTEM_FENCE, a full fence before each Simple post
   int rank = 0;
   int divisor = 0;
   uint64_t seq = 0;

@@ -270,6 +270,12 @@ part_tune() {
     -t 4 --backend cuda -b 8M -e 128M -f 16 -n 5 -w 2 --algo ring --limit --json "$logs/tune_channels_t4_32_window.json"
   step tune_channels_t2_32 env COLLIE_CHANNELS=32 "$bench" allreduce -t 2 --backend cuda -b 8M -e 128M -f 16 -n 5 \
     -w 2 --algo ring --limit --json "$logs/tune_channels_t2_32.json"
+  # The full fence every Simple post took before 2026-11-26 (COLLIE_SYSTEM_FENCE=1), against tune_channels_t4_16
+  # (the same calls without it) and bench_small_t4_simple (small calls, Simple forced, without it).
+  step tune_fence_t4 env COLLIE_SYSTEM_FENCE=1 "$bench" allreduce -t 4 --backend cuda -b 8M -e 128M -f 16 -n 5 -w 2 \
+    --algo ring --limit --json "$logs/tune_fence_t4.json"
+  step tune_fence_small_t4_simple env COLLIE_SYSTEM_FENCE=1 COLLIE_PROTO=simple "$bench" allreduce -t 4 \
+    --backend cuda -b 8 -e 64K -f 4 --json "$logs/tune_fence_small_t4_simple.json"
   # At a large size: is a block's time its own moving or waiting for peers (the cap near 2 TB/s of traffic,
   # docs/design.md, "Memory traffic")?
   step tune_phases_t4_128M env COLLIE_KERNEL_TIMING=1 "$bench" allreduce -t 4 --backend cuda -b 128M -e 128M -n 10 \

@@ -4,6 +4,8 @@
 // ctest entries, which run the usual suites in this mode; here: what a launch
 // carries, and how failures inside an emulated kernel reach the caller (a
 // missing rank, an LL slice cut short).
+#include "kernels/emulator.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -184,6 +186,37 @@ TEST(Emulator, ABadSettingIsRefusedAtInit) {
   EXPECT_NE(std::string(collieGetLastError(nullptr)).find("COLLIE_KERNEL_TIMING must be 0 or 1, not \"yes\""),
             std::string::npos)
       << collieGetLastError(nullptr);
+  ScopedEnv untimed("COLLIE_KERNEL_TIMING", "0");
+  ScopedEnv fence("COLLIE_SYSTEM_FENCE", "2");
+  EXPECT_EQ(collieCommInitAll(&comm, 1, nullptr), collieInvalidArgument);
+  EXPECT_NE(std::string(collieGetLastError(nullptr)).find("COLLIE_SYSTEM_FENCE must be 0 or 1, not \"2\""),
+            std::string::npos)
+      << collieGetLastError(nullptr);
+}
+
+// A Simple post's release store is its only fence; COLLIE_SYSTEM_FENCE=1 adds the full one before it, one per
+// slice posted. Counted through the kernels' own code (the emulation counts dev::fenceSystem).
+TEST(Emulator, SimplePostsTakeAFullFenceOnlyWhenAsked) {
+  ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "2");
+  ScopedEnv proto("COLLIE_PROTO", "simple");
+  ScopedEnv algo("COLLIE_ALGO", "allreduce:ring");
+  const int n = 3;
+  auto fencesOfOneAllReduce = [&](const char* setting) {
+    ScopedEnv fence("COLLIE_SYSTEM_FENCE", setting);
+    collie::test::Comms c(n);
+    EXPECT_EQ(c.result, collieSuccess) << collieGetLastError(nullptr);
+    const uint64_t before = collie::emu::fencesTaken();
+    collie::test::onRanks(n, [&](int r) {
+      std::vector<float> mine(3000, 1.0f);
+      EXPECT_EQ(collieAllReduce(mine.data(), mine.data(), mine.size(), collieFloat32, collieSum, c[r], nullptr),
+                collieSuccess);
+      EXPECT_EQ(mine[0], static_cast<float>(n));
+    });
+    return collie::emu::fencesTaken() - before;
+  };
+  EXPECT_EQ(fencesOfOneAllReduce("0"), 0u);
+  // Ring allreduce posts 2(n-1) slices per rank and channel at least.
+  EXPECT_GE(fencesOfOneAllReduce("1"), static_cast<uint64_t>(n * 2 * (n - 1)));
 }
 
 // COLLIE_KERNEL_TIMING=1: every block that ran adds its parts' times and counts itself, once per launch; the
