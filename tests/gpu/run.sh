@@ -11,9 +11,10 @@
 #   sanitize   compute-sanitizer memcheck and racecheck on a subset;
 #   bench      a short benchmark of the CUDA backend against a device-to-device copy
 #              and, at one rank, NCCL;
-#   tune       only when named: the sweeps that choose defaults (every allreduce algorithm at
-#              small and large sizes, channels, slot sizes), each with the copy limit and the
-#              traffic per rank (docs/PERFORMANCE.md, "Memory traffic");
+#   tune       only when named: the sweeps that choose defaults and settle open questions (every
+#              allreduce algorithm at small and large sizes, channels, slot sizes, the Simple
+#              post's fence, where a kernel's time goes), with the copy limit and the traffic per
+#              rank (docs/PERFORMANCE.md, "Memory traffic");
 # and ends with a table of what passed and how long it took.
 #   tests/gpu/run.sh [--quick] [--deadline S] [--only GLOBS] [PART...]
 #     PART: build test sanitize bench tune (default: the first four, in that order; given parts run in the
@@ -240,7 +241,7 @@ part_bench() {
 
 # What the defaults should be, measured rather than guessed (the tuner takes the host's cost model on a GPU,
 # and channels, slots and slot sizes are the first H100 run's choices). Each step is a short sweep of its own;
-# together about 3 minutes on an H200, so a session with device time left after the suite runs `tune` alone.
+# together perhaps 3 minutes on an H200 (an estimate: the part has only run on the fake runtime).
 part_tune() {
   local bench=$build/bench/collie-bench t c s
   [ -x "$bench" ] || { echo "$bench not built"; record tune FAIL-not-built 0; return 0; }
