@@ -175,23 +175,19 @@ TEST(LaunchPlan, NothingToRunAndTooManyChannels) {
 }
 
 TEST(Emulator, ABadSettingIsRefusedAtInit) {
-  ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "many");
   collieComm_t comm = nullptr;
-  EXPECT_EQ(collieCommInitAll(&comm, 1, nullptr), collieInvalidArgument);
-  EXPECT_NE(std::string(collieGetLastError(nullptr)).find("COLLIE_EMULATE_KERNELS must be 0..64"), std::string::npos)
-      << collieGetLastError(nullptr);
+  auto refusedSaying = [&](const char* want) {
+    EXPECT_EQ(collieCommInitAll(&comm, 1, nullptr), collieInvalidArgument);
+    EXPECT_NE(std::string(collieGetLastError(nullptr)).find(want), std::string::npos) << collieGetLastError(nullptr);
+  };
+  ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "many");
+  refusedSaying("COLLIE_EMULATE_KERNELS must be 0..64");
   ScopedEnv two("COLLIE_EMULATE_KERNELS", "2");
   ScopedEnv timing("COLLIE_KERNEL_TIMING", "yes");
-  EXPECT_EQ(collieCommInitAll(&comm, 1, nullptr), collieInvalidArgument);
-  EXPECT_NE(std::string(collieGetLastError(nullptr)).find("COLLIE_KERNEL_TIMING must be 0 or 1, not \"yes\""),
-            std::string::npos)
-      << collieGetLastError(nullptr);
+  refusedSaying("COLLIE_KERNEL_TIMING must be 0 or 1, not \"yes\"");
   ScopedEnv untimed("COLLIE_KERNEL_TIMING", "0");
   ScopedEnv fence("COLLIE_SYSTEM_FENCE", "2");
-  EXPECT_EQ(collieCommInitAll(&comm, 1, nullptr), collieInvalidArgument);
-  EXPECT_NE(std::string(collieGetLastError(nullptr)).find("COLLIE_SYSTEM_FENCE must be 0 or 1, not \"2\""),
-            std::string::npos)
-      << collieGetLastError(nullptr);
+  refusedSaying("COLLIE_SYSTEM_FENCE must be 0 or 1, not \"2\"");
 }
 
 // A Simple post's release store is its only fence; COLLIE_SYSTEM_FENCE=1 adds the full one before it, one per
