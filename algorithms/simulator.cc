@@ -23,6 +23,8 @@
 #include <queue>
 #include <vector>
 
+#include "algorithms/memory_traffic.h"
+
 namespace collie {
 
 namespace {
@@ -536,6 +538,11 @@ Status predict(const AlgorithmInfo& algo, const ProgramArgs& call, size_t elemBy
   p.roundsSimulated = simulated;
   p.sliceBytes = slice * elemBytes;
   p.slices = sim.slices();
+  for (size_t r = 0; r < un; ++r) {
+    const uint64_t fullElems = rounds > 1 ? memoryTrafficElems(full[r]) : 0;
+    p.trafficBytes = std::max<uint64_t>(
+        p.trafficBytes, ((rounds - 1) * fullElems + memoryTrafficElems(last[r])) * static_cast<uint64_t>(elemBytes));
+  }
   *out = p;
   return Status();
 }

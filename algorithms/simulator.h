@@ -37,6 +37,9 @@ struct Prediction {
   uint64_t roundsSimulated = 0;  // < rounds: the rest were extrapolated at the steady-state rate
   uint64_t sliceBytes = 0;       // slice size simulated: the slot, or a multiple of it for long steps
   uint64_t slices = 0;           // slice transfers simulated (the work done)
+  // The most bytes one rank's programs read and write in memory over the whole call, every round
+  // (algorithms/memory_traffic.h, out of place).
+  uint64_t trafficBytes = 0;
 };
 
 /// The largest call the simulator takes, in ranks.

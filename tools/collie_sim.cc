@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/memory_traffic.h"
 #include "algorithms/registry.h"
 #include "algorithms/simulator.h"
 #include "algorithms/topology.h"
@@ -469,27 +468,9 @@ int cmdPredict(const Options& o) {
                 static_cast<unsigned long long>(p.roundsSimulated));
   std::printf("\n  slices  %12llu of %s bytes, %u slots per connection\n", static_cast<unsigned long long>(p.slices),
               sizeName(p.sliceBytes).c_str(), s.topo.slots);
-  // What the rank that moves the most reads and writes in memory (algorithms/memory_traffic.h), against the
-  // bytes busbw counts: how many passes over memory the algorithm costs a rank.
-  uint64_t most = 0;
-  for (int r = 0; r < s.n; ++r) {
-    ProgramArgs call;
-    call.collective = c;
-    call.nranks = s.n;
-    call.rank = r;
-    call.count = countFor(c, o.bytes, s);
-    call.root = static_cast<int>(o.root);
-    call.ranksPerNode = s.topo.ranksPerNode;
-    if (c == Collective::kAllToAllv) {
-      // As predict() takes it without splits: `count` to and from every peer, blocks in rank order.
-      const uint64_t k = call.count;
-      call.sendCounts.assign(static_cast<size_t>(s.n), k);
-      call.recvCounts = call.sendCounts;
-      for (int j = 0; j < s.n; ++j) call.sendDispls.push_back(static_cast<uint64_t>(j) * k);
-      call.recvDispls = call.sendDispls;
-    }
-    most = std::max<uint64_t>(most, collie::memoryTrafficElems(algo->build(call)) * s.es);
-  }
+  // What the rank that moves the most reads and writes in memory, against the bytes busbw counts: how many
+  // passes over memory the algorithm costs a rank.
+  const uint64_t most = p.trafficBytes;
   const double busBytes = static_cast<double>(p.bytes) * collie::busBandwidthFactor(c, s.n);
   std::printf("  traffic %12llu bytes read + written by the busiest rank (%s)", static_cast<unsigned long long>(most),
               sizeName(most).c_str());

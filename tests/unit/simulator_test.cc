@@ -107,6 +107,16 @@ TEST(Simulator, NetworkHopsCostTheNetworkAlpha) {
   EXPECT_LT(predictOrDie(chain, 1, 2, 4, t).seconds, alpha);  // same node: NVLink
 }
 
+// The traffic a prediction reports counts every round the call is cut into: ring allreduce at 4 ranks moves
+// c(6n-3)/n elements per rank (memory_traffic_test's closed form), here over many rounds of one slot per rank.
+TEST(Simulator, TrafficCountsEveryRound) {
+  const collie::AlgorithmInfo& ring = *collie::findAlgorithm(Collective::kAllReduce, "ring");
+  const uint64_t count = uint64_t{32} << 20;  // 128 MiB of floats
+  const collie::Prediction p = predictOrDie(ring, count, 4, 4, topo("host"));
+  EXPECT_GT(p.rounds, 1u);
+  EXPECT_EQ(p.trafficBytes, count / 4 * (6 * 4 - 3) * 4);
+}
+
 TEST(Simulator, PredictionsGrowWithSize) {
   for (const char* name : {"h100-nvlink", "h100-2x8-400g", "host"}) {
     const collie::Topology& t = topo(name);
