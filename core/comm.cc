@@ -479,10 +479,9 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   } else if (emulated > 0) {
     // The host executor above only wrote and checked the window headers.
     COLLIE_RETURN_IF_ERROR(readProtocol(farPeer >= 0, &comm->llMaxBytes));
-    bool timing = false, fence = false;
-    COLLIE_RETURN_IF_ERROR(kernelSwitch("COLLIE_KERNEL_TIMING", &timing));
-    COLLIE_RETURN_IF_ERROR(kernelSwitch("COLLIE_SYSTEM_FENCE", &fence));
-    auto e = std::make_unique<EmulatedExecutor>(rank, layout, windows, options.timeoutSec, emulated, timing, fence);
+    KernelSwitches switches;
+    COLLIE_RETURN_IF_ERROR(readKernelSwitches(&switches));
+    auto e = std::make_unique<EmulatedExecutor>(rank, layout, windows, options.timeoutSec, emulated, switches);
     if (proxyHost) e->attachProxy(*comm->proxy);
     comm->executor = std::move(e);
   } else if (stageHost) {

@@ -69,10 +69,9 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
   e->counters_ = static_cast<uint64_t*>(p);
   e->failed_ = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(p) + counterBytes);
   e->extraBytes_ = 2 * n * sizeof(uint8_t*) + counterBytes + 64;
-  bool timing = false, fence = false;
-  COLLIE_RETURN_IF_ERROR(kernelSwitch("COLLIE_KERNEL_TIMING", &timing));
-  COLLIE_RETURN_IF_ERROR(kernelSwitch("COLLIE_SYSTEM_FENCE", &fence));
-  if (timing) {
+  KernelSwitches switches;
+  COLLIE_RETURN_IF_ERROR(readKernelSwitches(&switches));
+  if (switches.timing) {
     COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&p, kPhaseWords * sizeof(uint64_t)), "cudaMalloc of kernel timing"));
     e->phaseNs_ = static_cast<uint64_t*>(p);
     COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMemset(p, 0, kPhaseWords * sizeof(uint64_t)), "cudaMemset"));
@@ -94,7 +93,7 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
   t.status = static_cast<DeviceStatus*>(p);
   t.timeoutSec = timeoutSec;
   t.phaseNs = e->phaseNs_;
-  t.systemFence = fence;
+  t.systemFence = switches.systemFence;
   cudaEvent_t done;
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate"));
   e->lastDone_ = done;

@@ -8,7 +8,7 @@
 namespace collie {
 
 EmulatedExecutor::EmulatedExecutor(int rank, const WindowLayout& layout, std::vector<uint8_t*> windows,
-                                   double timeoutSec, int threadsPerBlock, bool timeKernels, bool systemFence)
+                                   double timeoutSec, int threadsPerBlock, KernelSwitches switches)
     : launcher_(static_cast<int>(layout.nchannels), threadsPerBlock) {
   const size_t n = windows.size();
   uint8_t* const mine = windows[static_cast<size_t>(rank)];
@@ -23,8 +23,8 @@ EmulatedExecutor::EmulatedExecutor(int rank, const WindowLayout& layout, std::ve
   tables_.failed = &failed_;
   tables_.status = &status_;
   tables_.timeoutSec = timeoutSec;
-  tables_.systemFence = systemFence;
-  if (timeKernels) {
+  tables_.systemFence = switches.systemFence;
+  if (switches.timing) {
     phaseNs_.assign(kPhaseWords, 0);
     tables_.phaseNs = phaseNs_.data();
   }

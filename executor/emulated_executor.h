@@ -27,9 +27,8 @@ class EmulatedExecutor : public Executor, private LaunchStorage {
   /// windows[r] is rank r's window as we address it (null: a peer on another
   /// host, reached through attachProxy()).
   EmulatedExecutor(int rank, const WindowLayout& layout, std::vector<uint8_t*> windows, double timeoutSec,
-                   int threadsPerBlock, bool timeKernels = false, bool systemFence = false);
-  /// With timeKernels (COLLIE_KERNEL_TIMING=1): logs the kernels' time per part (reportKernelPhases).
-  /// systemFence: COLLIE_SYSTEM_FENCE (KernelArgs::systemFence).
+                   int threadsPerBlock, KernelSwitches switches = {});
+  /// With switches.timing (COLLIE_KERNEL_TIMING=1): logs the kernels' time per part (reportKernelPhases).
   ~EmulatedExecutor() override;
   /// The kPhaseWords sums the launches have added so far (kernels/launch.h); null when not timed.
   const uint64_t* kernelPhases() const { return phaseNs_.empty() ? nullptr : phaseNs_.data(); }

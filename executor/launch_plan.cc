@@ -150,6 +150,8 @@ Status launchFailure(const DeviceStatus& status, int rank, const char* where, co
                        launches.name(status.seq).c_str(), seq, what.c_str(), started.c_str());
 }
 
+namespace {
+
 Status kernelSwitch(const char* name, bool* on) {
   bool bad = false;
   const int64_t v = env::getInt(name, 0, &bad);
@@ -158,6 +160,13 @@ Status kernelSwitch(const char* name, bool* on) {
     return Status::error(collieInvalidArgument, "%s must be 0 or 1, not \"%s\"", name,
                          env::get(name).value_or("").c_str());
   return Status();
+}
+
+}  // namespace
+
+Status readKernelSwitches(KernelSwitches* out) {
+  COLLIE_RETURN_IF_ERROR(kernelSwitch("COLLIE_KERNEL_TIMING", &out->timing));
+  return kernelSwitch("COLLIE_SYSTEM_FENCE", &out->systemFence);
 }
 
 void reportKernelPhases(int rank, const uint64_t* sums) {

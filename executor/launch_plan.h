@@ -80,10 +80,13 @@ class RecentLaunches {
 Status launchFailure(const DeviceStatus& status, int rank, const char* where, const RecentLaunches& launches,
                      const RemoteProxy* proxy);
 
-/// A kernel switch from the environment: COLLIE_KERNEL_TIMING (the kernels time their parts) or
-/// COLLIE_SYSTEM_FENCE (a full fence before each Simple post). "1": on; "0" or unset: off; any other value is an
-/// error naming the variable.
-Status kernelSwitch(const char* name, bool* on);
+/// The kernels' switches from the environment, read once per communicator by whichever executor runs them.
+struct KernelSwitches {
+  bool timing = false;       // COLLIE_KERNEL_TIMING: the kernels time their parts (LaunchTables::phaseNs)
+  bool systemFence = false;  // COLLIE_SYSTEM_FENCE: a full fence before each Simple post
+};
+/// Each switch: "1" on; "0" or unset off; any other value is an error naming the variable.
+Status readKernelSwitches(KernelSwitches* out);
 /// Logs the mean time per block of each part of the kernel (`sums`: kPhaseWords words a communicator's
 /// launches added up, kernels/launch.h), once, as the communicator goes.
 void reportKernelPhases(int rank, const uint64_t* sums);
