@@ -371,9 +371,10 @@ bool rooted(Collective c) {
 
 Status checkTopology(const Topology& t) {
   if (t.ranksPerNode < 1 || t.slots < 2 || t.slots > kMaxSlots || t.slotBytes < 8 || !(t.gamma > 0) ||
-      !std::isfinite(t.gamma))
+      !std::isfinite(t.gamma) || !(t.sharedMemoryBeta >= 0) || !std::isfinite(t.sharedMemoryBeta))
     return Status::error(collieInvalidArgument,
-                         "topology %s: needs ranks_per_node >= 1, 2..%u slots, slot_bytes >= 8 and a positive gamma",
+                         "topology %s: needs ranks_per_node >= 1, 2..%u slots, slot_bytes >= 8, a positive gamma "
+                         "and a shared memory bandwidth of 0 or more",
                          t.name.c_str(), kMaxSlots);
   for (const LinkCost& l : t.links)
     if (!(l.alpha >= 0) || !(l.beta > 0) || !std::isfinite(l.alpha) || !std::isfinite(l.beta))
@@ -530,6 +531,19 @@ Status predict(const AlgorithmInfo& algo, const ProgramArgs& call, size_t elemBy
   }
 
   Prediction p;
+  std::vector<uint64_t> nodeTraffic(static_cast<size_t>((n + topo.ranksPerNode - 1) / topo.ranksPerNode));
+  for (size_t r = 0; r < un; ++r) {
+    const uint64_t fullElems = rounds > 1 ? memoryTrafficElems(full[r]) : 0;
+    const uint64_t traffic =
+        ((rounds - 1) * fullElems + memoryTrafficElems(last[r])) * static_cast<uint64_t>(elemBytes);
+    p.trafficBytes = std::max(p.trafficBytes, traffic);
+    nodeTraffic[r / static_cast<size_t>(topo.ranksPerNode)] += traffic;
+  }
+  p.nodeTrafficBytes = *std::max_element(nodeTraffic.begin(), nodeTraffic.end());
+  // Ranks that share one memory (one GPU) cannot together move more than it does, whatever each link allows.
+  const double memorySeconds = static_cast<double>(p.nodeTrafficBytes) * topo.sharedMemoryBeta;
+  p.memoryBound = memorySeconds > seconds;
+  seconds = std::max(seconds, memorySeconds);
   p.seconds = seconds;
   p.bytes = bytes;
   p.algbw = seconds > 0 ? static_cast<double>(bytes) / seconds : 0;
@@ -538,11 +552,6 @@ Status predict(const AlgorithmInfo& algo, const ProgramArgs& call, size_t elemBy
   p.roundsSimulated = simulated;
   p.sliceBytes = slice * elemBytes;
   p.slices = sim.slices();
-  for (size_t r = 0; r < un; ++r) {
-    const uint64_t fullElems = rounds > 1 ? memoryTrafficElems(full[r]) : 0;
-    p.trafficBytes = std::max<uint64_t>(
-        p.trafficBytes, ((rounds - 1) * fullElems + memoryTrafficElems(last[r])) * static_cast<uint64_t>(elemBytes));
-  }
   *out = p;
   return Status();
 }

@@ -14,6 +14,9 @@
 //   * the receiver frees the slot when it has consumed the slice; the sender
 //     sees the credit alpha(L) later.
 // Exchange steps (kSendRecv*) progress their two directions independently.
+// Ranks that share one memory (Topology::sharedMemoryBeta: ranks on one GPU)
+// take at least their node's summed memory traffic (memory_traffic.h) times
+// it: a roofline over the simulated time, not a resource in the simulation.
 // Each rank has one port pair for its node's link class and one for the
 // network, so a rank sending to several peers of one class is serialized
 // while NVLink and the NIC work in parallel.
@@ -40,6 +43,10 @@ struct Prediction {
   // The most bytes one rank's programs read and write in memory over the whole call, every round
   // (algorithms/memory_traffic.h, out of place).
   uint64_t trafficBytes = 0;
+  // The same summed over the ranks of the busiest node; with a topology's sharedMemoryBeta the call takes at least
+  // this times it (memoryBound: and that is what `seconds` is).
+  uint64_t nodeTrafficBytes = 0;
+  bool memoryBound = false;
 };
 
 /// The largest call the simulator takes, in ranks.

@@ -55,6 +55,26 @@ Topology h100Node(const char* name, int nodes) {
   return t;
 }
 
+}  // namespace
+
+Topology sharedGpuTopology(double peakBytesPerSec) {
+  // A device-to-device copy reaches 0.84-0.90 of the peak (FACTS: 3.0 of 3.35 TB/s on the H100; 4.0-4.1 of 4.8 on
+  // the H200, docs/PERFORMANCE.md): one rank alone moves data at half that (each byte read and written) and
+  // reduces at a third.
+  const double copyTraffic = 0.85 * peakBytesPerSec;
+  Topology t = h100Node("shared-gpu", 1);
+  t.intra = LinkClass::kSharedGpu;
+  t.link(LinkClass::kSharedGpu) = LinkCost{1.0 * kUs, 2.0 / copyTraffic};
+  t.gamma = 3.0 / copyTraffic;
+  // What the ranks together move: our kernels' traffic on a GPU shared by 2, 4 and 8 ranks came to 0.36 of the
+  // peak on the H100 (1.22 TB/s at 4 ranks, 8 and 128 MiB allreduce) and 0.38-0.41 on the H200 (1.82-1.97 TB/s,
+  // 128 MiB allreduce at 2, 4 and 8 ranks; docs/PERFORMANCE.md, "Memory traffic"), whichever algorithm ran.
+  t.sharedMemoryBeta = 1.0 / (0.38 * peakBytesPerSec);
+  return t;
+}
+
+namespace {
+
 std::vector<Topology> makeBuiltins() {
   std::vector<Topology> list;
   list.push_back(h100Node("h100-nvlink", 1));
@@ -86,6 +106,15 @@ std::vector<Topology> makeBuiltins() {
   host.intra = host.inter = LinkClass::kSameHost;
   host.gamma = 1.0 / (5.0 * kGBps);
   list.push_back(host);
+
+  // Ranks sharing one GPU, from the memory's peak (read + written): HBM3 of the H100 SXM 3.35 TB/s, HBM3e of the
+  // H200 4.8 TB/s (datasheets).
+  Topology h100 = sharedGpuTopology(3.35e12);
+  h100.name = "h100-shared";
+  list.push_back(h100);
+  Topology h200 = sharedGpuTopology(4.8e12);
+  h200.name = "h200-shared";
+  list.push_back(h200);
   return list;
 }
 
@@ -176,6 +205,7 @@ std::string Topology::describe() const {
     add("%s_gbps %.6g\n", kClassNames[i], links[i].beta > 0 ? 1.0 / links[i].beta / kGBps : 0.0);
   }
   add("gamma_gbps %.6g\n", gamma > 0 ? 1.0 / gamma / kGBps : 0.0);
+  if (sharedMemoryBeta > 0) add("shared_memory_gbps %.6g\n", 1.0 / sharedMemoryBeta / kGBps);
   add("slot_bytes %llu\n", static_cast<unsigned long long>(slotBytes));
   add("slots %u\n", slots);
   return out;
@@ -266,6 +296,11 @@ Status parseTopology(const std::string& text, const std::string& source, Topolog
       if (!parseNumber(value, 0, 1e6, true, &d))
         return fail(lineNo, "gamma_gbps: expected a number of GB/s above 0 and at most 1e6, got " + quoted(value));
       t.gamma = 1.0 / (d * kGBps);
+    } else if (key == "shared_memory_gbps") {
+      if (!parseNumber(value, 0, 1e6, false, &d))
+        return fail(lineNo,
+                    "shared_memory_gbps: expected a number of GB/s from 0 (none shared) to 1e6, got " + quoted(value));
+      t.sharedMemoryBeta = d > 0 ? 1.0 / (d * kGBps) : 0;
     } else if (key == "slot_bytes") {
       if (!parseUnsigned(value, uint64_t{1} << 30, &u) || u < 64 || u % 8 != 0)
         return fail(lineNo, "slot_bytes: expected a multiple of 8 from 64 to 1073741824, got " + quoted(value));
@@ -282,10 +317,11 @@ Status parseTopology(const std::string& text, const std::string& source, Topolog
       const std::string field = cut == std::string::npos ? "" : key.substr(cut + 1);
       if (cut == std::string::npos || !linkClassFromName(key.substr(0, cut), &c) ||
           (field != "alpha_us" && field != "gbps"))
-        return fail(lineNo, "unknown key " + quoted(key) +
-                                " (expected base, name, nodes, ranks_per_node, intra, inter, gamma_gbps, slot_bytes, "
-                                "slots, CLASS_alpha_us or CLASS_gbps with CLASS one of " +
-                                classKeys("") + ")");
+        return fail(lineNo,
+                    "unknown key " + quoted(key) +
+                        " (expected base, name, nodes, ranks_per_node, intra, inter, gamma_gbps, "
+                        "shared_memory_gbps, slot_bytes, slots, CLASS_alpha_us or CLASS_gbps with CLASS one of " +
+                        classKeys("") + ")");
       if (field == "alpha_us") {
         if (!parseNumber(value, 0, 1e6, false, &d))
           return fail(lineNo, key + ": expected microseconds from 0 to 1e6, got " + quoted(value));

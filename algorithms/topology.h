@@ -19,6 +19,8 @@
 //   nvlink_alpha_us 1.0            per class: latency per slice, microseconds
 //   nvlink_gbps 450                per class: bandwidth per direction, GB/s (1e9 bytes/s)
 //   gamma_gbps 1000                the rate at which a rank reduces, GB/s
+//   shared_memory_gbps 1900        memory traffic (read + written) per second that
+//                                  all ranks of a node share: ranks on one GPU
 //   slot_bytes 262144              executor slot size
 //   slots 4                        slots per connection
 //
@@ -62,7 +64,11 @@ struct Topology {
   LinkClass intra = LinkClass::kNvlink;
   LinkClass inter = LinkClass::kNetwork;
   LinkCost links[kLinkClasses];
-  double gamma = 0;              // seconds per byte reduced (a local copy costs 2/3 of it: 2 of 3 memory streams)
+  double gamma = 0;  // seconds per byte reduced (a local copy costs 2/3 of it: 2 of 3 memory streams)
+  // Seconds per byte of memory traffic (algorithms/memory_traffic.h) that the ranks of one node move through one
+  // memory system, as ranks sharing a GPU do; 0 when each rank has its own. A call then takes at least the node's
+  // summed traffic times this (simulator.h).
+  double sharedMemoryBeta = 0;
   uint64_t slotBytes = 1 << 18;  // executor defaults (executor/protocol.h): 4 slots of 256 KiB
   uint32_t slots = 4;
 
@@ -79,7 +85,7 @@ struct Topology {
 constexpr int kMaxTopologyRanks = 1 << 20;
 constexpr uint32_t kMaxSlots = 64;
 
-/// h100-nvlink, a100-nvlink, h100-2x8-400g, h100-16x8-400g, host.
+/// h100-nvlink, a100-nvlink, h100-2x8-400g, h100-16x8-400g, host, h100-shared, h200-shared.
 const std::vector<Topology>& builtinTopologies();
 /// The built-in called `name`; nullptr when there is none.
 const Topology* findTopology(const std::string& name);
@@ -92,5 +98,9 @@ Status parseTopology(const std::string& text, const std::string& source, Topolog
 
 /// A built-in's name, or else the path of a topology file.
 Status loadTopology(const std::string& nameOrPath, Topology* out);
+
+/// The model of ranks that all share one GPU whose memory peaks at `peakBytesPerSec` (read + written, from its
+/// clock and bus width): h100-shared's figures, with the shared memory bandwidth scaled to that peak.
+Topology sharedGpuTopology(double peakBytesPerSec);
 
 }  // namespace collie

@@ -57,6 +57,7 @@ std::string fingerprint(const Topology& t) {
     add(l.beta);
   }
   add(t.gamma);
+  add(t.sharedMemoryBeta);
   add(t.slotBytes);
   add(t.slots);
   return key;

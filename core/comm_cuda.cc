@@ -58,6 +58,34 @@ int ranksInProcessOnDevice(const collieComm* comm, int* first) {
   return same;
 }
 
+// Ranks that all share one GPU move every byte through its memory, which they
+// share: the tuner's model for them (algorithms/topology.h, sharedGpuTopology)
+// bounds a call by all ranks' memory traffic, so the algorithm that reads and
+// writes the least wins at large sizes (ring over rhd at 2 ranks: 4.5 against
+// 6.5 bytes per busbw byte), where the host model's links, one per rank, do
+// not see that they share anything. The memory's peak comes from its clock and
+// bus width; an H100's when the runtime gives neither.
+void useSharedGpuModel(collieComm* comm) {
+  int clockKhz = 0, busBits = 0;
+  if (cudaDeviceGetAttribute(&clockKhz, cudaDevAttrMemoryClockRate, comm->cudaDevice) != cudaSuccess ||
+      cudaDeviceGetAttribute(&busBits, cudaDevAttrGlobalMemoryBusWidth, comm->cudaDevice) != cudaSuccess) {
+    (void)cudaGetLastError();
+    clockKhz = busBits = 0;
+  }
+  // Two transfers per clock (DDR), bus width in bits.
+  double peak = 2.0 * 1e3 * clockKhz * (busBits / 8.0);
+  const bool known = peak > 0;
+  if (!known) peak = 3.35e12;
+  Topology t = sharedGpuTopology(peak);
+  t.nranks = comm->nranks;
+  t.ranksPerNode = comm->topology.ranksPerNode;  // algorithms that follow nodes see the host's, as before
+  comm->topology = t;
+  if (comm->rank == 0)
+    COLLIE_INFO("tuning for %d ranks sharing GPU %d: memory peak %.2f TB/s (%s), %.2f TB/s of traffic among them",
+                comm->nranks, comm->cudaDevice, peak / 1e12, known ? "its clock x bus width" : "unknown: an H100's",
+                1.0 / t.sharedMemoryBeta / 1e12);
+}
+
 // Device window geometry from the environment, identical on every rank given
 // the same environment and GPU model (checked against each peer's header).
 // Channels: enough blocks in all to keep about half the GPU's SMs moving
@@ -223,7 +251,10 @@ Status setupCudaBackend(collieComm* comm, const InitOptions& options, const std:
   // wait for it.
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamSynchronize(cudaStreamLegacy), "synchronising init's writes"));
   comm->deviceFootprint = layout.totalBytes() + exec->deviceExtraBytes() + 16;
-  comm->topology.slotBytes = layout.slotBytes;
+  if (!spans && ranksPerDevice(comm) == comm->nranks) useSharedGpuModel(comm);
+  // A round spans every channel, each a complete collective on its part (core/collectives.cc): to the simulator
+  // that is one connection whose slots are the channels' slots side by side.
+  comm->topology.slotBytes = layout.slotBytes * layout.nchannels;
   comm->topology.slots = layout.nslots;
   COLLIE_INFO(
       "comm rank %d/%d ready: cuda backend on device %d, %u channels x %u slots x %llu bytes per peer, device "

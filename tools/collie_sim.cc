@@ -476,6 +476,11 @@ int cmdPredict(const Options& o) {
               sizeName(most).c_str());
   if (busBytes > 0) std::printf(", %.2f x busbw's bytes", static_cast<double>(most) / busBytes);
   std::printf("\n");
+  if (s.topo.sharedMemoryBeta > 0)
+    std::printf("  memory  %12.3f us for the busiest node's %llu bytes through its shared memory (%s)\n",
+                static_cast<double>(p.nodeTrafficBytes) * s.topo.sharedMemoryBeta * 1e6,
+                static_cast<unsigned long long>(p.nodeTrafficBytes),
+                p.memoryBound ? "the bound: the time above" : "under the simulated time");
   return 0;
 }
 

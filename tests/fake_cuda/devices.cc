@@ -172,6 +172,12 @@ cudaError_t deviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
     case cudaDevAttrPciBusId:
       *value = device;
       break;
+    case cudaDevAttrMemoryClockRate:  // an H100 SXM's HBM3: 2619 MHz x 5120 bits x 2 = 3.35 TB/s
+      *value = 2619000;
+      break;
+    case cudaDevAttrGlobalMemoryBusWidth:
+      *value = 5120;
+      break;
     case cudaDevAttrUnifiedAddressing:
     case cudaDevAttrCanMapHostMemory:
     case cudaDevAttrConcurrentKernels:

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "algorithms/registry.h"
+#include "algorithms/tuner.h"
 #include "collie.h"
 #include "common/coll_map.h"
 #include "common/collective_case.h"
@@ -629,6 +630,31 @@ TEST(CudaBackend, InitAllRefusesADeviceThatIsNotThere) {
   ScopedEnv device("COLLIE_DEVICE", "host");
   collie::test::Comms comms(2, devices);
   EXPECT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+}
+
+// Ranks that all share one GPU tune with a model of its memory, which they share (algorithms/topology.h,
+// sharedGpuTopology): at 128 MiB and 2 ranks the ring, which reads and writes 4.5 bytes per busbw byte, beats
+// rhd's 6.5, which the host model (a link per rank) picks. The simulator's round is the executor's: one slot of
+// every channel.
+TEST(CudaBackend, RanksSharingAGpuTuneForItsMemory) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  const int devices[2] = {0, 0};
+  collie::test::Comms comms(2, devices);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  const uint64_t bytes = uint64_t{128} << 20;
+  for (int r = 0; r < 2; ++r) {
+    collieComm_t c = comms[r];
+    EXPECT_GT(c->topology.sharedMemoryBeta, 0);
+    EXPECT_EQ(c->topology.intra, collie::LinkClass::kSharedGpu);
+    EXPECT_EQ(c->topology.slotBytes, c->executor->roundElems(1));
+    EXPECT_STREQ(c->algorithmFor(collie::Collective::kAllReduce, bytes)->name, "ring");
+  }
+  collie::Topology host = *collie::findTopology("host");
+  host.nranks = host.ranksPerNode = 2;
+  host.slotBytes = comms[0]->topology.slotBytes;
+  host.slots = comms[0]->topology.slots;
+  EXPECT_STREQ(collie::tunedAlgorithm(collie::Collective::kAllReduce, bytes, 2, host)->name, "rhd");
 }
 
 // Two ranks that are threads of this process on one GPU put one collective on streams CUDA runs one after the

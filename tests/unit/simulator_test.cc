@@ -117,8 +117,56 @@ TEST(Simulator, TrafficCountsEveryRound) {
   EXPECT_EQ(p.trafficBytes, count / 4 * (6 * 4 - 3) * 4);
 }
 
+TEST(Simulator, RanksSharingAGpuAreBoundByItsMemory) {
+  // 128 MiB allreduce on h200-shared: every rank's links are faster than the memory the ranks share, so the
+  // call takes the node's summed traffic at the shared rate, and the algorithm that reads and writes less wins.
+  const collie::Topology& t = topo("h200-shared");
+  const uint64_t count = uint64_t{32} << 20;
+  const collie::AlgorithmInfo& ring = *collie::findAlgorithm(Collective::kAllReduce, "ring");
+  const collie::AlgorithmInfo& rhd = *collie::findAlgorithm(Collective::kAllReduce, "rhd");
+  const collie::Prediction r = predictOrDie(ring, count, 2, 4, t);
+  const collie::Prediction h = predictOrDie(rhd, count, 2, 4, t);
+  for (const collie::Prediction* p : {&r, &h}) {
+    EXPECT_TRUE(p->memoryBound);
+    EXPECT_EQ(p->nodeTrafficBytes, 2 * p->trafficBytes);  // two ranks, symmetric programs
+    EXPECT_NEAR(p->seconds, static_cast<double>(p->nodeTrafficBytes) * t.sharedMemoryBeta, 1e-12);
+  }
+  EXPECT_LT(r.trafficBytes, h.trafficBytes);  // 4.5 against 6.5 bytes per busbw byte
+  EXPECT_EQ(collie::tunedAlgorithm(Collective::kAllReduce, count * 4, 2, t), &ring);
+  // Where each rank has a link of its own nothing is shared: the host model keeps its choice (rhd, whose
+  // simulated links it favours here), and its predictions carry no memory bound.
+  EXPECT_EQ(collie::tunedAlgorithm(Collective::kAllReduce, count * 4, 2, topo("host")), &rhd);
+  EXPECT_FALSE(predictOrDie(ring, count, 2, 4, topo("host")).memoryBound);
+  // Small calls stay latency-bound: one rd step.
+  const collie::AlgorithmInfo& rd = *collie::findAlgorithm(Collective::kAllReduce, "rd");
+  EXPECT_FALSE(predictOrDie(rd, 2, 2, 4, t).memoryBound);
+}
+
+TEST(Simulator, SharedGpuModelMatchesTheH200Runs) {
+  // The constants of sharedGpuTopology were fitted to these runs (docs/PERFORMANCE.md, 2026-11-26, allreduce of
+  // floats, ranks as threads on one H200, 32 or 64 blocks per rank); a change of the model or of the algorithms'
+  // traffic that moves a prediction more than 10% from what was measured should be looked at.
+  const collie::Topology& t = topo("h200-shared");
+  const struct {
+    const char* algo;
+    int n;
+    uint64_t bytes;
+    double measuredUs;
+  } runs[] = {
+      {"rhd", 2, uint64_t{128} << 20, 885},
+      {"ring", 4, uint64_t{128} << 20, 1465},
+      {"ring", 4, uint64_t{8} << 20, 101},
+      {"ring", 8, uint64_t{128} << 20, 3312},
+  };
+  for (const auto& run : runs) {
+    const collie::Prediction p =
+        predictOrDie(*collie::findAlgorithm(Collective::kAllReduce, run.algo), run.bytes / 4, run.n, 4, t);
+    EXPECT_NEAR(p.seconds * 1e6, run.measuredUs, 0.1 * run.measuredUs) << run.algo << " at " << run.n << " ranks";
+  }
+}
+
 TEST(Simulator, PredictionsGrowWithSize) {
-  for (const char* name : {"h100-nvlink", "h100-2x8-400g", "host"}) {
+  for (const char* name : {"h100-nvlink", "h100-2x8-400g", "host", "h200-shared"}) {
     const collie::Topology& t = topo(name);
     for (int n : {3, 8, 16}) {
       for (const collie::AlgorithmInfo& a : collie::algorithms()) {
@@ -264,12 +312,15 @@ TEST(Topology, BuiltinsRoundTripThroughTheFileFormat) {
     EXPECT_EQ(back.slotBytes, t.slotBytes);
     EXPECT_EQ(back.slots, t.slots);
     EXPECT_NEAR(back.gamma, t.gamma, 1e-5 * t.gamma);
+    EXPECT_NEAR(back.sharedMemoryBeta, t.sharedMemoryBeta, 1e-5 * t.sharedMemoryBeta);
     for (int i = 0; i < collie::kLinkClasses; ++i) {
       EXPECT_NEAR(back.links[i].alpha, t.links[i].alpha, 1e-5 * t.links[i].alpha + 1e-15);
       EXPECT_NEAR(back.links[i].beta, t.links[i].beta, 1e-5 * t.links[i].beta);
     }
   }
   EXPECT_EQ(collie::findTopology("h100-16x8-400g")->nranks, 128);
+  EXPECT_EQ(collie::findTopology("host")->sharedMemoryBeta, 0);
+  EXPECT_NEAR(1 / collie::findTopology("h200-shared")->sharedMemoryBeta, 0.38 * 4.8e12, 1e6);
   EXPECT_EQ(collie::findTopology("nope"), nullptr);
 }
 
@@ -288,7 +339,8 @@ TEST(Topology, ParsesAGoodFile) {
       "network_gbps 12.5\n"
       "gamma_gbps 500\n"
       "slot_bytes 131072\r\n"
-      "slots 8\n";
+      "slots 8\n"
+      "shared_memory_gbps 800\n";
   collie::Topology t;
   collie::Status s = collie::parseTopology(text, "boxes.topo", &t);
   ASSERT_TRUE(s.ok()) << s.message();
@@ -303,6 +355,7 @@ TEST(Topology, ParsesAGoodFile) {
   EXPECT_NEAR(t.gamma, 1 / 500e9, 1e-20);
   EXPECT_EQ(t.slotBytes, 131072u);
   EXPECT_EQ(t.slots, 8u);
+  EXPECT_NEAR(t.sharedMemoryBeta, 1 / 800e9, 1e-20);
   EXPECT_EQ(t.link(collie::LinkClass::kNvlink).beta, topo("h100-nvlink").link(collie::LinkClass::kNvlink).beta);
   EXPECT_TRUE(t.sameNode(4, 7));
   EXPECT_FALSE(t.sameNode(3, 4));
@@ -338,6 +391,8 @@ TEST(Topology, RejectsBadFilesNamingTheLine) {
       {"nvlink_latency 1\n", ":1:", "unknown key"},
       {"warp_gbps 1\n", ":1:", "unknown key"},
       {"gamma_gbps 0x10\n", ":1:", "gamma_gbps"},
+      {"shared_memory_gbps -1\n", ":1:", "from 0 (none shared)"},
+      {"shared_memory_gbps inf\n", ":1:", "shared_memory_gbps"},
       {"name bad/name\n", ":1:", "name"},
       {"nodes 1024\nranks_per_node 2048\n", ":2:", "more than"},
       {"# only a comment\n\n", ":2:", "no settings"},
