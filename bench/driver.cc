@@ -284,6 +284,7 @@ Figure Sweep::measure(Impl& impl, bool inPlace) {
   f.ran = true;
   f.sec = reduceTime(sec);
   f.traffic = impl.trafficBytes(call);
+  f.algorithm = impl.algorithmName(call);
   team_.allreduce(worker_, &f.traffic, 1, RedKind::kMax);
   const Case& c = cases_[0];
   f.algbw = f.sec > 0 ? static_cast<double>(c.rowBytes) / f.sec / 1e9 : 0;

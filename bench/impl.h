@@ -52,6 +52,8 @@ class Impl {
   /// The most bytes one local rank's program reads and writes in memory for `call`
   /// (algorithms/memory_traffic.h); negative when not known (baselines).
   virtual double trafficBytes(const Call&) { return -1; }
+  /// The algorithm this implementation runs for `call` (its first local rank's choice); "" when not known.
+  virtual std::string algorithmName(const Call&) { return ""; }
 
  protected:
   // Set by the factories below.

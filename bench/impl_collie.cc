@@ -203,6 +203,14 @@ class CollieImpl : public Impl {
     return most;
   }
 
+  std::string algorithmName(const Call& call) override {
+    const Case& c = *call.cases[0];
+    if (c.coll == Coll::kSendRecv) return "";
+    if (c.nranks == 1) return "copy";
+    const AlgorithmInfo* algo = comms_[0]->algorithmFor(toCollective(c.coll), c.count * c.typeBytes());
+    return algo == nullptr ? "" : algo->name;
+  }
+
   std::vector<collieComm_t> comms_;
   std::vector<void*> streams_;  // cudaStream_t per rank, device backend only
 

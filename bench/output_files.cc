@@ -65,7 +65,8 @@ std::string figureObject(const Figure& f) {
   return "{\"time_us\": " + num(f.sec * 1e6) + ", \"algbw_gbps\": " + num(f.algbw) +
          ", \"busbw_gbps\": " + num(f.busbw) +
          ", \"wrong\": " + (f.wrong < 0 ? std::string("null") : std::to_string(f.wrong)) +
-         ", \"traffic_bytes_per_rank\": " + num(f.traffic < 0 ? NAN : f.traffic) + "}";
+         ", \"traffic_bytes_per_rank\": " + num(f.traffic < 0 ? NAN : f.traffic) +
+         (f.algorithm.empty() ? std::string() : ", \"algorithm\": " + jsonString(f.algorithm)) + "}";
 }
 
 double ratio(const Figure& base, const Figure& ref) {
@@ -207,7 +208,7 @@ bool writeCsv(const Report& r, const std::string& path, std::string* err) {
   }
   o << head << ",size,count,type,redop,root,implementation,baseline,placement,time_us,algbw_gbps,busbw_gbps,wrong,"
     << "skipped,time_ratio_to_reference,bare_us,limit_gbps,busbw_percent_of_limit,traffic_bytes_per_rank,"
-    << "traffic_percent_of_limit\n";
+    << "traffic_percent_of_limit,algorithm\n";
   for (const Row& row : r.rows) {
     for (size_t i = 0; i < r.impls.size(); ++i) {
       for (int ip = 0; ip < 2; ++ip) {
@@ -223,7 +224,7 @@ bool writeCsv(const Report& r, const std::string& path, std::string* err) {
           << (f.ran && f.wrong >= 0 ? std::to_string(f.wrong) : "") << "," << csvField(f.ran ? "" : f.why) << ","
           << csvNum(ratio(f, ref)) << "," << csvNum(bare < 0 ? NAN : bare * 1e6) << "," << csvNum(limit) << ","
           << csvNum(percent(f, limit)) << "," << csvNum(f.ran && f.traffic >= 0 ? f.traffic : NAN) << ","
-          << csvNum(trafficPercent(f, limit)) << "\n";
+          << csvNum(trafficPercent(f, limit)) << "," << csvField(f.ran ? f.algorithm : "") << "\n";
       }
     }
   }

@@ -190,6 +190,47 @@ void printTableRow(const Report& r, const Row& row, FILE* out) {
   fflush(out);
 }
 
+namespace {
+
+// With the tuner and several algorithms side by side (--algo all): per size, what the tuner picked and which
+// algorithm was fastest, out of place. The wide table holds the same figures, one column group per algorithm,
+// too wide to read; this is the question `tests/gpu/run.sh tune` asks of it.
+void printPicks(const Report& r, FILE* out) {
+  size_t tuner = r.impls.size();
+  std::vector<size_t> algos;
+  for (size_t i = 0; i < r.impls.size(); ++i) {
+    if (r.impls[i].baseline || r.impls[i].label.rfind("collie:", 0) != 0) continue;
+    if (r.impls[i].label == "collie:tuner")
+      tuner = i;
+    else
+      algos.push_back(i);
+  }
+  if (tuner == r.impls.size() || algos.size() < 2) return;
+  fprintf(out,
+          "# Picks, out of place: the tuner's algorithm, the fastest of the %zu algorithms measured, and the "
+          "tuner's time over the fastest's (each a separate measurement: within a few %% is noise).\n",
+          algos.size());
+  fprintf(out, "# %12s  %-12s %-12s %14s\n", "size (B)", "tuner", "fastest", "tuner/fastest");
+  for (const Row& row : r.rows) {
+    const Figure& t = row.impls[tuner].oop;
+    const Figure* best = nullptr;
+    size_t bestImpl = 0;
+    for (size_t i : algos) {
+      const Figure& f = row.impls[i].oop;
+      if (f.ran && f.wrong <= 0 && f.sec > 0 && (best == nullptr || f.sec < best->sec)) {
+        best = &f;
+        bestImpl = i;
+      }
+    }
+    if (!t.ran || best == nullptr) continue;
+    const std::string fastest = r.impls[bestImpl].label.substr(7);  // after "collie:"
+    fprintf(out, "# %12zu  %-12s %-12s %14.2f\n", row.bytes, t.algorithm.empty() ? "?" : t.algorithm.c_str(),
+            fastest.c_str(), t.sec / best->sec);
+  }
+}
+
+}  // namespace
+
 void printTableFooter(const Report& r, FILE* out) {
   fprintf(out, "# Out of bounds values : %lld %s\n", r.totalWrong, r.totalWrong == 0 ? "OK" : "FAILED");
   fprintf(out, "# Avg bus bandwidth    : %.4f GB/s (%s)\n", r.busbwCount ? r.busbwSum / r.busbwCount : 0.0,
@@ -206,6 +247,7 @@ void printTableFooter(const Report& r, FILE* out) {
             "# Traffic: the most bytes one rank's program reads and writes in memory per call (its own and its "
             "peers' slots included, the Simple protocol's count; docs/PERFORMANCE.md); %% lim = traffic / time / "
             "limit, how close the kernels come to the copy bandwidth for the algorithm they run.\n");
+  printPicks(r, out);
   fprintf(out, "#\n");
   fflush(out);
 }

@@ -27,6 +27,8 @@ struct Figure {
   // Collie: the most bytes any rank's program reads and writes in memory per call (algorithms/memory_traffic.h);
   // negative: not known (baselines, send/recv).
   double traffic = -1;
+  // Collie: the algorithm its communicator ran ("copy" for one rank's copy); empty when not known (baselines).
+  std::string algorithm;
 };
 
 /// Traffic moved per second as a percentage of `limit` (GB/s): how close the kernels come to the copy bandwidth

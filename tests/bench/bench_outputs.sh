@@ -32,6 +32,8 @@ for row in r["rows"]:
         for place in ("out_of_place", "in_place"):
             f = row["results"][label][place]
             assert f["time_us"] > 0 and f["busbw_gbps"] > 0 and f["wrong"] == 0, f
+            assert f["algorithm"] in ("ring", "rhd", "tree", "oneshot", "twoshot", "rd", "hier"), f
+        assert row["results"]["collie:ring"][place]["algorithm"] == "ring", row
     assert len(row["limit_gbps"]) == 1 and min(row["limit_gbps"].values()) > 0, row  # host, or device with a GPU
     assert row["time_ratio_to_reference"]["collie:tuner"]["out_of_place"] == 1, row
     assert row["bare_us"]["out_of_place"] > 0, row
@@ -42,7 +44,7 @@ assert all(len(x) == len(head) for x in rows), "csv: ragged lines"
 assert len(rows) == 1 + 3 * 2 * 2, len(rows)
 col = {name: i for i, name in enumerate(head)}
 for name in ("size", "implementation", "placement", "time_us", "busbw_gbps", "wrong", "limit_gbps", "command",
-             "machine_host", "version_collie"):
+             "machine_host", "version_collie", "algorithm"):
     assert name in col, "csv: no column " + name
 for x in rows[1:]:
     assert float(x[col["time_us"]]) > 0 and x[col["wrong"]] == "0", x
@@ -66,7 +68,11 @@ fi
 # receive-reduce-sends 3 each, a receive-reduce-copy 3, a send 2, two receive-copy-sends 3 each, a receive 2):
 # 21 x 64 x 4 = 5376 bytes, in place too. rd: a copy of the input (2 x 256) and two exchanges, each a send (2),
 # a receive (2) and a reduce (3): 16 x 256 x 4 = 16384 bytes, 14336 in place (the copy onto itself is skipped).
-"$bench" allreduce -np 4 -b 1K -e 1K -n 1 -w 0 --limit --algo ring,rd --json "$dir/t.json" >/dev/null
+# With the tuner beside them, the table ends with its pick and the fastest of the two, a line per size.
+"$bench" allreduce -np 4 -b 1K -e 1K -n 1 -w 0 --limit --algo auto,ring,rd --json "$dir/t.json" >"$dir/t.txt"
+grep -A2 "^# Picks, out of place: the tuner's algorithm, the fastest of the 2 algorithms" "$dir/t.txt" |
+  grep -Eq '^# +1024  [a-z]+ +(ring|rd) +[0-9.]+$' || { echo "FAIL: no picks line for 1024 bytes"; cat "$dir/t.txt"; exit 1; }
+echo "PASS: the picks name the tuner's algorithm and the fastest"
 traffic() {  # traffic LABEL PLACE: the figure's traffic_bytes_per_rank
   tr -d '\n ' <"$dir/t.json" | grep -o "\"collie:$1\":{\"out_of_place\":{[^}]*},\"in_place\":{[^}]*}" |
     grep -o "\"$2\":{[^}]*}" | grep -o '"traffic_bytes_per_rank":[0-9.e+]*' | cut -d: -f2
