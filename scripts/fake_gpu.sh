@@ -90,6 +90,9 @@ grep -q '^gpu_nccl  *pass' "$rehearsal/summary.txt"
 grep -q '^tune_algos_small_t4  *pass' "$rehearsal/summary.txt"
 tar -tzf "$rehearsal/gpu-logs.tar.gz" | grep -q 'gpu-logs/small_t2_graphs.json'
 tar -tzf "$rehearsal/gpu-logs.tar.gz" | grep -q 'gpu-logs/tune_algos_small_t4.json'
+# The tuner's picks against the fastest algorithm, a line per size (-b 8 -e 64K -f 8: 8 B to 32 KiB, 5 sizes).
+[ "$(tar -xzOf "$rehearsal/gpu-logs.tar.gz" gpu-logs/tune_algos_small_t4.log | sed -n '/^# Picks/,/^#$/p' |
+  grep -cE '^# +[0-9]+  [a-z]+ +[a-z]+ +[0-9.]+$')" = 5 ]
 # A deadline already reached: every step is reported as not run, and the call fails.
 if OUT=$rehearsal GPU_BUILD=$build tests/gpu/run.sh --deadline 5 --only gpu_nccl test; then
   echo "tests/gpu/run.sh passed with its only step not run" >&2

@@ -122,7 +122,12 @@ step() {  # step NAME COMMAND...: runs it, logs to $logs/NAME.log, records the o
     result=SKIPPED  # the GPU was not usable: not a pass
   fi
   record "$name" "$result" $(($(date +%s) - t0))
-  tail -n 5 "$logs/$name.log"
+  # collie-bench --algo all ends with the tuner's picks against the fastest measured: those, else the last lines.
+  if grep -q '^# Picks' "$logs/$name.log"; then
+    sed -n '/^# Picks/,/^#$/p' "$logs/$name.log"
+  else
+    tail -n 5 "$logs/$name.log"
+  fi
 }
 
 nvidia-smi >"$logs/gpu.txt" 2>&1 || echo "nvidia-smi failed: see $logs/gpu.txt"
@@ -239,8 +244,8 @@ part_bench() {
   done
 }
 
-# What the defaults should be, measured rather than guessed (the tuner takes the host's cost model on a GPU,
-# and channels, slots and slot sizes are the first H100 run's choices). Each step is a short sweep of its own;
+# What the defaults should be, measured rather than guessed (the tuner's shared-GPU model is fitted to three large
+# allreduces and assumes the rest, and channels, slots and slot sizes are the first H100 run's choices). Each step is a short sweep of its own;
 # together perhaps 3 minutes on an H200 (an estimate: the part has only run on the fake runtime).
 part_tune() {
   local bench=$build/bench/collie-bench t c s
