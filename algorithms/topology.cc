@@ -68,7 +68,8 @@ Topology sharedGpuTopology(double peakBytesPerSec) {
   t.gamma = 3.0 / copyTraffic;
   // What the ranks together move: our kernels' traffic on a GPU shared by 2, 4 and 8 ranks came to 0.36 of the
   // peak on the H100 (1.22 TB/s at 4 ranks, 8 and 128 MiB allreduce) and 0.38-0.41 on the H200 (1.82-1.97 TB/s,
-  // 128 MiB allreduce at 2, 4 and 8 ranks; docs/PERFORMANCE.md, "Memory traffic"), whichever algorithm ran.
+  // 128 MiB allreduce at 2, 4 and 8 ranks; docs/PERFORMANCE.md, "Memory traffic"), rhd or ring alike. Copies alone
+  // (allgather, all-to-all) moved more, 0.46: their times come out long, their algorithms in the same order.
   t.sharedMemoryBeta = 1.0 / (0.38 * peakBytesPerSec);
   return t;
 }
