@@ -266,6 +266,9 @@ part_tune() {
     step "tune_algos_large_t$t" "$bench" allreduce -t "$t" --backend cuda -b 32M -e 128M -f 4 -n 5 -w 2 --algo all \
       --limit --json "$logs/tune_algos_large_t$t.json"
   done
+  # The shared-GPU model moved allgather from bruck (measured on the H200 at 64 MiB) to ring, unmeasured.
+  step tune_algos_allgather_t4 "$bench" allgather -t 4 --backend cuda -b 1M -e 64M -f 8 -n 5 -w 2 --algo all \
+    --limit --json "$logs/tune_algos_allgather_t4.json"
   # Blocks per rank: the default is about half the SMs over the ranks on the GPU, at most 16 (comm_cuda.cc).
   for c in 4 8 16 32; do
     step "tune_channels_t4_$c" env COLLIE_CHANNELS="$c" "$bench" allreduce -t 4 --backend cuda -b 8M -e 128M -f 16 \
