@@ -205,9 +205,8 @@ class CollieImpl : public Impl {
 
   std::string algorithmName(const Call& call) override {
     const Case& c = *call.cases[0];
-    if (c.coll == Coll::kSendRecv) return "";
-    if (c.nranks == 1) return "copy";
-    const AlgorithmInfo* algo = comms_[0]->algorithmFor(toCollective(c.coll), c.count * c.typeBytes());
+    if (c.coll != Coll::kSendRecv && c.nranks == 1) return "copy";
+    const AlgorithmInfo* algo = chosenAlgorithm(comms_[0], c);
     return algo == nullptr ? "" : algo->name;
   }
 
@@ -215,15 +214,22 @@ class CollieImpl : public Impl {
   std::vector<void*> streams_;  // cudaStream_t per rank, device backend only
 
  private:
+  // The algorithm the communicator picks for the case (its override, else the tuner's choice); nullptr for
+  // grouped send/recv, which has no registered program, and for one rank, which copies instead.
+  static const AlgorithmInfo* chosenAlgorithm(collieComm_t comm, const Case& c) {
+    if (c.coll == Coll::kSendRecv || c.nranks == 1) return nullptr;
+    return comm->algorithmFor(toCollective(c.coll), c.count * c.typeBytes());
+  }
+
   // What core/collectives.cc runs for this case: one rank copies its data (nothing in place); more build the
-  // program of the algorithm the communicator picks for the call (its override, else the tuner's choice).
+  // program of chosenAlgorithm.
   static double rankTraffic(collieComm_t comm, const Case& c, bool inPlace) {
     if (c.coll == Coll::kSendRecv) return -1;  // grouped send/recv: no registered program to count
     const double es = static_cast<double>(c.typeBytes());
     const bool v = c.coll == Coll::kAllToAllv;
     if (c.nranks == 1) return inPlace ? 0 : 2 * es * static_cast<double>(v ? c.recvCounts[0] : c.count);
     const Collective coll = toCollective(c.coll);
-    const AlgorithmInfo* algo = comm->algorithmFor(coll, c.count * c.typeBytes());
+    const AlgorithmInfo* algo = chosenAlgorithm(comm, c);
     if (algo == nullptr) return -1;
     ProgramArgs args;
     args.collective = coll;

@@ -244,9 +244,9 @@ part_bench() {
   done
 }
 
-# What the defaults should be, measured rather than guessed (the tuner's shared-GPU model is fitted to three large
-# allreduces and assumes the rest, and channels, slots and slot sizes are the first H100 run's choices). Each step is a short sweep of its own;
-# together perhaps 3 minutes on an H200 (an estimate: the part has only run on the fake runtime).
+# What the defaults should be, measured rather than guessed (the tuner's shared-GPU model is fitted to large
+# allreduces and assumes the rest; channels, slots and slot sizes are the first H100 run's choices). Each step is
+# a short sweep of its own; together perhaps 3 minutes on an H200 (an estimate: only run on the fake runtime).
 part_tune() {
   local bench=$build/bench/collie-bench t c s
   [ -x "$bench" ] || { echo "$bench not built"; record tune FAIL-not-built 0; return 0; }
