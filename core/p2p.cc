@@ -14,7 +14,7 @@
 // launch per exchange, a rank's next launch waited in its stream's hardware
 // queue for its previous one, and a peer's launch queued behind it (streams
 // share queues) could not start: ranks sharing a GPU timed out (H200,
-// 2026-11-26; docs/design.md, "One launch per call"). An executor that stages
+// 2026-11-26; docs/cuda-executor.md, "One launch per call"). An executor that stages
 // buffers (executor/staged_executor.h) copies whatever a program's ranges span,
 // so it still gets one exchange per run.
 #pragma GCC visibility push(default)

@@ -65,7 +65,7 @@ class Executor {
   /// Runs every round of a call, in order; `args` holds round 0's buffers. This
   /// one calls run() per round. The CUDA executor and its emulation override it
   /// with one launch for the whole call: with one launch per round, ranks sharing
-  /// a GPU timed out at their first call of two rounds (docs/design.md, "One launch per call").
+  /// a GPU timed out at their first call of two rounds (docs/cuda-executor.md, "One launch per call").
   virtual Status runRounds(const RoundPlan& plan, ExecArgs args);
   /// Channels (independent pipelines) this executor runs per launch.
   virtual int channels() const = 0;

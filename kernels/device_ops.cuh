@@ -25,7 +25,7 @@
 // A function compiled once per instantiation and called, not copied into each
 // caller: the block-wide moves are unrolled loops that every kind of step uses,
 // and inlined into each they made the kernels' compile three times longer
-// (docs/design.md, "Moving bytes").
+// (docs/cuda-executor.md, "Moving bytes").
 #if defined(__CUDACC__)
 #define COLLIE_NOINLINE __noinline__
 #else

@@ -3,7 +3,7 @@
 // machines without a GPU. Device memory is POSIX shared memory (so IPC handles work across
 // processes), each stream is a FIFO run by one worker thread, and a kernel launch is a `Work` that a
 // launcher enqueues here. Misuses that CUDA reports are reported with CUDA's error codes; what is
-// modelled and what is simplified is listed in docs/design.md ("A fake CUDA runtime").
+// modelled and what is simplified is listed in docs/cuda-executor.md ("a fake CUDA runtime").
 #pragma once
 #include <cuda_runtime_api.h>
 

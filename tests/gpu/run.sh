@@ -286,7 +286,7 @@ part_tune() {
   step tune_fence_small_t4_simple env COLLIE_SYSTEM_FENCE=1 COLLIE_PROTO=simple "$bench" allreduce -t 4 \
     --backend cuda -b 8 -e 64K -f 4 --json "$logs/tune_fence_small_t4_simple.json"
   # At a large size: is a block's time its own moving or waiting for peers (the cap near 2 TB/s of traffic,
-  # docs/design.md, "Memory traffic")?
+  # docs/cuda-executor.md, "Memory traffic")?
   step tune_phases_t4_128M env COLLIE_KERNEL_TIMING=1 "$bench" allreduce -t 4 --backend cuda -b 128M -e 128M -n 10 \
     -w 2 --algo ring
   # Slot size (default 256 KiB, cut to fit COLLIE_DEVICE_WINDOW_BYTES: 128 KiB at 4 ranks x 16 channels).
