@@ -33,6 +33,9 @@ uint64_t memoryTrafficElems(const Program& p, bool inPlace, int64_t outputShift)
       case StepOp::kReduce:
         elems += 3 * c;
         break;
+      case StepOp::kRecvReduceCopySend:
+        elems += 4 * c;  // the slot and src read, dst and the peer's slot written
+        break;
       case StepOp::kCopy:
         if (!copiesOntoItself(s, inPlace, outputShift)) elems += 2 * c;
         break;

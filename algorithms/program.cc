@@ -46,6 +46,8 @@ const char* stepOpName(StepOp op) {
       return "recvReduceCopy";
     case StepOp::kRecvCopySend:
       return "recvCopySend";
+    case StepOp::kRecvReduceCopySend:
+      return "recvReduceCopySend";
     case StepOp::kCopy:
       return "copy";
     case StepOp::kSendRecv:
@@ -122,6 +124,11 @@ void appendForwarding(const Step& s, std::vector<Step>* steps) {
       last.op = StepOp::kRecvReduceSend;
       last.sendPeer = s.sendPeer;
       last.dst = Range{};
+      return;
+    }
+    if (same && last.op == StepOp::kRecvReduceCopy) {
+      last.op = StepOp::kRecvReduceCopySend;
+      last.sendPeer = s.sendPeer;
       return;
     }
   }

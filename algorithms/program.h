@@ -45,15 +45,16 @@ enum class Buffer : uint8_t { kInput, kOutput, kScratch };
 
 /// What a step does. "recv" always means: wait for the next slices from recvPeer.
 enum class StepOp : uint8_t {
-  kSend,            // src -> sendPeer
-  kRecv,            // recvPeer -> dst
-  kRecvReduceSend,  // (recvPeer (op) src) -> sendPeer
-  kRecvReduceCopy,  // (recvPeer (op) src) -> dst
-  kRecvCopySend,    // recvPeer -> dst and -> sendPeer
-  kCopy,            // src -> dst, local
-  kSendRecv,        // src -> sendPeer (count) while recvPeer -> dst (recvCount), both directions at once
-  kSendRecvReduce,  // src -> sendPeer (count) while (recvPeer (op) dst) -> dst (recvCount)
-  kReduce,          // (dst (op) src) -> dst, local
+  kSend,                // src -> sendPeer
+  kRecv,                // recvPeer -> dst
+  kRecvReduceSend,      // (recvPeer (op) src) -> sendPeer
+  kRecvReduceCopy,      // (recvPeer (op) src) -> dst
+  kRecvCopySend,        // recvPeer -> dst and -> sendPeer
+  kCopy,                // src -> dst, local
+  kSendRecv,            // src -> sendPeer (count) while recvPeer -> dst (recvCount), both directions at once
+  kSendRecvReduce,      // src -> sendPeer (count) while (recvPeer (op) dst) -> dst (recvCount)
+  kReduce,              // (dst (op) src) -> dst, local
+  kRecvReduceCopySend,  // (recvPeer (op) src) -> dst and -> sendPeer: what was just completed goes on at once
 };
 
 /// Which parts of a step talk to peers. The two kSendRecv ops progress their
@@ -64,7 +65,7 @@ enum class StepOp : uint8_t {
 // CUDA kernels run the same step sequencing as the host (executor/step_runner.h).
 COLLIE_PROGRAM_HD bool stepSends(StepOp op) {
   return op == StepOp::kSend || op == StepOp::kRecvReduceSend || op == StepOp::kRecvCopySend ||
-         op == StepOp::kSendRecv || op == StepOp::kSendRecvReduce;
+         op == StepOp::kRecvReduceCopySend || op == StepOp::kSendRecv || op == StepOp::kSendRecvReduce;
 }
 COLLIE_PROGRAM_HD bool stepReceives(StepOp op) {
   return op != StepOp::kSend && op != StepOp::kCopy && op != StepOp::kReduce;
@@ -84,7 +85,7 @@ struct Step {
   int32_t sendPeer = -1;
   int32_t recvPeer = -1;
   Range src;               // read by kSend, kRecvReduce*, kCopy
-  Range dst;               // written by kRecv, kRecvReduceCopy, kRecvCopySend, kCopy
+  Range dst;               // written by kRecv, kRecvReduceCopy, kRecvCopySend, kRecvReduceCopySend, kCopy, kReduce
   uint64_t count = 0;      // elements moved by this step (sent, for the kSendRecv ops)
   uint64_t recvCount = 0;  // kSendRecv ops only: elements received
   bool finalize = false;   // the write to dst completes the reduction: apply avg's division there
@@ -136,7 +137,9 @@ void renumberPeers(std::vector<Step>* steps, size_t from, int first, int step);
 /// Appends `s`; a send of exactly what the previous step just received into
 /// the same place becomes part of that step, which then forwards slice by
 /// slice as it arrives: a receive becomes kRecvCopySend, a receive-reduce
-/// into scratch kRecvReduceSend (scratch only: that form writes no output).
+/// into scratch kRecvReduceSend (that form writes no output), and one into a
+/// user buffer kRecvReduceCopySend (which writes it and sends the same values,
+/// avg's division included, without reading them back).
 void appendForwarding(const Step& s, std::vector<Step>* steps);
 
 /// An exchange (kSendRecv or kSendRecvReduce): `count` elements of `src` to

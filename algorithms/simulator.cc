@@ -35,8 +35,8 @@ constexpr uint64_t kMinRounds = 5;
 constexpr double kNever = std::numeric_limits<double>::infinity();
 
 bool reducesOp(StepOp op) {
-  return op == StepOp::kRecvReduceSend || op == StepOp::kRecvReduceCopy || op == StepOp::kSendRecvReduce ||
-         op == StepOp::kReduce;
+  return op == StepOp::kRecvReduceSend || op == StepOp::kRecvReduceCopy || op == StepOp::kRecvReduceCopySend ||
+         op == StepOp::kSendRecvReduce || op == StepOp::kReduce;
 }
 
 uint64_t ceilDiv(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }

@@ -39,8 +39,9 @@ Status violation(const Program& p, size_t step, const char* what, uint64_t eleme
 }
 
 bool readsSrc(StepOp op) {
-  return op == StepOp::kSend || op == StepOp::kRecvReduceSend || op == StepOp::kRecvReduceCopy || op == StepOp::kCopy ||
-         op == StepOp::kReduce || op == StepOp::kSendRecv || op == StepOp::kSendRecvReduce;
+  return op == StepOp::kSend || op == StepOp::kRecvReduceSend || op == StepOp::kRecvReduceCopy ||
+         op == StepOp::kRecvReduceCopySend || op == StepOp::kCopy || op == StepOp::kReduce || op == StepOp::kSendRecv ||
+         op == StepOp::kSendRecvReduce;
 }
 bool writesDst(StepOp op) { return op != StepOp::kSend && op != StepOp::kRecvReduceSend; }
 
@@ -248,13 +249,16 @@ Status Machine::advance(int r, bool* moved) {
           case StepOp::kRecvCopySend:
             v = incoming.values[i];
             break;
-          default:  // kRecvReduceSend, kRecvReduceCopy
+          default:  // kRecvReduceSend, kRecvReduceCopy, kRecvReduceCopySend
             COLLIE_RETURN_IF_ERROR(reduce(p, incoming.values[i], *at(s, st.src, e), e, &v));
             break;
         }
         if (!v.defined) return violation(p, s.pc, "moves an undefined value", e);
-        if (writesDst(st.op)) COLLIE_RETURN_IF_ERROR(write(p, st, v, e, at(s, st.dst, e)));
-        outgoing.values.push_back(v);  // what is forwarded is never divided
+        Value* const d = writesDst(st.op) ? at(s, st.dst, e) : nullptr;
+        if (d != nullptr) COLLIE_RETURN_IF_ERROR(write(p, st, v, e, d));
+        // A forwarded copy is never divided (copy2); a reduction sent on as it completes carries what it
+        // wrote, avg's division included (reduce2), as a later send of dst would.
+        outgoing.values.push_back(st.op == StepOp::kRecvReduceCopySend ? *d : v);
       }
       if (out) channel(r, st.sendPeer).push_back(std::move(outgoing));
       if (in) s.received = done + k;

@@ -16,6 +16,7 @@
 //   void copy(dst, src, n, divisor)     dst = src (/ divisor); dst may equal src
 //   void reduce(dst, a, b, n, divisor)  dst = a (op) b (/ divisor); dst may equal b
 //   void copy2(dst1, dst2, src, n, divisor)   dst1 = src, dst2 = src (/ divisor)
+//   void reduce2(dst1, dst2, a, b, n, divisor)   dst1 = dst2 = a (op) b (/ divisor); dst2 may equal b
 //   void localDone()                    after a local step: its writes are seen by every thread
 //                                       of the block before the next step reads them
 //
@@ -142,6 +143,9 @@ COLLIE_HD StepFailure runSteps(P& p, const Step* steps, int nsteps, T* const* bu
           break;
         case StepOp::kRecvCopySend:
           p.copy2(p.outSlot(to), d, p.inSlot(from), n, div);
+          break;
+        case StepOp::kRecvReduceCopySend:
+          p.reduce2(p.outSlot(to), d, p.inSlot(from), src + off, n, div);
           break;
         default:
           break;  // local and exchange steps are handled above

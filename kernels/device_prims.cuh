@@ -116,6 +116,40 @@ struct BlockMoves {
     for (uint64_t i = i0 + dev::tid(); i < n; i += dev::nthreads()) dst[i] = finish(applyOp<Op>(a[i], b[i]), divisor);
   }
 
+  // dst1 = dst2 = a (op) b (/ divisor); dst2 may be b. Without a division, one read of a and b for both writes.
+  // Otherwise (avg's last write, or pointers not 16-byte aligned) two reductions, dst1's first: each thread then
+  // reads only what no thread has written yet, so the two need no barrier between them whatever their vectors.
+  __device__ static COLLIE_NOINLINE void reduce2(T* dst1, T* dst2, const T* a, const T* b, uint64_t n, int divisor) {
+    if (divisor > 0 || !aligned(dst1, a, b) || !aligned(dst2, dst2, dst2)) {
+      reduce(dst1, a, b, n, divisor);
+      reduce(dst2, a, b, n, divisor);
+      return;
+    }
+    struct Operands {
+      Raw x, y;
+    };
+    const uint64_t packs = n / kPack;
+    const Raw* pa = reinterpret_cast<const Raw*>(a);
+    const Raw* pb = reinterpret_cast<const Raw*>(b);
+    Raw* d1 = reinterpret_cast<Raw*>(dst1);
+    Raw* d2 = reinterpret_cast<Raw*>(dst2);
+    passes<kLoadsInFlight / 2, Operands>(
+        packs,
+        [&](uint64_t i) {
+          return Operands{pa[i], pb[i]};
+        },
+        [&](uint64_t i, const Operands& o) {
+          const Raw r = apply(o.x, o.y);
+          d1[i] = r;
+          d2[i] = r;
+        });
+    for (uint64_t i = packs * kPack + dev::tid(); i < n; i += dev::nthreads()) {
+      const T v = applyOp<Op>(a[i], b[i]);
+      dst1[i] = v;
+      dst2[i] = v;
+    }
+  }
+
  private:
   // Vectors 0..packs-1 in passes of the block's threads: each thread loads U (load(i)) before it stores any
   // (store(i, v)), the same indices in both halves, so a store may overwrite what its own load read.
@@ -269,6 +303,9 @@ class DevicePrims {
   }
   __device__ void copy2(T* dst1, T* dst2, const T* src, uint64_t n, int divisor) {
     BlockMoves<T, Op>::copy2(dst1, dst2, src, n, divisor);
+  }
+  __device__ void reduce2(T* dst1, T* dst2, const T* a, const T* b, uint64_t n, int divisor) {
+    BlockMoves<T, Op>::reduce2(dst1, dst2, a, b, n, divisor);
   }
   __device__ void localDone() { dev::sync(); }
 

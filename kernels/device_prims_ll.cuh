@@ -138,6 +138,9 @@ class DevicePrimsLL {
   __device__ void copy2(T* dst1, T* dst2, const T* src, uint64_t n, int divisor) {
     BlockMoves<T, Op>::copy2(dst1, dst2, src, n, divisor);
   }
+  __device__ void reduce2(T* dst1, T* dst2, const T* a, const T* b, uint64_t n, int divisor) {
+    BlockMoves<T, Op>::reduce2(dst1, dst2, a, b, n, divisor);
+  }
   __device__ void localDone() { dev::sync(); }
 
  private:

@@ -262,6 +262,9 @@ std::string cell(const collie::Step& s) {
     case StepOp::kRecvReduceCopy:
       c = "<" + from + "+";
       break;
+    case StepOp::kRecvReduceCopySend:
+      c = "<" + from + "+=>" + to;
+      break;
     case StepOp::kRecvCopySend:
       c = "<" + from + ">" + to;
       break;
@@ -312,8 +315,9 @@ void printPicture(const std::vector<Program>& programs, int only) {
   }
   std::printf(
       "\n>q send to q   <p receive from p   <p>q receive from p, keep and forward to q   <p+>q receive, reduce, "
-      "forward\n<p+ receive and reduce into place   >q<p exchange: send to q while receiving from p   <>q "
-      "exchange with q\n+ marks a reduction; (..) a step that moves no data; copy/red local copy/reduction\n");
+      "forward\n<p+ receive and reduce into place   <p+=>q receive, reduce into place and forward   >q<p exchange: "
+      "send to q while receiving from p\n<>q exchange with q   + marks a reduction; (..) a step that moves no data; "
+      "copy/red local copy/reduction\n");
 }
 
 int cmdShow(const Options& o) {

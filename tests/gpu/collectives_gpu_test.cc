@@ -633,9 +633,10 @@ TEST(CudaBackend, InitAllRefusesADeviceThatIsNotThere) {
 }
 
 // Ranks that all share one GPU tune with a model of its memory, which they share (algorithms/topology.h,
-// sharedGpuTopology): at 128 MiB and 2 ranks the ring, which reads and writes 4.5 bytes per busbw byte, beats
-// rhd's 6.5, which the host model (a link per rank) picks. The simulator's round is the executor's: one slot of
-// every channel.
+// sharedGpuTopology): at 128 MiB and 2 ranks the ring, which reads and writes 4 bytes per busbw byte, beats
+// rhd's 6.5. A slice costs little bandwidth there, so fewer, larger steps win longer than
+// where each rank has a link of its own: at 64 KiB rd, where the host model with the same slots picks ring. The
+// simulator's round is the executor's: one slot of every channel.
 TEST(CudaBackend, RanksSharingAGpuTuneForItsMemory) {
   SKIP_WITHOUT_GPU();
   ScopedEnv device("COLLIE_DEVICE", "cuda");
@@ -649,12 +650,13 @@ TEST(CudaBackend, RanksSharingAGpuTuneForItsMemory) {
     EXPECT_EQ(c->topology.intra, collie::LinkClass::kSharedGpu);
     EXPECT_EQ(c->topology.slotBytes, c->executor->roundElems(1));
     EXPECT_STREQ(c->algorithmFor(collie::Collective::kAllReduce, bytes)->name, "ring");
+    EXPECT_STREQ(c->algorithmFor(collie::Collective::kAllReduce, 64 << 10)->name, "rd");
   }
   collie::Topology host = *collie::findTopology("host");
   host.nranks = host.ranksPerNode = 2;
   host.slotBytes = comms[0]->topology.slotBytes;
   host.slots = comms[0]->topology.slots;
-  EXPECT_STREQ(collie::tunedAlgorithm(collie::Collective::kAllReduce, bytes, 2, host)->name, "rhd");
+  EXPECT_STREQ(collie::tunedAlgorithm(collie::Collective::kAllReduce, 64 << 10, 2, host)->name, "ring");
 }
 
 // Two ranks that are threads of this process on one GPU put one collective on streams CUDA runs one after the

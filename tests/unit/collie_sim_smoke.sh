@@ -15,9 +15,9 @@ run show allreduce ring -n 4 --picture
 run verify --max-ranks 64 --counts n-1,13
 run compare allreduce --topo h100-nvlink -b 8 -e 1G -f 8
 run predict allreduce ring --topo h100-16x8-400g --bytes 1G
-# predict's traffic line: ring allreduce at 4 ranks reads and writes 21/4 of the buffer per rank (6n-3 chunk passes).
-"$sim" predict allreduce ring --topo host -n 4 --bytes 1M | grep -q "traffic  *5505024 bytes .*, 3.50 x busbw's bytes" ||
-  { echo "collie-sim predict: no traffic line of 5505024 bytes, 3.50 x busbw's"; exit 1; }
+# predict's traffic line: ring allreduce at 4 ranks reads and writes 20/4 of the buffer per rank (6n-4 chunk passes).
+"$sim" predict allreduce ring --topo host -n 4 --bytes 1M | grep -q "traffic  *5242880 bytes .*, 3.33 x busbw's bytes" ||
+  { echo "collie-sim predict: no traffic line of 5242880 bytes, 3.33 x busbw's"; exit 1; }
 # Bad arguments are refused with status 2, not a crash.
 for bad in "" "frobnicate" "show allreduce ring" "show allreduce nope -n 4" "predict allreduce ring --topo nowhere.topo --bytes 8" \
   "compare allreduce --topo h100-nvlink -b 1X" "verify --max-ranks 65"; do

@@ -48,7 +48,7 @@ TEST(MemoryTraffic, EachStepKindCountsItsReadsAndWrites) {
                         {StepOp::kRecvReduceSend, 30}, {StepOp::kRecvReduceCopy, 30},
                         {StepOp::kRecvCopySend, 30},   {StepOp::kCopy, 20},
                         {StepOp::kSendRecv, 20 + 14},  {StepOp::kSendRecvReduce, 20 + 21},
-                        {StepOp::kReduce, 30}};
+                        {StepOp::kReduce, 30},         {StepOp::kRecvReduceCopySend, 40}};
   for (const Want& w : wants) {
     Program p;
     p.steps.push_back(step(w.op, 10, 7));
@@ -80,10 +80,10 @@ TEST(MemoryTraffic, MatchesClosedFormsOfRingsAndPairwise) {
   for (int n = 2; n <= 9; ++n) {
     const uint64_t c = 12 * static_cast<uint64_t>(n);
     for (int r = 0; r < n; ++r) {
-      // Ring allreduce, chunks of k = c/n: a send (2k), n-2 receive-reduce-sends (3k), a receive-reduce-copy (3k),
-      // a send of the result (2k), n-2 receive-copy-sends (3k), a receive (2k): k(6n-3).
+      // Ring allreduce, chunks of k = c/n: a send (2k), n-2 receive-reduce-sends (3k), a receive-reduce-copy
+      // that sends its result on (4k), n-2 receive-copy-sends (3k), a receive (2k): k(6n-4).
       EXPECT_EQ(collie::memoryTrafficElems(build(Collective::kAllReduce, "ring", n, r, c)),
-                c / n * (6 * static_cast<uint64_t>(n) - 3))
+                c / n * (6 * static_cast<uint64_t>(n) - 4))
           << "ring allreduce n=" << n << " rank " << r;
       // Ring reduce-scatter of blocks of c: a send (2c), n-2 receive-reduce-sends (3c), a receive-reduce-copy (3c).
       EXPECT_EQ(collie::memoryTrafficElems(build(Collective::kReduceScatter, "ring", n, r, c)),

@@ -31,13 +31,19 @@ TEST(RingAllReduce, VerifiedForEveryRankCount) {
 
 TEST(RingAllReduce, StepCountAndShape) {
   const collie::Program p = ringPrograms(5, 100)[2];
-  ASSERT_EQ(p.steps.size(), 2u * 5);  // n reduce-scatter steps (send + n-1 receives), n allgather steps
+  // n reduce-scatter steps (send + n-1 receives), n-1 allgather receives: the last reduce-scatter step sends
+  // the chunk it completes on as each slice is done, where the allgather would begin with a send of it.
+  ASSERT_EQ(p.steps.size(), 2u * 5 - 1);
   EXPECT_EQ(p.steps.front().op, collie::StepOp::kSend);
-  EXPECT_EQ(p.steps[4].op, collie::StepOp::kRecvReduceCopy);
+  EXPECT_EQ(p.steps[4].op, collie::StepOp::kRecvReduceCopySend);
   EXPECT_TRUE(p.steps[4].finalize);
+  EXPECT_EQ(p.steps[4].sendPeer, 3);
+  EXPECT_EQ(p.steps[4].recvPeer, 1);
+  EXPECT_EQ(p.steps[4].dst.buffer, collie::Buffer::kOutput);
   EXPECT_EQ(p.steps.back().op, collie::StepOp::kRecv);
   EXPECT_EQ(collie::defaultAlgorithm(collie::Collective::kAllReduce)->name, std::string("ring"));
   EXPECT_NE(p.describe().find("recvReduceSend"), std::string::npos);
+  EXPECT_NE(p.describe().find("recvReduceCopySend"), std::string::npos);
 }
 
 TEST(RingAllReduce, BalancedChunksCoverEverythingOnce) {

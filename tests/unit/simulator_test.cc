@@ -108,13 +108,13 @@ TEST(Simulator, NetworkHopsCostTheNetworkAlpha) {
 }
 
 // The traffic a prediction reports counts every round the call is cut into: ring allreduce at 4 ranks moves
-// c(6n-3)/n elements per rank (memory_traffic_test's closed form), here over many rounds of one slot per rank.
+// c(6n-4)/n elements per rank (memory_traffic_test's closed form), here over many rounds of one slot per rank.
 TEST(Simulator, TrafficCountsEveryRound) {
   const collie::AlgorithmInfo& ring = *collie::findAlgorithm(Collective::kAllReduce, "ring");
   const uint64_t count = uint64_t{32} << 20;  // 128 MiB of floats
   const collie::Prediction p = predictOrDie(ring, count, 4, 4, topo("host"));
   EXPECT_GT(p.rounds, 1u);
-  EXPECT_EQ(p.trafficBytes, count / 4 * (6 * 4 - 3) * 4);
+  EXPECT_EQ(p.trafficBytes, count / 4 * (6 * 4 - 4) * 4);
 }
 
 TEST(Simulator, RanksSharingAGpuAreBoundByItsMemory) {
@@ -124,19 +124,28 @@ TEST(Simulator, RanksSharingAGpuAreBoundByItsMemory) {
   const uint64_t count = uint64_t{32} << 20;
   const collie::AlgorithmInfo& ring = *collie::findAlgorithm(Collective::kAllReduce, "ring");
   const collie::AlgorithmInfo& rhd = *collie::findAlgorithm(Collective::kAllReduce, "rhd");
-  const collie::Prediction r = predictOrDie(ring, count, 2, 4, t);
-  const collie::Prediction h = predictOrDie(rhd, count, 2, 4, t);
-  for (const collie::Prediction* p : {&r, &h}) {
-    EXPECT_TRUE(p->memoryBound);
-    EXPECT_EQ(p->nodeTrafficBytes, 2 * p->trafficBytes);  // two ranks, symmetric programs
-    EXPECT_NEAR(p->seconds, static_cast<double>(p->nodeTrafficBytes) * t.sharedMemoryBeta, 1e-12);
+  for (int n : {2, 4}) {
+    const collie::Prediction r = predictOrDie(ring, count, n, 4, t);
+    const collie::Prediction h = predictOrDie(rhd, count, n, 4, t);
+    // rhd at 2 ranks and both at 4 take exactly the memory's time. The ring at 2 ranks (4 bytes per busbw
+    // byte) comes within 7% of it; what the simulation adds there is the steps' own pipeline.
+    for (const collie::Prediction* p : {&r, &h}) {
+      EXPECT_EQ(p->nodeTrafficBytes, static_cast<uint64_t>(n) * p->trafficBytes);  // symmetric programs
+      const double memory = static_cast<double>(p->nodeTrafficBytes) * t.sharedMemoryBeta;
+      if (p == &r && n == 2) {
+        EXPECT_FALSE(p->memoryBound);
+        EXPECT_LT(p->seconds, memory * 1.1);
+      } else {
+        EXPECT_TRUE(p->memoryBound) << n << " ranks";
+        EXPECT_NEAR(p->seconds, memory, 1e-12);
+      }
+    }
+    EXPECT_LT(r.trafficBytes, h.trafficBytes);  // 4 against 6.5 bytes per busbw byte at 2 ranks
+    EXPECT_EQ(collie::tunedAlgorithm(Collective::kAllReduce, count * 4, n, t), &ring);
   }
-  EXPECT_LT(r.trafficBytes, h.trafficBytes);  // 4.5 against 6.5 bytes per busbw byte
-  EXPECT_EQ(collie::tunedAlgorithm(Collective::kAllReduce, count * 4, 2, t), &ring);
-  // Where each rank has a link of its own nothing is shared: the host model keeps its choice (rhd, whose
-  // simulated links it favours here), and its predictions carry no memory bound.
-  EXPECT_EQ(collie::tunedAlgorithm(Collective::kAllReduce, count * 4, 2, topo("host")), &rhd);
+  // Where each rank has a link of its own nothing is shared: the host model's predictions carry no memory bound.
   EXPECT_FALSE(predictOrDie(ring, count, 2, 4, topo("host")).memoryBound);
+  EXPECT_FALSE(predictOrDie(rhd, count, 2, 4, topo("host")).memoryBound);
   // Small calls stay latency-bound: one rd step.
   const collie::AlgorithmInfo& rd = *collie::findAlgorithm(Collective::kAllReduce, "rd");
   EXPECT_FALSE(predictOrDie(rd, 2, 2, 4, t).memoryBound);
@@ -161,7 +170,12 @@ TEST(Simulator, SharedGpuModelMatchesTheH200Runs) {
   for (const auto& run : runs) {
     const collie::Prediction p =
         predictOrDie(*collie::findAlgorithm(Collective::kAllReduce, run.algo), run.bytes / 4, run.n, 4, t);
-    EXPECT_NEAR(p.seconds * 1e6, run.measuredUs, 0.1 * run.measuredUs) << run.algo << " at " << run.n << " ranks";
+    // The ring ran before its reduce-scatter's last step sent on what it completed: it read that chunk back,
+    // (6n-3) chunk passes of traffic where the ring now moves 6n-4. These runs were memory-bound, so they are
+    // compared with the time the model gives the traffic they moved.
+    const double then = std::string(run.algo) == "ring" ? (6.0 * run.n - 3) / (6.0 * run.n - 4) : 1.0;
+    EXPECT_NEAR(p.seconds * then * 1e6, run.measuredUs, 0.1 * run.measuredUs)
+        << run.algo << " at " << run.n << " ranks";
   }
 }
 
