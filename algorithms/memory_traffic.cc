@@ -39,6 +39,9 @@ uint64_t memoryTrafficElems(const Program& p, bool inPlace, int64_t outputShift)
       case StepOp::kCopy:
         if (!copiesOntoItself(s, inPlace, outputShift)) elems += 2 * c;
         break;
+      case StepOp::kCopySend:  // src read, the peer's slot written, and dst unless it is src
+        elems += copiesOntoItself(s, inPlace, outputShift) ? 2 * c : 3 * c;
+        break;
       case StepOp::kSendRecv:
         elems += 2 * c + 2 * rc;
         break;

@@ -48,6 +48,8 @@ const char* stepOpName(StepOp op) {
       return "recvCopySend";
     case StepOp::kRecvReduceCopySend:
       return "recvReduceCopySend";
+    case StepOp::kCopySend:
+      return "copySend";
     case StepOp::kCopy:
       return "copy";
     case StepOp::kSendRecv:

@@ -55,6 +55,7 @@ enum class StepOp : uint8_t {
   kSendRecvReduce,      // src -> sendPeer (count) while (recvPeer (op) dst) -> dst (recvCount)
   kReduce,              // (dst (op) src) -> dst, local
   kRecvReduceCopySend,  // (recvPeer (op) src) -> dst and -> sendPeer: what was just completed goes on at once
+  kCopySend,            // src -> dst, local, and -> sendPeer: a block put in place and sent from one read
 };
 
 /// Which parts of a step talk to peers. The two kSendRecv ops progress their
@@ -65,10 +66,11 @@ enum class StepOp : uint8_t {
 // CUDA kernels run the same step sequencing as the host (executor/step_runner.h).
 COLLIE_PROGRAM_HD bool stepSends(StepOp op) {
   return op == StepOp::kSend || op == StepOp::kRecvReduceSend || op == StepOp::kRecvCopySend ||
-         op == StepOp::kRecvReduceCopySend || op == StepOp::kSendRecv || op == StepOp::kSendRecvReduce;
+         op == StepOp::kRecvReduceCopySend || op == StepOp::kCopySend || op == StepOp::kSendRecv ||
+         op == StepOp::kSendRecvReduce;
 }
 COLLIE_PROGRAM_HD bool stepReceives(StepOp op) {
-  return op != StepOp::kSend && op != StepOp::kCopy && op != StepOp::kReduce;
+  return op != StepOp::kSend && op != StepOp::kCopy && op != StepOp::kReduce && op != StepOp::kCopySend;
 }
 COLLIE_PROGRAM_HD bool stepIsExchange(StepOp op) { return op == StepOp::kSendRecv || op == StepOp::kSendRecvReduce; }
 
@@ -84,8 +86,8 @@ struct Step {
   StepOp op = StepOp::kCopy;
   int32_t sendPeer = -1;
   int32_t recvPeer = -1;
-  Range src;               // read by kSend, kRecvReduce*, kCopy
-  Range dst;               // written by kRecv, kRecvReduceCopy, kRecvCopySend, kRecvReduceCopySend, kCopy, kReduce
+  Range src;  // read by kSend, kRecvReduce*, kCopy, kCopySend
+  Range dst;  // written by kRecv, kRecvReduceCopy, kRecvCopySend, kRecvReduceCopySend, kCopy, kCopySend, kReduce
   uint64_t count = 0;      // elements moved by this step (sent, for the kSendRecv ops)
   uint64_t recvCount = 0;  // kSendRecv ops only: elements received
   bool finalize = false;   // the write to dst completes the reduction: apply avg's division there

@@ -221,8 +221,8 @@ bool Simulation::forward(int r, const Step& st, double now) {
   double work = 0;
   if (reducesOp(st.op)) {
     work = b * topo_.gamma;
-  } else if (st.op == StepOp::kRecv || st.op == StepOp::kRecvCopySend) {
-    work = b * copyGamma_;  // out of the slot into the destination
+  } else if (st.op == StepOp::kRecv || st.op == StepOp::kRecvCopySend || st.op == StepOp::kCopySend) {
+    work = b * copyGamma_;  // out of the slot (or the source) into the destination
   }
   const double end = out ? send(r, q, b, now, work) : now + work;
   if (in) consume(p, r, end);

@@ -40,8 +40,8 @@ Status violation(const Program& p, size_t step, const char* what, uint64_t eleme
 
 bool readsSrc(StepOp op) {
   return op == StepOp::kSend || op == StepOp::kRecvReduceSend || op == StepOp::kRecvReduceCopy ||
-         op == StepOp::kRecvReduceCopySend || op == StepOp::kCopy || op == StepOp::kReduce || op == StepOp::kSendRecv ||
-         op == StepOp::kSendRecvReduce;
+         op == StepOp::kRecvReduceCopySend || op == StepOp::kCopy || op == StepOp::kCopySend || op == StepOp::kReduce ||
+         op == StepOp::kSendRecv || op == StepOp::kSendRecvReduce;
 }
 bool writesDst(StepOp op) { return op != StepOp::kSend && op != StepOp::kRecvReduceSend; }
 
@@ -243,6 +243,7 @@ Status Machine::advance(int r, bool* moved) {
         Value v;
         switch (st.op) {
           case StepOp::kSend:
+          case StepOp::kCopySend:
             v = *at(s, st.src, e);
             break;
           case StepOp::kRecv:

@@ -147,6 +147,15 @@ COLLIE_HD StepFailure runSteps(P& p, const Step* steps, int nsteps, T* const* bu
         case StepOp::kRecvReduceCopySend:
           p.reduce2(p.outSlot(to), d, p.inSlot(from), src + off, n, div);
           break;
+        case StepOp::kCopySend:
+          // In place the block is where it belongs already: only the send reads it (a copy onto itself is
+          // skipped, as for kCopy).
+          if (d == src + off && div == 0) {
+            p.copy(p.outSlot(to), src + off, n, 0);
+          } else {
+            p.copy2(p.outSlot(to), d, src + off, n, div);
+          }
+          break;
         default:
           break;  // local and exchange steps are handled above
       }

@@ -271,6 +271,9 @@ std::string cell(const collie::Step& s) {
     case StepOp::kCopy:
       c = "copy";
       break;
+    case StepOp::kCopySend:
+      c = "copy>" + to;
+      break;
     case StepOp::kReduce:
       c = "red";
       break;
@@ -317,7 +320,7 @@ void printPicture(const std::vector<Program>& programs, int only) {
       "\n>q send to q   <p receive from p   <p>q receive from p, keep and forward to q   <p+>q receive, reduce, "
       "forward\n<p+ receive and reduce into place   <p+=>q receive, reduce into place and forward   >q<p exchange: "
       "send to q while receiving from p\n<>q exchange with q   + marks a reduction; (..) a step that moves no data; "
-      "copy/red local copy/reduction\n");
+      "copy/red local copy/reduction\ncopy>q local copy, sent to q from the same read\n");
 }
 
 int cmdShow(const Options& o) {
