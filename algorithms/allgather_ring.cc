@@ -13,22 +13,13 @@ namespace collie {
 Program buildAllGatherRing(const ProgramArgs& args) {
   Program p = emptyProgram(args, "ring");
   const std::vector<Chunk> blocks = rankBlocks(args.count, args.blockStride(), args.nranks);
-  Step place;
-  place.op = StepOp::kCopy;
-  place.src = Range{Buffer::kInput, 0};
-  place.dst = Range{Buffer::kOutput, blocks[static_cast<size_t>(args.rank)].offset};
-  place.count = args.count;
+  // The ring's first step sends the block just put in place: appendForwarding makes the copy send it from the
+  // same read, one pass over it fewer (a copy onto itself in place, where only the send reads it).
+  p.steps.push_back(makeStep(StepOp::kCopy, -1, -1, Range{Buffer::kInput, 0},
+                             Range{Buffer::kOutput, blocks[static_cast<size_t>(args.rank)].offset}, args.count));
   std::vector<Step> ring;
   appendRingAllGather(args.nranks, args.rank, blocks, Buffer::kOutput, &ring);
-  if (!ring.empty()) {
-    // The ring's first step sends the block just put in place: the copy sends it from the same read, one
-    // pass over it fewer (a copy onto itself in place, where only the send reads it).
-    place.op = StepOp::kCopySend;
-    place.sendPeer = ring.front().sendPeer;
-    ring.erase(ring.begin());
-  }
-  p.steps.push_back(place);
-  p.steps.insert(p.steps.end(), ring.begin(), ring.end());
+  for (const Step& s : ring) appendForwarding(s, &p.steps);
   return p;
 }
 

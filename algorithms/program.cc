@@ -133,6 +133,11 @@ void appendForwarding(const Step& s, std::vector<Step>* steps) {
       last.sendPeer = s.sendPeer;
       return;
     }
+    if (same && last.op == StepOp::kCopy) {
+      last.op = StepOp::kCopySend;
+      last.sendPeer = s.sendPeer;
+      return;
+    }
   }
   steps->push_back(s);
 }

@@ -136,12 +136,12 @@ Step makeStep(StepOp op, int sendPeer, int recvPeer, Range src, Range dst, uint6
 /// the communicator's ranks, group rank g being `first + g * step`.
 void renumberPeers(std::vector<Step>* steps, size_t from, int first, int step);
 
-/// Appends `s`; a send of exactly what the previous step just received into
-/// the same place becomes part of that step, which then forwards slice by
-/// slice as it arrives: a receive becomes kRecvCopySend, a receive-reduce
-/// into scratch kRecvReduceSend (that form writes no output), and one into a
-/// user buffer kRecvReduceCopySend (which writes it and sends the same values,
-/// avg's division included, without reading them back).
+/// Appends `s`; a send of exactly what the previous step just wrote into the
+/// same place becomes part of that step, which then sends from the read that
+/// wrote it, slice by slice: a receive becomes kRecvCopySend, a receive-reduce
+/// into scratch kRecvReduceSend (that form writes no output), one into a user
+/// buffer kRecvReduceCopySend (which writes it and sends the same values, avg's
+/// division included, without reading them back), and a local copy kCopySend.
 void appendForwarding(const Step& s, std::vector<Step>* steps);
 
 /// An exchange (kSendRecv or kSendRecvReduce): `count` elements of `src` to

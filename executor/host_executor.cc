@@ -243,7 +243,7 @@ class HostPrims {
   }
   void copy2(T* dst1, T* dst2, const T* src, uint64_t n, int divisor) const {
     if (n > 0) memcpy(dst1, src, n * sizeof(T));  // as in copyElements: no null pointer to memcpy
-    copyElements(dst2, src, n, divisor);
+    copyElements(dst2, src, n, divisor);          // skips dst2 == src without a divisor (in place)
   }
   void reduce2(T* dst1, T* dst2, const T* a, const T* b, uint64_t n, int divisor) const {
     reduceElements<T, Op>(dst2, a, b, n, divisor);

@@ -15,7 +15,7 @@
 //                                       elements (a remote peer's transport sends just those)
 //   void copy(dst, src, n, divisor)     dst = src (/ divisor); dst may equal src
 //   void reduce(dst, a, b, n, divisor)  dst = a (op) b (/ divisor); dst may equal b
-//   void copy2(dst1, dst2, src, n, divisor)   dst1 = src, dst2 = src (/ divisor)
+//   void copy2(dst1, dst2, src, n, divisor)   dst1 = src, dst2 = src (/ divisor); dst2 may equal src
 //   void reduce2(dst1, dst2, a, b, n, divisor)   dst1 = dst2 = a (op) b (/ divisor); dst2 may equal b
 //   void localDone()                    after a local step: its writes are seen by every thread
 //                                       of the block before the next step reads them
@@ -148,13 +148,9 @@ COLLIE_HD StepFailure runSteps(P& p, const Step* steps, int nsteps, T* const* bu
           p.reduce2(p.outSlot(to), d, p.inSlot(from), src + off, n, div);
           break;
         case StepOp::kCopySend:
-          // In place the block is where it belongs already: only the send reads it (a copy onto itself is
-          // skipped, as for kCopy).
-          if (d == src + off && div == 0) {
-            p.copy(p.outSlot(to), src + off, n, 0);
-          } else {
-            p.copy2(p.outSlot(to), d, src + off, n, div);
-          }
+          // In place the block is where it belongs already: copy2 skips a copy onto itself, as copy does, and
+          // only the send reads it.
+          p.copy2(p.outSlot(to), d, src + off, n, div);
           break;
         default:
           break;  // local and exchange steps are handled above

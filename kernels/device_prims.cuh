@@ -66,9 +66,10 @@ struct BlockMoves {
     for (uint64_t i = i0 + dev::tid(); i < n; i += dev::nthreads()) dst[i] = finish(src[i], divisor);
   }
 
-  // dst1 = src, dst2 = src (/ divisor); without a division, one read of src for both
+  // dst1 = src, dst2 = src (/ divisor); without a division, one read of src for both. dst2 may be src (a
+  // block already in place, as copy's dst): then only dst1 is written.
   __device__ static COLLIE_NOINLINE void copy2(T* dst1, T* dst2, const T* src, uint64_t n, int divisor) {
-    if (divisor > 0 || !aligned(dst1, dst2, src)) {
+    if (divisor > 0 || dst2 == src || !aligned(dst1, dst2, src)) {
       copy(dst1, src, n, 0);
       copy(dst2, src, n, divisor);
       return;
