@@ -391,7 +391,7 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
     // Between hosts every slice is one UCX active message (a large one by
     // rendezvous), and it lands only when the peer calls into UCX. The latency is a guess between what collie-bench
     // measured across fake nodes over UCX shared memory on the 2-core build VM (about 0.3 us more than on one host for
-    // 2 ranks, 5-12 us per 8 B call for 4 ranks, docs/PERFORMANCE.md) and a real network's few microseconds.
+    // 2 ranks, 5-12 us per 8 B call for 4 ranks, docs/performance-host.md) and a real network's few microseconds.
     comm->topology.inter = LinkClass::kNetwork;
     comm->topology.link(LinkClass::kNetwork) = LinkCost{20e-6, 1.0 / 1.5e9};
   }

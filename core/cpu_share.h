@@ -2,7 +2,7 @@
 // is the fastest wait while every rank has a core of its own; once the ranks
 // of a machine outnumber the CPUs they may run on, a spinning rank holds the
 // core the peer it waits for needs (the build VM runs 4 ranks on 2 cores, CI
-// up to 8), and yielding early is several times faster (docs/PERFORMANCE.md).
+// up to 8), and yielding early is several times faster (docs/performance-host.md).
 #pragma once
 
 #include <cstdint>
