@@ -48,6 +48,9 @@ const std::vector<VarInfo>& knownVars() {
       {"COLLIE_CHANNELS",
        "channels per collective, 1..32: blocks on the GPU (default by SMs and ranks per GPU); on the host 1, more only "
        "to test the split"},
+      {"COLLIE_DIRECT_READ_BYTES",
+       "host backend, ranks that are threads of one process: the smallest send (bytes) a peer reads in place from "
+       "the sender's buffer instead of through its slot (default 131072; 0: every send; negative: none)"},
       {"COLLIE_SPIN_POLLS",
        "host backend: polls a waiting rank makes before it yields its core (default 200; 30 when the ranks of a "
        "machine outnumber its CPUs)"},

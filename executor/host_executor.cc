@@ -11,6 +11,7 @@
 #include <new>
 #include <string>
 
+#include "executor/direct_sends.h"
 #include "executor/host_flags.h"
 #include "executor/remote_proxy.h"
 #include "executor/step_runner.h"
@@ -100,6 +101,7 @@ HostExecutor::HostExecutor(int rank, const WindowLayout& layout, std::vector<uin
       posted_(static_cast<size_t>(layout.nranks) * layout.nchannels, 0),
       consumed_(static_cast<size_t>(layout.nranks) * layout.nchannels, 0) {
   inbound_.inboxes.assign(windows_.size(), windows_[static_cast<size_t>(rank)]);
+  inProcess_.assign(windows_.size(), false);
 }
 
 void HostExecutor::attachProxy(RemoteProxy* proxy) {
@@ -170,9 +172,12 @@ size_t HostExecutor::setRemote(RemoteWindows* remote) {
 template <typename T, ReduceOp Op>
 class HostPrims {
  public:
+  static constexpr bool kReadsInPlace = true;
+
   HostPrims(int rank, int channel, const WindowLayout& layout, const std::vector<uint8_t*>& windows, uint64_t* posted,
             uint64_t* consumed, const std::atomic<bool>* abort, double timeoutSec, int spins,
-            const HostExecutor::Remote& remote, const std::vector<int>& pids, const HostExecutor::Inbound& inbound)
+            const HostExecutor::Remote& remote, const std::vector<int>& pids, const HostExecutor::Inbound& inbound,
+            const std::vector<bool>& inProcess)
       : rank_(rank),
         channel_(channel),
         layout_(layout),
@@ -186,7 +191,8 @@ class HostPrims {
         timeoutSec_(timeoutSec),
         spins_(spins),
         remote_(remote),
-        pids_(pids) {}
+        pids_(pids),
+        inProcess_(inProcess) {}
 
   // For a remote peer, a slot is usable only once the transfer that last
   // used the same staging slot / credit op is done with it. The slice's size
@@ -209,8 +215,43 @@ class HostPrims {
     return wait([&] { return (sending && room(q)) || (receiving && arrived(p)); }, sending ? q : -1,
                 receiving ? p : -1);
   }
-  const T* inSlot(int p) const {
+  // A peer of this process may hand over a slice where it lies (its source word, written before its ready
+  // flag, which arrived() acquired).
+  const T* inSlot(int p) {
+    if (inProcess_[static_cast<size_t>(p)]) {
+      const uint64_t at = __atomic_load_n(
+          reinterpret_cast<const uint64_t*>(inbox_[p] + layout_.sourceOffset(channel_, p, consumed_[p])),
+          __ATOMIC_RELAXED);
+      if (at != 0) {
+        readInPlace_ = reinterpret_cast<const T*>(static_cast<uintptr_t>(at));
+        tsanAcquire(readInPlace_);  // the ready flag just acquired (host_flags.h)
+        return readInPlace_;
+      }
+    }
     return reinterpret_cast<const T*>(inbox_[p] + layout_.slotOffset(channel_, p, consumed_[p]));
+  }
+  void expose(int q, const T* data) {
+    exposed_ = data;
+    (void)q;
+#ifdef COLLIE_TSAN
+    exposedAll_.push_back(data);
+#endif
+  }
+  /// Until every peer of this process has credited all we posted: what it reads in place is ours to change
+  /// again. 0, or the failed wait's code with *peer set.
+  int drain(int* peer) const {
+    for (size_t q = 0; q < inProcess_.size(); ++q) {
+      if (!inProcess_[q]) continue;
+      *peer = static_cast<int>(q);
+      const int rc =
+          wait([&] { return loadAcquire(inbox_[*peer] + layout_.creditOffset(channel_, *peer)) >= posted_[*peer]; },
+               *peer, -1);
+      if (rc != 0) return rc;
+    }
+#ifdef COLLIE_TSAN
+    for (const T* e : exposedAll_) tsanAcquire(e);  // the credits just acquired (host_flags.h)
+#endif
+    return 0;
   }
   T* outSlot(int q) const {
     if (isRemote(q)) return reinterpret_cast<T*>(staging(q, posted_[q]));
@@ -222,6 +263,10 @@ class HostPrims {
       remote_.windows->put(p, nullptr, 0, 0, layout_.creditOffset(channel_, rank_), seq + 1, &creditOp(p, seq));
       return;
     }
+    if (readInPlace_ != nullptr) {
+      tsanRelease(readInPlace_);  // with the credit below: the sender's drain() acquires it (host_flags.h)
+      readInPlace_ = nullptr;
+    }
     storeRelease(windows_[static_cast<size_t>(p)] + layout_.creditOffset(channel_, rank_), seq + 1);
   }
   void post(int q, uint64_t n) {
@@ -230,6 +275,13 @@ class HostPrims {
       remote_.windows->put(q, staging(q, seq), n * sizeof(T), layout_.slotOffset(channel_, rank_, seq),
                            layout_.readyOffset(channel_, rank_), seq + 1, &sendOp(q, seq));
       return;
+    }
+    if (inProcess_[static_cast<size_t>(q)]) {
+      if (exposed_ != nullptr) tsanRelease(exposed_);  // with the ready flag below (host_flags.h)
+      __atomic_store_n(
+          reinterpret_cast<uint64_t*>(windows_[static_cast<size_t>(q)] + layout_.sourceOffset(channel_, rank_, seq)),
+          static_cast<uint64_t>(reinterpret_cast<uintptr_t>(exposed_)), __ATOMIC_RELAXED);
+      exposed_ = nullptr;
     }
     // A proxy sends only the bytes posted (as the kernels record them), published by the ready store.
     if (sliceBytes_ != nullptr)
@@ -305,6 +357,12 @@ class HostPrims {
   int spins_;
   const HostExecutor::Remote& remote_;
   const std::vector<int>& pids_;
+  const std::vector<bool>& inProcess_;  // [peer]: a rank of this process, which may read our slices in place
+  const T* exposed_ = nullptr;          // what the next post hands over in place, if anything
+  const T* readInPlace_ = nullptr;      // the slice being taken in place from a peer, until its release
+#ifdef COLLIE_TSAN
+  std::vector<const T*> exposedAll_;  // every slice this channel handed over in place, for drain()
+#endif
 };
 
 template <typename T, ReduceOp Op>
@@ -325,10 +383,27 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
                         reinterpret_cast<T*>(scratch_.data())};
     const size_t at = static_cast<size_t>(c) * layout_.nranks;
     HostPrims<T, Op> prims(rank_, c, layout_, windows_, posted_.data() + at, consumed_.data() + at, abort_, timeoutSec_,
-                           spinPolls_, remote_, peerPids_, inbound_);
+                           spinPolls_, remote_, peerPids_, inbound_, inProcess_);
+    const uint8_t* direct = nullptr;
+    if (anyInProcess_ && directMinBytes_ >= 0) {
+      void* const raw[3] = {bufs[0], bufs[1], bufs[2]};
+      markDirectSends(*w.program, raw, sizeof(T), args.divisor, inProcess_, static_cast<uint64_t>(directMinBytes_),
+                      &directMarks_);
+      for (uint8_t m : directMarks_) direct = m != 0 ? directMarks_.data() : direct;
+    }
     f = runSteps<T>(prims, w.program->steps.data(), static_cast<int>(w.program->steps.size()), bufs,
                     layout_.slotBytes / sizeof(T), args.divisor, args.splitSteps ? c : 0, args.splitSteps ? nch : 1,
-                    16 / sizeof(T));
+                    16 / sizeof(T), direct);
+    // Peers read what this channel handed over in place until they credit it; the next channel's steps, or
+    // the caller once we return, may write there.
+    if (f.code == collieSuccess && direct != nullptr) {
+      int peer = -1;
+      f.code = prims.drain(&peer);
+      if (f.code != collieSuccess) {
+        f.step = static_cast<int>(w.program->steps.size());
+        f.peer = peer;
+      }
+    }
     failed = w.program;
   }
   const Program& program = *failed;

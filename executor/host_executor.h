@@ -48,6 +48,14 @@ class HostExecutor : public Executor {
   /// then fails with collieRemoteError within about 10 ms of that process
   /// being gone (killed, or exited without destroying), not after COLLIE_TIMEOUT.
   void setPeerProcesses(std::vector<int> pids) { peerPids_ = std::move(pids); }
+  /// inProcess[r]: rank r is a thread of this process whose window we map, so it may read the slices we send it
+  /// in place, from our buffers, when they are at least `minBytes` (negative: never; executor/direct_sends.h).
+  void setInProcessPeers(std::vector<bool> inProcess, int64_t minBytes) {
+    inProcess_ = std::move(inProcess);
+    anyInProcess_ = false;
+    for (bool b : inProcess_) anyInProcess_ = anyInProcess_ || b;
+    directMinBytes_ = minBytes;
+  }
 
   /// Runs `program`. On failure the communicator's counters are no longer in
   /// step with its peers', so the caller must treat the communicator as broken.
@@ -76,6 +84,10 @@ class HostExecutor : public Executor {
   std::vector<uint64_t> consumed_;  // [channel][peer]: slices we have consumed from the peer
   std::vector<uint8_t> scratch_;    // Buffer::kScratch, grown to the largest program run so far
   std::vector<int> peerPids_;       // [peer]: its pid when another process of this machine, else 0
+  std::vector<bool> inProcess_;     // [peer]: may read our slices in place (setInProcessPeers)
+  bool anyInProcess_ = false;
+  int64_t directMinBytes_ = -1;
+  std::vector<uint8_t> directMarks_;  // [step]: markDirectSends of the channel running now
 
  public:
   /// Where a peer's slices and flags for us land, and the proxy (attachProxy) whose tables the primitives use.

@@ -11,6 +11,9 @@
 //   0                        WindowHeader (checked by every peer that maps it)
 //   kLine * (1 + c*n + p)    ready[c][p]:  u64, written by peer p: slices p has posted into R's slots[c][p]
 //   kLine * (1 + C*n + c*n + p)  credit[c][p]: u64, written by peer p: slices p has consumed of those R posted to p
+//   sourcesBase() + 8*(...)  source[c][p][k]: u64, written by peer p with each slice it posts into slot k: 0 when
+//                            the slice is in the slot, else the address of the slice in p's own memory, which R
+//                            reads in place (only between ranks of one process; executor/direct_sends.h)
 //   slotsBase()              slots[c][p][k]: nslots slots of slotBytes for the connection p -> R
 //
 // Each flag sits on its own cache line, and every rank polls only flags in its
@@ -30,9 +33,9 @@
 
 namespace collie {
 
-// "colliew" and the version of the window's format (4: the header names the LL flag period), which peers check at
-// init.
-constexpr uint64_t kWindowMagic = 0x636f6c6c69657734ull;
+// "colliew" and the version of the window's format (5: slices may be read in place, source[][][]), which peers
+// check at init.
+constexpr uint64_t kWindowMagic = 0x636f6c6c69657735ull;
 constexpr uint64_t kLine = 64;
 
 struct WindowHeader {
@@ -72,8 +75,13 @@ struct WindowLayout {
   COLLIE_HD uint64_t creditOffset(int channel, int peer) const {
     return kLine * (1 + static_cast<uint64_t>(nchannels) * nranks + connection(channel, peer));
   }
+  COLLIE_HD uint64_t sourcesBase() const { return kLine * (1 + 2 * static_cast<uint64_t>(nchannels) * nranks); }
+  /// Where the sender of slice number `seq` of connection peer -> owner on `channel` says where it lies.
+  COLLIE_HD uint64_t sourceOffset(int channel, int peer, uint64_t seq) const {
+    return sourcesBase() + (connection(channel, peer) * nslots + seq % nslots) * 8;
+  }
   COLLIE_HD uint64_t slotsBase() const {
-    const uint64_t end = kLine * (1 + 2 * static_cast<uint64_t>(nchannels) * nranks);
+    const uint64_t end = sourcesBase() + static_cast<uint64_t>(nchannels) * nranks * nslots * 8;
     return (end + 4095) & ~uint64_t{4095};
   }
   /// The slot of connection peer -> owner on `channel` that carries slice number `seq`.

@@ -19,6 +19,11 @@
 //   void reduce2(dst1, dst2, a, b, n, divisor)   dst1 = dst2 = a (op) b (/ divisor); dst2 may equal b
 //   void localDone()                    after a local step: its writes are seen by every thread
 //                                       of the block before the next step reads them
+//   kReadsInPlace                       whether slices may be read in place: expose() exists, and
+//                                       inSlot(p) returns where the sender's slice lies, in its
+//                                       slot or in the sender's memory (the host's: yes; the kernels': not yet)
+//   void expose(q, data)                the next post to q hands over `data` in our own memory, which q
+//                                       reads in place, instead of a filled slot (executor/direct_sends.h)
 //
 // Every thread of a device block calls each primitive with the same arguments
 // (control flow here is uniform), so the device primitives can put barriers
@@ -41,16 +46,27 @@ struct StepFailure {
   int peer = -1;
 };
 
+// Hands the slice at `data` to q in place (the primitives' expose); only called where P::kReadsInPlace.
+template <typename T, typename P>
+COLLIE_HD void exposeSlice(P& p, int q, const T* data) {
+  if constexpr (P::kReadsInPlace) p.expose(q, data);
+}
+
 /// Runs steps[0..nsteps) on channel `channel` of `nchannels`. `bufs` are the
 /// input, output and scratch buffers (Buffer order); perSlice is the number of
 /// elements one slot holds; align the channel split's granularity in elements.
+/// `direct[i]` (null: none) marks the steps whose sends the receiver reads in
+/// place (markDirectSends); only primitives with kReadsInPlace take it.
 template <typename T, typename P>
 COLLIE_HD StepFailure runSteps(P& p, const Step* steps, int nsteps, T* const* bufs, uint64_t perSlice, int divisor,
-                               int channel, int nchannels, uint64_t align) {
+                               int channel, int nchannels, uint64_t align, const uint8_t* direct = nullptr) {
   StepFailure fail;
   for (int si = 0; si < nsteps; ++si) {
     const Step& s = steps[si];
     const int div = s.finalize ? divisor : 0;
+    // The receiver reads this step's sends where they lie: nothing is copied into its slot, and a step that
+    // writes what it sends writes it once.
+    const bool inPlace = P::kReadsInPlace && direct != nullptr && direct[si] != 0;
     const ChannelPart part = channelPart(s.count, channel, nchannels, align);
     T* const src = bufs[static_cast<int>(s.src.buffer)] + s.src.offset + part.offset;
     T* const dst = bufs[static_cast<int>(s.dst.buffer)] + s.dst.offset;
@@ -79,7 +95,11 @@ COLLIE_HD StepFailure runSteps(P& p, const Step* steps, int nsteps, T* const* bu
         bool progressed = false;
         if (sent < part.count && p.room(to)) {
           const uint64_t n = perSlice < part.count - sent ? perSlice : part.count - sent;
-          p.copy(p.outSlot(to), src + sent, n, 0);
+          if (inPlace) {
+            exposeSlice(p, to, src + sent);
+          } else {
+            p.copy(p.outSlot(to), src + sent, n, 0);
+          }
           p.post(to, n);
           sent += n;
           progressed = true;
@@ -130,7 +150,11 @@ COLLIE_HD StepFailure runSteps(P& p, const Step* steps, int nsteps, T* const* bu
       T* const d = dst + part.offset + off;
       switch (s.op) {
         case StepOp::kSend:
-          p.copy(p.outSlot(to), src + off, n, 0);
+          if (inPlace) {
+            exposeSlice(p, to, src + off);
+          } else {
+            p.copy(p.outSlot(to), src + off, n, 0);
+          }
           break;
         case StepOp::kRecv:
           p.copy(d, p.inSlot(from), n, div);
@@ -142,15 +166,30 @@ COLLIE_HD StepFailure runSteps(P& p, const Step* steps, int nsteps, T* const* bu
           p.reduce(d, p.inSlot(from), src + off, n, div);
           break;
         case StepOp::kRecvCopySend:
-          p.copy2(p.outSlot(to), d, p.inSlot(from), n, div);
+          if (inPlace) {  // never with a division (markDirectSends): what it writes is what it received
+            p.copy(d, p.inSlot(from), n, div);
+            exposeSlice(p, to, d);
+          } else {
+            p.copy2(p.outSlot(to), d, p.inSlot(from), n, div);
+          }
           break;
         case StepOp::kRecvReduceCopySend:
-          p.reduce2(p.outSlot(to), d, p.inSlot(from), src + off, n, div);
+          if (inPlace) {
+            p.reduce(d, p.inSlot(from), src + off, n, div);
+            exposeSlice(p, to, d);
+          } else {
+            p.reduce2(p.outSlot(to), d, p.inSlot(from), src + off, n, div);
+          }
           break;
         case StepOp::kCopySend:
-          // In place the block is where it belongs already: copy2 skips a copy onto itself, as copy does, and
-          // only the send reads it.
-          p.copy2(p.outSlot(to), d, src + off, n, div);
+          // In place the block is where it belongs already: copy and copy2 skip a copy onto itself, and only
+          // the send reads it.
+          if (inPlace) {
+            p.copy(d, src + off, n, div);
+            exposeSlice(p, to, src + off);
+          } else {
+            p.copy2(p.outSlot(to), d, src + off, n, div);
+          }
           break;
         default:
           break;  // local and exchange steps are handled above

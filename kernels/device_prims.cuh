@@ -203,6 +203,9 @@ __device__ inline int fromThread0(int v, int* shared) {
 template <typename T, ReduceOp Op>
 class DevicePrims {
  public:
+  // Slices always go through the receiver's slot: no peer reads ours in place (executor/direct_sends.h).
+  static constexpr bool kReadsInPlace = false;
+
   /// `counters` points at this block's shared copy: posted[n], consumed[n],
   /// the credits thread 0 has seen, then clean[n] (program_block.cuh). `shared`
   /// is one int of shared memory for handing thread 0's answers out.

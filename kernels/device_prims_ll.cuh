@@ -39,6 +39,9 @@ namespace collie {
 template <typename T, ReduceOp Op>
 class DevicePrimsLL {
  public:
+  // Slices always go through the receiver's slot: no peer reads ours in place (executor/direct_sends.h).
+  static constexpr bool kReadsInPlace = false;
+
   /// `counters` holds four arrays of nranks (posted, consumed, credited, clean); `stage` is 2 x llPayloadBytes of
   /// shared memory: outgoing, then incoming slice.
   __device__ DevicePrimsLL(const KernelArgs& a, int channel, uint64_t* counters, int* shared, uint32_t* stage)

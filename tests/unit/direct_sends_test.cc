@@ -1,0 +1,185 @@
+// markDirectSends: which sends a peer of this process may read in place. A
+// mark on a send whose bytes a later step writes would let the receiver read
+// a value the sender has already replaced; a missing mark only costs a copy.
+// So every case checks both: what must be marked and what must not.
+#include "executor/direct_sends.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "algorithms/registry.h"
+#include "collie.h"
+#include "common/rank_threads.h"
+
+namespace collie {
+namespace {
+
+ProgramArgs allReduce(int n, int rank, uint64_t count) {
+  ProgramArgs a;
+  a.collective = Collective::kAllReduce;
+  a.nranks = n;
+  a.rank = rank;
+  a.count = count;
+  return a;
+}
+
+std::vector<uint8_t> marks(const Program& p, void* in, void* out, int divisor = 0, uint64_t minBytes = 0,
+                           std::vector<bool> inProcess = {}) {
+  if (inProcess.empty()) inProcess.assign(static_cast<size_t>(p.nranks), true);
+  static float scratch[1 << 16];
+  void* const bufs[3] = {in, out, scratch};
+  std::vector<uint8_t> m;
+  markDirectSends(p, bufs, sizeof(float), divisor, inProcess, minBytes, &m);
+  return m;
+}
+
+TEST(DirectSends, RingAllReduceOutOfPlaceReadsEverySendButTheRunningSums) {
+  std::vector<float> in(4096), out(4096);
+  for (int r = 0; r < 4; ++r) {
+    const Program p = buildAllReduceRing(allReduce(4, r, 4096));
+    const std::vector<uint8_t> m = marks(p, in.data(), out.data());
+    ASSERT_EQ(m.size(), p.steps.size());
+    for (size_t i = 0; i < p.steps.size(); ++i) {
+      const StepOp op = p.steps[i].op;
+      // kRecvReduceSend holds its sum in registers only; the rest hand over the input or what they just wrote,
+      // which nothing later in an out-of-place ring writes again.
+      const bool want = op == StepOp::kSend || op == StepOp::kRecvReduceCopySend || op == StepOp::kRecvCopySend;
+      EXPECT_EQ(m[i] != 0, want) << "rank " << r << " step " << i << " " << stepOpName(op);
+    }
+  }
+}
+
+TEST(DirectSends, InPlaceTheFirstSendIsCopiedBecauseItsChunkIsWrittenLater) {
+  std::vector<float> buf(4096);
+  const Program p = buildAllReduceRing(allReduce(4, 1, 4096));
+  const std::vector<uint8_t> m = marks(p, buf.data(), buf.data());
+  ASSERT_EQ(p.steps[0].op, StepOp::kSend);
+  EXPECT_EQ(m[0], 0);  // the allgather later writes the final sum of that chunk over it
+  size_t forwarding = 0;
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    if (p.steps[i].op == StepOp::kRecvReduceCopySend || p.steps[i].op == StepOp::kRecvCopySend) {
+      EXPECT_EQ(m[i], 1) << "step " << i;  // final values: nothing writes them again
+      ++forwarding;
+    }
+  }
+  EXPECT_EQ(forwarding, 3u);  // one reduce-scatter step, two allgather steps at 4 ranks
+}
+
+TEST(DirectSends, PeersOutsideTheProcessAndSmallSendsAreNeverRead) {
+  std::vector<float> in(4096), out(4096);
+  const Program p = buildAllReduceRing(allReduce(3, 0, 4096));
+  for (uint8_t v : marks(p, in.data(), out.data(), 0, 0, {true, false, false})) EXPECT_EQ(v, 0);
+  // Each step sends a third of 16 KiB.
+  for (uint8_t v : marks(p, in.data(), out.data(), 0, 8192)) EXPECT_EQ(v, 0);
+  bool any = false;
+  for (uint8_t v : marks(p, in.data(), out.data(), 0, 4096)) any = any || v != 0;
+  EXPECT_TRUE(any);
+}
+
+TEST(DirectSends, AForwardedReceiveThatDividesIsCopied) {
+  // What a dividing kRecvCopySend writes (the mean) is not what it forwards (the sum it received).
+  Program p;
+  p.nranks = 3;
+  p.steps.push_back(makeStep(StepOp::kRecvCopySend, 2, 0, Range{}, Range{Buffer::kOutput, 0}, 64, true));
+  std::vector<float> in(64), out(64);
+  EXPECT_EQ(marks(p, in.data(), out.data(), 3)[0], 0);
+  EXPECT_EQ(marks(p, in.data(), out.data(), 0)[0], 1);
+  // A dividing kRecvReduceCopySend sends what it writes, divided: read in place.
+  p.steps[0] =
+      makeStep(StepOp::kRecvReduceCopySend, 2, 0, Range{Buffer::kInput, 0}, Range{Buffer::kOutput, 0}, 64, true);
+  EXPECT_EQ(marks(p, in.data(), out.data(), 3)[0], 1);
+}
+
+TEST(DirectSends, ScratchAndOverwrittenRangesAreCopied) {
+  Program p;
+  p.nranks = 2;
+  std::vector<float> in(128), out(128);
+  p.steps.push_back(makeStep(StepOp::kSend, 1, -1, Range{Buffer::kScratch, 0}, Range{}, 64));
+  p.steps.push_back(makeStep(StepOp::kSend, 1, -1, Range{Buffer::kOutput, 0}, Range{}, 64));
+  p.steps.push_back(makeStep(StepOp::kSend, 1, -1, Range{Buffer::kOutput, 64}, Range{}, 64));
+  // A later receive overlaps the second send's last element only, and not the third.
+  p.steps.push_back(makeStep(StepOp::kRecv, -1, 1, Range{}, Range{Buffer::kOutput, 63}, 1));
+  const std::vector<uint8_t> m = marks(p, in.data(), out.data());
+  EXPECT_EQ(m[0], 0);
+  EXPECT_EQ(m[1], 0);
+  EXPECT_EQ(m[2], 1);
+  // An exchange that receives over what it sends must copy; into another range it need not.
+  Program x;
+  x.nranks = 2;
+  x.steps.push_back(
+      exchangeStep(StepOp::kSendRecv, 1, 1, Range{Buffer::kOutput, 0}, 64, Range{Buffer::kOutput, 32}, 64));
+  x.steps.push_back(
+      exchangeStep(StepOp::kSendRecv, 1, 1, Range{Buffer::kInput, 0}, 64, Range{Buffer::kOutput, 64}, 64));
+  const std::vector<uint8_t> mx = marks(x, in.data(), out.data());
+  EXPECT_EQ(mx[0], 0);
+  EXPECT_EQ(mx[1], 1);
+}
+
+TEST(DirectSends, AllToAllOutOfPlaceReadsEveryExchangeInPlace) {
+  ProgramArgs a;
+  a.collective = Collective::kAllToAll;
+  a.nranks = 5;
+  a.rank = 2;
+  a.count = 100;
+  const Program p = buildAllToAllPairwise(a);
+  std::vector<float> in(500), out(500);
+  const std::vector<uint8_t> m = marks(p, in.data(), out.data());
+  size_t exchanges = 0;
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    if (!stepIsExchange(p.steps[i].op)) continue;
+    EXPECT_EQ(m[i], 1) << "step " << i;
+    ++exchanges;
+  }
+  EXPECT_EQ(exchanges, 4u);
+}
+
+// A peer reads what a rank hands over in place until it credits it: the rank must not return before then, or
+// the caller's next writes (here at once, from the same thread) would change what the peer is still reading.
+// Every rank reads in place here; the results would be wrong, and ThreadSanitizer would report the race
+// (scripts/sanitize.sh), if a call returned early.
+TEST(DirectSends, ACallReturnsOnlyOnceItsPeersHaveReadItsBuffers) {
+  test::ScopedEnv direct("COLLIE_DIRECT_READ_BYTES", "0");
+  test::ScopedEnv ring("COLLIE_ALGO", "allreduce:ring,allgather:ring");
+  const int n = 3;
+  const size_t count = 3 * 20000 + 1;
+  test::Comms c(n);
+  ASSERT_EQ(c.result, collieSuccess) << collieGetLastError(nullptr);
+  std::vector<std::string> errors(n);
+  test::onRanks(n, [&](int r) {
+    std::vector<float> in(count), out(count), all(count * n);
+    for (int iter = 0; iter < 20 && errors[static_cast<size_t>(r)].empty(); ++iter) {
+      for (size_t i = 0; i < count; ++i) in[i] = static_cast<float>((r + 1) * (iter + 1)) + static_cast<float>(i % 7);
+      if (collieAllReduce(in.data(), out.data(), count, collieFloat32, collieSum, c[r], nullptr) != collieSuccess ||
+          collieAllGather(in.data(), all.data(), count, collieFloat32, c[r], nullptr) != collieSuccess) {
+        errors[static_cast<size_t>(r)] = collieGetLastError(c[r]);
+        break;
+      }
+      for (size_t i = 0; i < count; ++i) {
+        const float want = static_cast<float>(6 * (iter + 1)) + 3.0f * static_cast<float>(i % 7);
+        if (out[i] != want) {
+          errors[static_cast<size_t>(r)] = "allreduce, call " + std::to_string(iter) + ", element " +
+                                           std::to_string(i) + ": " + std::to_string(out[i]) +
+                                           " != " + std::to_string(want);
+          break;
+        }
+        for (int q = 0; q < n && errors[static_cast<size_t>(r)].empty(); ++q) {
+          const float from = static_cast<float>((q + 1) * (iter + 1)) + static_cast<float>(i % 7);
+          if (all[static_cast<size_t>(q) * count + i] != from)
+            errors[static_cast<size_t>(r)] = "allgather, call " + std::to_string(iter) + ", rank " + std::to_string(q) +
+                                             "'s element " + std::to_string(i);
+        }
+      }
+      // At once, while a slower peer could still be reading them if the calls had returned early.
+      std::fill(in.begin(), in.end(), -1.0f);
+      std::fill(out.begin(), out.end(), -1.0f);
+      std::fill(all.begin(), all.end(), -1.0f);
+    }
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
+}
+
+}  // namespace
+}  // namespace collie
