@@ -21,21 +21,14 @@
 
 namespace collie {
 
-/// The bytes a send of step `s` hands over, and where: its source, or for
-/// the forwarding steps the destination it just wrote (the same values: a
-/// kRecvCopySend that divides forwards what it received, not what it wrote,
-/// so it is never read in place then). Null when the step cannot be read in
-/// place at all.
-struct SentBytes {
-  const uint8_t* begin = nullptr;
-  const uint8_t* end = nullptr;
-};
-
 /// marks[i] = 1 when step i's send may be read in place: its peer is in
 /// `inProcess` (a rank whose loads reach our memory), it sends at least
 /// `minBytes`, and no step after it (nor the step itself, but for the bytes
-/// it sends) writes a byte of what it sends. `bufs` are the input, output
-/// and scratch buffers as the executor passes them (Buffer order).
+/// it sends) writes a byte of what it sends. What it sends is its source, or
+/// for the forwarding kinds the destination it has just written: the same
+/// values, except for a kRecvCopySend that divides (it forwards what it
+/// received, not the mean it wrote), which is never marked. `bufs` are the
+/// input, output and scratch buffers as the executor passes them (Buffer order).
 void markDirectSends(const Program& p, void* const* bufs, size_t elemSize, int divisor,
                      const std::vector<bool>& inProcess, uint64_t minBytes, std::vector<uint8_t>* marks);
 
