@@ -447,23 +447,18 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   // dead one is noticed. Not those reached over UCX (fake nodes of this machine): a peer that finished and exited
   // may have left messages in our transport that only our next progress calls take in, so its exit proves nothing.
   std::vector<int> pids(static_cast<size_t>(nranks), 0);
-  for (int r = 0; r < nranks; ++r) {
-    const PeerInfo& p = comm->peers[static_cast<size_t>(r)];
-    if (sameHost[static_cast<size_t>(r)] && p.machine == me.machine && p.pidNamespace == me.pidNamespace &&
-        me.pidNamespace != 0 && p.pid != me.pid)
-      pids[static_cast<size_t>(r)] = p.pid;
-  }
-  host->setPeerProcesses(std::move(pids));
   // Ranks that are threads of this process (mapped windows, no proxy between us) reach our memory with plain
   // loads: large sends are read in place from our buffers instead of through their slots
   // (executor/direct_sends.h). COLLIE_DIRECT_READ_BYTES sets the smallest such send; negative: none.
   std::vector<bool> inProcess(static_cast<size_t>(nranks), false);
   for (int r = 0; r < nranks; ++r) {
     const PeerInfo& p = comm->peers[static_cast<size_t>(r)];
-    inProcess[static_cast<size_t>(r)] = r != rank && !proxyHost && windows[static_cast<size_t>(r)] != nullptr &&
-                                        sameHost[static_cast<size_t>(r)] && p.machine == me.machine &&
-                                        p.pidNamespace == me.pidNamespace && p.pid == me.pid;
+    if (!sameHost[static_cast<size_t>(r)] || p.machine != me.machine || p.pidNamespace != me.pidNamespace) continue;
+    if (me.pidNamespace != 0 && p.pid != me.pid) pids[static_cast<size_t>(r)] = p.pid;
+    inProcess[static_cast<size_t>(r)] =
+        r != rank && p.pid == me.pid && !proxyHost && windows[static_cast<size_t>(r)] != nullptr;
   }
+  host->setPeerProcesses(std::move(pids));
   host->setInProcessPeers(std::move(inProcess), env::getInt("COLLIE_DIRECT_READ_BYTES", 131072));
   host->initWindow();
   std::vector<WindowHeader> headers(static_cast<size_t>(nranks));  // of the windows we cannot map

@@ -63,10 +63,15 @@ Bytes sent(const Step& s, void* const* bufs, size_t elemSize, int divisor) {
 
 }  // namespace
 
-void markDirectSends(const Program& p, void* const* bufs, size_t elemSize, int divisor,
+bool markDirectSends(const Program& p, void* const* bufs, size_t elemSize, int divisor,
                      const std::vector<bool>& inProcess, uint64_t minBytes, std::vector<uint8_t>* marks) {
   const size_t n = p.steps.size();
   marks->assign(n, 0);
+  // Every call of a communicator with peers in the process comes here: small ones leave before any other work.
+  bool large = false;
+  for (size_t i = 0; i < n && !large; ++i) large = p.steps[i].count * elemSize >= minBytes;
+  if (!large) return false;
+  bool any = false;
   std::vector<Bytes> writes(n);
   for (size_t i = 0; i < n; ++i) writes[i] = written(p.steps[i], bufs, elemSize);
   for (size_t i = 0; i < n; ++i) {
@@ -82,7 +87,9 @@ void markDirectSends(const Program& p, void* const* bufs, size_t elemSize, int d
     bool stable = forwards || !out.overlaps(writes[i]);
     for (size_t j = i + 1; stable && j < n; ++j) stable = !out.overlaps(writes[j]);
     (*marks)[i] = stable ? 1 : 0;
+    any = any || stable;
   }
+  return any;
 }
 
 }  // namespace collie

@@ -29,7 +29,8 @@ namespace collie {
 /// values, except for a kRecvCopySend that divides (it forwards what it
 /// received, not the mean it wrote), which is never marked. `bufs` are the
 /// input, output and scratch buffers as the executor passes them (Buffer order).
-void markDirectSends(const Program& p, void* const* bufs, size_t elemSize, int divisor,
+/// Returns whether any step is marked.
+bool markDirectSends(const Program& p, void* const* bufs, size_t elemSize, int divisor,
                      const std::vector<bool>& inProcess, uint64_t minBytes, std::vector<uint8_t>* marks);
 
 }  // namespace collie

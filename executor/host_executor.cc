@@ -385,12 +385,10 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
     HostPrims<T, Op> prims(rank_, c, layout_, windows_, posted_.data() + at, consumed_.data() + at, abort_, timeoutSec_,
                            spinPolls_, remote_, peerPids_, inbound_, inProcess_);
     const uint8_t* direct = nullptr;
-    if (anyInProcess_ && directMinBytes_ >= 0) {
-      void* const raw[3] = {bufs[0], bufs[1], bufs[2]};
-      markDirectSends(*w.program, raw, sizeof(T), args.divisor, inProcess_, static_cast<uint64_t>(directMinBytes_),
-                      &directMarks_);
-      for (uint8_t m : directMarks_) direct = m != 0 ? directMarks_.data() : direct;
-    }
+    void* const raw[3] = {bufs[0], bufs[1], bufs[2]};
+    if (directMinBytes_ >= 0 && markDirectSends(*w.program, raw, sizeof(T), args.divisor, inProcess_,
+                                                static_cast<uint64_t>(directMinBytes_), &directMarks_))
+      direct = directMarks_.data();
     f = runSteps<T>(prims, w.program->steps.data(), static_cast<int>(w.program->steps.size()), bufs,
                     layout_.slotBytes / sizeof(T), args.divisor, args.splitSteps ? c : 0, args.splitSteps ? nch : 1,
                     16 / sizeof(T), direct);

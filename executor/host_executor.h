@@ -52,9 +52,9 @@ class HostExecutor : public Executor {
   /// in place, from our buffers, when they are at least `minBytes` (negative: never; executor/direct_sends.h).
   void setInProcessPeers(std::vector<bool> inProcess, int64_t minBytes) {
     inProcess_ = std::move(inProcess);
-    anyInProcess_ = false;
-    for (bool b : inProcess_) anyInProcess_ = anyInProcess_ || b;
-    directMinBytes_ = minBytes;
+    bool any = false;
+    for (bool b : inProcess_) any = any || b;
+    directMinBytes_ = any ? minBytes : -1;  // with no such peer, no call looks for sends to read in place
   }
 
   /// Runs `program`. On failure the communicator's counters are no longer in
@@ -80,13 +80,12 @@ class HostExecutor : public Executor {
   const std::atomic<bool>* abort_;
   double timeoutSec_;
   int spinPolls_;
-  std::vector<uint64_t> posted_;    // [channel][peer]: slices we have posted to the peer
-  std::vector<uint64_t> consumed_;  // [channel][peer]: slices we have consumed from the peer
-  std::vector<uint8_t> scratch_;    // Buffer::kScratch, grown to the largest program run so far
-  std::vector<int> peerPids_;       // [peer]: its pid when another process of this machine, else 0
-  std::vector<bool> inProcess_;     // [peer]: may read our slices in place (setInProcessPeers)
-  bool anyInProcess_ = false;
-  int64_t directMinBytes_ = -1;
+  std::vector<uint64_t> posted_;      // [channel][peer]: slices we have posted to the peer
+  std::vector<uint64_t> consumed_;    // [channel][peer]: slices we have consumed from the peer
+  std::vector<uint8_t> scratch_;      // Buffer::kScratch, grown to the largest program run so far
+  std::vector<int> peerPids_;         // [peer]: its pid when another process of this machine, else 0
+  std::vector<bool> inProcess_;       // [peer]: may read our slices in place (setInProcessPeers)
+  int64_t directMinBytes_ = -1;       // negative: no send is read in place
   std::vector<uint8_t> directMarks_;  // [step]: markDirectSends of the channel running now
 
  public:
