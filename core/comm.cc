@@ -19,6 +19,7 @@
 #include "core/errors.h"
 #include "core/hash.h"
 #include "core/log.h"
+#include "executor/direct_sends.h"
 #include "executor/emulated_executor.h"
 #include "executor/host_executor.h"
 #include "executor/remote_proxy.h"
@@ -459,7 +460,9 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
         r != rank && p.pid == me.pid && !proxyHost && windows[static_cast<size_t>(r)] != nullptr;
   }
   host->setPeerProcesses(std::move(pids));
-  host->setInProcessPeers(std::move(inProcess), env::getInt("COLLIE_DIRECT_READ_BYTES", 131072));
+  int64_t directBytes = 0;
+  COLLIE_RETURN_IF_ERROR(readDirectReadBytes(&directBytes));
+  host->setInProcessPeers(std::move(inProcess), directBytes);
   host->initWindow();
   std::vector<WindowHeader> headers(static_cast<size_t>(nranks));  // of the windows we cannot map
   memcpy(&headers[static_cast<size_t>(rank)], windows[static_cast<size_t>(rank)], sizeof(WindowHeader));

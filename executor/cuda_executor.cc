@@ -10,6 +10,7 @@
 #include "core/env.h"
 #include "core/log.h"
 #include "executor/colocated_streams.h"
+#include "executor/direct_sends.h"
 #include "executor/launch_plan.h"
 #include "executor/remote_proxy.h"
 #include "transport/cuda_ipc/device_windows.h"
@@ -94,6 +95,14 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
   t.timeoutSec = timeoutSec;
   t.phaseNs = e->phaseNs_;
   t.systemFence = switches.systemFence;
+  // Ranks that are threads of this process on this GPU load from our buffers as we do: their large sends are
+  // read in place (executor/direct_sends.h). Not ranks on other GPUs of the process, though P2P reaches their
+  // windows: a buffer from a memory pool or a VMM mapping (PyTorch's expandable segments) may not be open to
+  // another GPU.
+  COLLIE_RETURN_IF_ERROR(readDirectReadBytes(&t.directMinBytes));
+  t.inPlacePeers.assign(n, false);
+  for (int r : windows.colocatedPeers())
+    if (r < 64) t.inPlacePeers[static_cast<size_t>(r)] = true;
   cudaEvent_t done;
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate"));
   e->lastDone_ = done;

@@ -75,6 +75,7 @@ class CudaExecutor : public Executor, private LaunchStorage {
   size_t programBlocks() const;
   /// Kernels launched so far (captured ones counted once, at capture).
   uint64_t launches() const;
+  const WindowLayout& layout() const { return layout_; }
 
  private:
   CudaExecutor() = default;

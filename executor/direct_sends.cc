@@ -1,5 +1,7 @@
 #include "executor/direct_sends.h"
 
+#include "core/env.h"
+
 namespace collie {
 
 namespace {
@@ -90,6 +92,15 @@ bool markDirectSends(const Program& p, void* const* bufs, size_t elemSize, int d
     any = any || stable;
   }
   return any;
+}
+
+Status readDirectReadBytes(int64_t* out) {
+  bool bad = false;
+  *out = env::getInt("COLLIE_DIRECT_READ_BYTES", 131072, &bad);
+  if (bad)
+    return Status::error(collieInvalidArgument,
+                         "COLLIE_DIRECT_READ_BYTES must be a whole number of bytes (0: every send; negative: none)");
+  return Status();
 }
 
 }  // namespace collie

@@ -10,14 +10,19 @@
 // deadlock proof knows nothing of), only sends whose bytes no later step of
 // the program writes are marked, and the executor waits for every credit of
 // the channel before it moves on (the user may write the buffers once the
-// call returns). Input and output may be one buffer (in place), so ranges are
-// compared as addresses. Scratch is never read in place: rounds reuse it.
+// call returns; a kernel ends with that wait, its drain). Input and output
+// may be one buffer (in place), so ranges are compared as addresses. Scratch
+// is never read in place: rounds reuse it.
+//
+// Who reads in place: ranks that are threads of one process, on the host
+// (core/comm.cc) and on one GPU (executor/cuda_executor.cc), never through a proxy.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "algorithms/program.h"
+#include "core/status.h"
 
 namespace collie {
 
@@ -32,5 +37,9 @@ namespace collie {
 /// Returns whether any step is marked.
 bool markDirectSends(const Program& p, void* const* bufs, size_t elemSize, int divisor,
                      const std::vector<bool>& inProcess, uint64_t minBytes, std::vector<uint8_t>* marks);
+
+/// COLLIE_DIRECT_READ_BYTES: the smallest send read in place (default 131072; 0: every send; negative: none).
+/// An unparsable value is an error naming the variable.
+Status readDirectReadBytes(int64_t* out);
 
 }  // namespace collie

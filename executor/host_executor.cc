@@ -384,17 +384,17 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
     const size_t at = static_cast<size_t>(c) * layout_.nranks;
     HostPrims<T, Op> prims(rank_, c, layout_, windows_, posted_.data() + at, consumed_.data() + at, abort_, timeoutSec_,
                            spinPolls_, remote_, peerPids_, inbound_, inProcess_);
-    const uint8_t* direct = nullptr;
+    DirectSteps direct;
     void* const raw[3] = {bufs[0], bufs[1], bufs[2]};
     if (directMinBytes_ >= 0 && markDirectSends(*w.program, raw, sizeof(T), args.divisor, inProcess_,
                                                 static_cast<uint64_t>(directMinBytes_), &directMarks_))
-      direct = directMarks_.data();
+      direct.marks = directMarks_.data();
     f = runSteps<T>(prims, w.program->steps.data(), static_cast<int>(w.program->steps.size()), bufs,
                     layout_.slotBytes / sizeof(T), args.divisor, args.splitSteps ? c : 0, args.splitSteps ? nch : 1,
                     16 / sizeof(T), direct);
     // Peers read what this channel handed over in place until they credit it; the next channel's steps, or
     // the caller once we return, may write there.
-    if (f.code == collieSuccess && direct != nullptr) {
+    if (f.code == collieSuccess && direct.marks != nullptr) {
       int peer = -1;
       f.code = prims.drain(&peer);
       if (f.code != collieSuccess) {

@@ -6,6 +6,7 @@
 
 #include "core/env.h"
 #include "core/log.h"
+#include "executor/direct_sends.h"
 #include "executor/remote_proxy.h"
 
 namespace collie {
@@ -95,6 +96,24 @@ Status planLaunch(const RoundPlan& plan, const ExecArgs& args, const LaunchTable
   a->timeoutNs = static_cast<uint64_t>(tables.timeoutSec * 1e9);
   a->phaseNs = tables.phaseNs;
   a->systemFence = tables.systemFence ? 1 : 0;
+  // Reading in place (executor/direct_sends.h), which LL has not. The marks are found on round 0's buffers of
+  // channel 0 and hold for every round and channel: each runs its program on the input and output advanced by
+  // the same number of elements, so what overlaps in one overlaps in all; and none writes another's elements,
+  // each being a complete collective on its part of every block (executor.h). The drain that ends every block
+  // (device_prims.cuh) keeps the launch running until the peers have read all it handed over.
+  if (!a->lowLatency && tables.directMinBytes >= 0) {
+    for (size_t p = 0; p < tables.inPlacePeers.size() && p < 64; ++p)
+      if (tables.inPlacePeers[p]) a->readsInPlace |= uint64_t{1} << p;
+    std::vector<uint8_t> marks;
+    void* const bufs[3] = {a->bufs[0], a->bufs[1], nullptr};  // scratch is never read in place
+    for (int p = 0; p < nprograms && a->readsInPlace != 0; ++p) {
+      if (!markDirectSends(*programs[p], bufs, es, args.divisor, tables.inPlacePeers,
+                           static_cast<uint64_t>(tables.directMinBytes), &marks))
+        continue;
+      for (size_t i = 0; i < marks.size() && i < 64; ++i)
+        if (marks[i] != 0) a->directSteps[p] |= uint64_t{1} << i;
+    }
+  }
   *empty = false;
   return Status();
 }

@@ -21,7 +21,7 @@
 //                                       of the block before the next step reads them
 //   kReadsInPlace                       whether slices may be read in place: expose() exists, and
 //                                       inSlot(p) returns where the sender's slice lies, in its
-//                                       slot or in the sender's memory (the host's: yes; the kernels': not yet)
+//                                       slot or in the sender's memory (Simple: yes; LL: no)
 //   void expose(q, data)                the next post to q hands over `data` in our own memory, which q
 //                                       reads in place, instead of a filled slot (executor/direct_sends.h)
 //
@@ -46,6 +46,15 @@ struct StepFailure {
   int peer = -1;
 };
 
+/// The steps whose sends the receiver reads in place (markDirectSends): `marks[i] != 0` on the host, which
+/// marks any number of steps; on the GPU, whose launch carries them in its parameters, bit i of `bits` (steps
+/// past the 64th are never marked there).
+struct DirectSteps {
+  const uint8_t* marks = nullptr;
+  uint64_t bits = 0;
+  COLLIE_HD bool operator[](int i) const { return marks != nullptr ? marks[i] != 0 : i < 64 && ((bits >> i) & 1) != 0; }
+};
+
 // Hands the slice at `data` to q in place (the primitives' expose); only called where P::kReadsInPlace.
 template <typename T, typename P>
 COLLIE_HD void exposeSlice(P& p, int q, const T* data) {
@@ -55,18 +64,18 @@ COLLIE_HD void exposeSlice(P& p, int q, const T* data) {
 /// Runs steps[0..nsteps) on channel `channel` of `nchannels`. `bufs` are the
 /// input, output and scratch buffers (Buffer order); perSlice is the number of
 /// elements one slot holds; align the channel split's granularity in elements.
-/// `direct[i]` (null: none) marks the steps whose sends the receiver reads in
-/// place (markDirectSends); only primitives with kReadsInPlace take it.
+/// `direct` marks the steps whose sends the receiver reads in place
+/// (markDirectSends); only primitives with kReadsInPlace take it.
 template <typename T, typename P>
 COLLIE_HD StepFailure runSteps(P& p, const Step* steps, int nsteps, T* const* bufs, uint64_t perSlice, int divisor,
-                               int channel, int nchannels, uint64_t align, const uint8_t* direct = nullptr) {
+                               int channel, int nchannels, uint64_t align, DirectSteps direct = {}) {
   StepFailure fail;
   for (int si = 0; si < nsteps; ++si) {
     const Step& s = steps[si];
     const int div = s.finalize ? divisor : 0;
     // The receiver reads this step's sends where they lie: nothing is copied into its slot, and a step that
     // writes what it sends writes it once.
-    const bool inPlace = P::kReadsInPlace && direct != nullptr && direct[si] != 0;
+    const bool inPlace = P::kReadsInPlace && direct[si];
     const ChannelPart part = channelPart(s.count, channel, nchannels, align);
     T* const src = bufs[static_cast<int>(s.src.buffer)] + s.src.offset + part.offset;
     T* const dst = bufs[static_cast<int>(s.dst.buffer)] + s.dst.offset;

@@ -203,8 +203,9 @@ __device__ inline int fromThread0(int v, int* shared) {
 template <typename T, ReduceOp Op>
 class DevicePrims {
  public:
-  // Slices always go through the receiver's slot: no peer reads ours in place (executor/direct_sends.h).
-  static constexpr bool kReadsInPlace = false;
+  // A peer that is a thread of this process on this GPU may read a slice in place, from the sender's buffer
+  // (executor/direct_sends.h): each slice posted to it carries a source word (executor/protocol.h).
+  static constexpr bool kReadsInPlace = true;
 
   /// `counters` points at this block's shared copy: posted[n], consumed[n],
   /// the credits thread 0 has seen, then clean[n] (program_block.cuh). `shared`
@@ -225,9 +226,18 @@ class DevicePrims {
   __device__ int waitRoom(int q) { return wait(true, q, false, 0); }
   __device__ int waitEither(bool sending, int q, bool receiving, int p) { return wait(sending, q, receiving, p); }
 
+  // Where the slice lies: in its slot, or where the sender's source word says. Every thread loads the word
+  // itself, after the barrier that follows thread 0's acquire of the ready flag, as it loads slot data.
   __device__ const T* inSlot(int p) const {
+    if (readsInPlace(p)) {
+      const uint64_t source = dev::loadVolatile64(a_.inboxes[p] + a_.layout.sourceOffset(channel_, p, consumed_[p]));
+      if (source != 0) return reinterpret_cast<const T*>(static_cast<uintptr_t>(source));
+    }
     return reinterpret_cast<const T*>(a_.inboxes[p] + a_.layout.slotOffset(channel_, p, consumed_[p]));
   }
+  // The next post to q hands over `data`, in our buffer, instead of a filled slot. The drain that ends the
+  // launch waits until q has credited it, so the caller's next work cannot change it under q's loads.
+  __device__ void expose(int, const T* data) { exposed_ = data; }
   __device__ T* outSlot(int q) const {
     return reinterpret_cast<T*>(a_.windows[q] + a_.layout.slotOffset(channel_, a_.rank, posted_[q]));
   }
@@ -264,9 +274,15 @@ class DevicePrims {
       // The release store is the fence: it is a fence.acq_rel.sys and a relaxed store, which orders the whole
       // block's writes (handed to thread 0 by the barrier above) before the counter, as NCCL's Simple posts do.
       // COLLIE_SYSTEM_FENCE=1 puts back the full fence (membar.sys) every post took before, to measure it.
+      // The source word goes before the flag that publishes it: 0 for a slice in the slot, which also
+      // overwrites what an earlier slice through this slot handed over in place.
+      if (readsInPlace(q))
+        dev::storeVolatile64(a_.windows[q] + a_.layout.sourceOffset(channel_, a_.rank, seq),
+                             static_cast<uint64_t>(reinterpret_cast<uintptr_t>(exposed_)));
       if (a_.systemFence) dev::fenceSystem();
       dev::storeReleaseSys(a_.windows[q] + a_.layout.readyOffset(channel_, a_.rank), ++posted_[q]);
     }
+    exposed_ = nullptr;
     dev::sync();
   }
 
@@ -324,6 +340,8 @@ class DevicePrims {
     credited_[q] = dev::loadAcquireSys(a_.inboxes[q] + a_.layout.creditOffset(channel_, q));
     return slotFree(posted_[q], credited_[q], a_.layout.nslots);
   }
+  // Whether slices between us and `peer` carry a source word (KernelArgs::readsInPlace).
+  __device__ bool readsInPlace(int peer) const { return peer < 64 && ((a_.readsInPlace >> peer) & 1) != 0; }
   // The proxy lost this peer (another host): waits on it give up, others go on.
   __device__ bool lost(int peer) const { return a_.lost != nullptr && dev::loadFlag(a_.lost + peer) != 0; }
   // Thread 0 spins until a direction can progress, the deadline passes, the
@@ -358,7 +376,8 @@ class DevicePrims {
   uint64_t* credited_;
   uint64_t* clean_;  // device_prims_ll.cuh, "Stale lines"
   int* shared_;
-  uint64_t waitedNs_ = 0;  // thread 0's
+  const T* exposed_ = nullptr;  // what the next post hands over in place (expose), if anything
+  uint64_t waitedNs_ = 0;       // thread 0's
 };
 
 }  // namespace collie

@@ -80,6 +80,11 @@ struct KernelArgs {
   WindowLayout layout;
   uint64_t timeoutNs = 0;
   uint64_t* phaseNs = nullptr;  // device: kPhaseWords sums (COLLIE_KERNEL_TIMING); null: not timed
+  // Reading in place (executor/direct_sends.h), Simple launches only. Bit p of readsInPlace: rank p is a thread
+  // of this process on this GPU (p < 64), so we write a source word with each slice we post to it and read one
+  // with each slice it posts to us. Bit i of directSteps[prog]: step i's sends hand over our buffer in place.
+  uint64_t readsInPlace = 0;
+  uint64_t directSteps[kMaxPrograms] = {};
   Step inlineSteps[kInlineSteps];
 };
 

@@ -93,7 +93,7 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
                         reinterpret_cast<T*>(static_cast<char*>(a.bufs[2]) + a.scratchPerChannel * c)};
     const Step* steps = a.steps[prog] != nullptr ? a.steps[prog] : a.inlineSteps + a.inlineAt[prog];
     f = runSteps<T>(prims, steps, a.nsteps[prog], bufs, slicePerStep<T, LL>(a), a.divisor, a.splitSteps ? c : 0,
-                    a.splitSteps ? C : 1, 16 / sizeof(T));
+                    a.splitSteps ? C : 1, 16 / sizeof(T), DirectSteps{nullptr, a.directSteps[prog]});
     lastSteps = a.nsteps[prog];
   }
   const uint32_t failedRound = static_cast<uint32_t>(r > 0 ? r - 1 : 0);  // the loop stepped past it

@@ -37,8 +37,10 @@ trap sweep EXIT
 export COLLIE_CHANNELS=2 COLLIE_FAKE_CUDA_THREADS=2 COLLIE_TIMEOUT=60
 bounded "$build/tests/fake_cuda/fake_cudart_test" --gtest_brief=1
 # Ranks as threads: every algorithm at 2 and 3 ranks (8 ranks for allreduce), and the CudaBackend cases
-# (tiny slots, all-to-all-v, grouped send/recv, graph capture, wrong buffers, a rank that never joins).
-bounded "$build/tests/collectives_gpu_test" --gtest_brief=1 \
+# (tiny slots, all-to-all-v, grouped send/recv, graph capture, wrong buffers, a rank that never joins). Every
+# send that may be read in place is (COLLIE_DIRECT_READ_BYTES=0; executor/direct_sends.h), whatever its size:
+# the runs below keep the default, under which these tests' sends mostly go through slots.
+COLLIE_DIRECT_READ_BYTES=0 bounded "$build/tests/collectives_gpu_test" --gtest_brief=1 \
   --gtest_filter='*_n2:*_n3:*allreduce_ring_n8:CudaBackend.*-CudaBackend.AStreamOfAnotherGpuIsAnError'
 # Every stream in one hardware queue (the fake's model of CUDA_DEVICE_MAX_CONNECTIONS=1): a call of many
 # rounds, or a group of sends and receives, must not hold back a peer's kernel (docs/RELIABILITY.md, "On a GPU").
@@ -118,8 +120,8 @@ TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" UCX_MEM_MMAP_HOOK_MODE=no
   --gtest_filter='CudaBackend.*:*allreduce_ring_n3:*alltoall_pairwise_n3-CudaBackend.AStreamOfAnotherGpuIsAnError'
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no \
   COLLIE_TIMEOUT=120 bounded "$tsan/tests/program_cache_gpu_test" --gtest_brief=1 --gtest_filter='*LongPrograms*:*Queued*:*GlobalCapture*:*Gone*'
-# Random cases on CUDA communicators (about 100 in the 30 s here).
+# Random cases on CUDA communicators (about 100 in the 30 s here), every send that may be read in place so read.
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no \
-  COLLIE_TIMEOUT=120 COLLIE_SOAK_MEMORY=device COLLIE_LL_FLAG_PERIOD=16 COLLIE_SOAK_SECONDS=30 \
-  bounded "$tsan/tests/soak_test" --gtest_brief=1
+  COLLIE_TIMEOUT=120 COLLIE_DIRECT_READ_BYTES=0 COLLIE_SOAK_MEMORY=device COLLIE_LL_FLAG_PERIOD=16 \
+  COLLIE_SOAK_SECONDS=30 bounded "$tsan/tests/soak_test" --gtest_brief=1
 echo "fake-GPU suite under ThreadSanitizer: clean in $(($(date +%s) - start)) s"

@@ -35,6 +35,7 @@
 #include "executor/cuda_executor.h"
 #include "executor/reduce_ops.h"
 #include "gpu/gpu_skip.h"
+#include "transport/cuda_ipc/device_windows.h"
 
 namespace {
 
@@ -173,6 +174,65 @@ TEST(CudaBackend, ACallInManyRoundsIsOneLaunchPerRank) {
     }
 }
 
+// Whether any byte of rank r's Simple slots (every channel, peer and slot) is not zero. Windows start zeroed.
+bool slotsWritten(const collie::test::Comms& comms, int r) {
+  const auto* exec = dynamic_cast<const collie::CudaExecutor*>(comms[r]->executor.get());
+  EXPECT_NE(exec, nullptr);
+  if (exec == nullptr) return false;
+  const collie::WindowLayout& l = exec->layout();
+  std::vector<uint8_t> slots(l.llBase() - l.slotsBase());
+  EXPECT_EQ(cudaMemcpy(slots.data(), comms[r]->deviceWindows->window(r) + l.slotsBase(), slots.size(),
+                       cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  for (uint8_t b : slots)
+    if (b != 0) return true;
+  return false;
+}
+
+// Ranks that are threads of one process on one GPU read each other's large sends where they lie, in the
+// sender's buffer (executor/direct_sends.h): an allgather out of place then writes nothing into any slot,
+// while with reading in place off (COLLIE_DIRECT_READ_BYTES=-1) the same call fills them. Then, with every
+// send that may be read in place so read (0), the collectives whose programs mix both kinds of send stay exact
+// in place and out, in one round and in many (small slots), with avg (whose dividing forwards go through slots).
+TEST(CudaBackend, LargeSendsAreReadInPlace) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv channels("COLLIE_CHANNELS", "2");
+  ScopedEnv protocol("COLLIE_PROTO", "simple");
+  ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
+  const uint64_t seed = collie::test::testSeed();
+  const int n = 3;
+  for (const char* minBytes : {"0", "-1"}) {
+    ScopedEnv direct("COLLIE_DIRECT_READ_BYTES", minBytes);
+    collie::test::Comms comms(n);
+    ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+    ASSERT_EQ(collie::test::runCollectiveCase(comms, Coll::kAllGather, collieFloat32, collieSum, 4099, false, 0, seed,
+                                              Memory::kDevice),
+              "")
+        << "seed " << seed;
+    for (int r = 0; r < n; ++r)
+      EXPECT_EQ(slotsWritten(comms, r), minBytes[0] == '-')
+          << "COLLIE_DIRECT_READ_BYTES=" << minBytes << ", rank " << r;
+  }
+  ScopedEnv direct("COLLIE_DIRECT_READ_BYTES", "0");
+  for (const char* slotBytes : {"262144", "4096"}) {
+    ScopedEnv slots("COLLIE_SLOT_BYTES", slotBytes);
+    collie::test::Comms comms(n);
+    ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+    for (Coll coll : {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kAllToAll, Coll::kBroadcast})
+      for (bool inPlace : {false, true}) {
+        if (inPlace && !collie::test::collHasInPlace(coll)) continue;
+        for (collieRedOp_t op : {collieSum, collieAvg}) {
+          if (op == collieAvg && !collie::test::collHasOp(coll)) continue;
+          const std::string err =
+              collie::test::runCollectiveCase(comms, coll, collieFloat32, op, 20011, inPlace, 1, seed, Memory::kDevice);
+          ASSERT_EQ(err, "") << collie::test::collName(coll) << (inPlace ? " in place" : "") << " op " << op
+                             << ", slots of " << slotBytes << " bytes (seed " << seed << ")";
+        }
+      }
+  }
+}
+
 // Holds `stream` shut, from the host, until `open` is set: work queued behind it waits.
 cudaError_t holdShut(cudaStream_t stream, std::atomic<bool>* open) {
   auto gate = [](void* flag) {
@@ -207,6 +267,63 @@ struct RankDevice {
     cudaFree(out);
   }
 };
+
+// A peer reads what a rank's kernel hands over in place until it credits it: the kernel must not end before
+// then, or the rank's next work on its stream (here a memset of every buffer, queued at once) would change what
+// the peer still reads. Wrong results, or a race ThreadSanitizer reports over the fake runtime
+// (scripts/fake_gpu.sh), if it ended early.
+TEST(CudaBackend, AKernelEndsOnlyOnceItsPeersHaveReadItsBuffers) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv direct("COLLIE_DIRECT_READ_BYTES", "0");
+  ScopedEnv protocol("COLLIE_PROTO", "simple");
+  ScopedEnv ring("COLLIE_ALGO", "allreduce:ring,allgather:ring");
+  ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
+  const int n = 3;
+  const size_t count = 3 * 5000 + 1;
+  collie::test::Comms comms(n);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  std::vector<std::unique_ptr<RankDevice>> dev;
+  for (int r = 0; r < n; ++r) dev.emplace_back(new RankDevice(count * 4, count * (n + 1) * 4));
+  std::vector<std::string> errors(n);
+  collie::test::onRanks(n, [&](int r) {
+    cudaSetDevice(0);
+    cudaStream_t s = dev[r]->stream;
+    float* in = static_cast<float*>(dev[r]->in);
+    float* out = static_cast<float*>(dev[r]->out);  // the allreduce's count, then the allgather's n x count
+    std::vector<float> host(count), got(count * (n + 1));
+    std::string& err = errors[static_cast<size_t>(r)];
+    for (int iter = 0; iter < 10 && err.empty(); ++iter) {
+      for (size_t i = 0; i < count; ++i) host[i] = static_cast<float>((r + 1) * (iter + 1)) + static_cast<float>(i % 7);
+      cudaMemcpyAsync(in, host.data(), count * 4, cudaMemcpyHostToDevice, s);
+      if (collieAllReduce(in, out, count, collieFloat32, collieSum, comms[r], s) != collieSuccess ||
+          collieAllGather(in, out + count, count, collieFloat32, comms[r], s) != collieSuccess) {
+        err = collieGetLastError(comms[r]);
+        break;
+      }
+      cudaMemcpyAsync(got.data(), out, got.size() * 4, cudaMemcpyDeviceToHost, s);
+      cudaMemsetAsync(in, 0xff, count * 4, s);  // at once, in stream order after the kernels
+      cudaMemsetAsync(out, 0xff, got.size() * 4, s);
+      if (cudaStreamSynchronize(s) != cudaSuccess) {
+        err = "cudaStreamSynchronize failed";
+        break;
+      }
+      for (size_t i = 0; i < count && err.empty(); ++i) {
+        const float want = static_cast<float>(6 * (iter + 1)) + 3.0f * static_cast<float>(i % 7);
+        if (got[i] != want)
+          err = "allreduce, call " + std::to_string(iter) + ", element " + std::to_string(i) + ": " +
+                std::to_string(got[i]) + " != " + std::to_string(want);
+        for (int q = 0; q < n && err.empty(); ++q) {
+          const float from = static_cast<float>((q + 1) * (iter + 1)) + static_cast<float>(i % 7);
+          if (got[count * static_cast<size_t>(q + 1) + i] != from)
+            err = "allgather, call " + std::to_string(iter) + ", rank " + std::to_string(q) + "'s element " +
+                  std::to_string(i);
+        }
+      }
+    }
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
+}
 
 // All-to-all-v with uneven splits (zeros and self included) and the same
 // exchange as grouped send/recv, on device buffers.

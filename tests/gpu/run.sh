@@ -209,7 +209,7 @@ part_sanitize() {
     return 0
   fi
   step memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/collectives_gpu_test" \
-    --gtest_filter='*allreduce_ring_n3:*allgather_ring_n2:*alltoall_pairwise_n3:CudaBackend.AllToAllv*'
+    --gtest_filter='*allreduce_ring_n3:*allgather_ring_n2:*alltoall_pairwise_n3:CudaBackend.AllToAllv*:CudaBackend.AKernelEnds*'
   step racecheck compute-sanitizer --tool racecheck --error-exitcode 9 "$build/tests/collectives_gpu_test" \
     --gtest_filter='*allreduce_ring_n2:*reducescatter_ring_n3'
 }
@@ -269,6 +269,15 @@ part_tune() {
   # The shared-GPU model moved allgather from bruck (measured on the H200 at 64 MiB) to ring, unmeasured.
   step tune_algos_allgather_t4 "$bench" allgather -t 4 --backend cuda -b 1M -e 64M -f 8 -n 5 -w 2 --algo all \
     --limit --json "$logs/tune_algos_allgather_t4.json"
+  # Reading peers' sends in place (executor/direct_sends.h; on by default from 128 KiB) against every slice
+  # through a slot (COLLIE_DIRECT_READ_BYTES=-1), side by side.
+  local d
+  for c in allreduce allgather alltoall; do
+    for d in on:131072 off:-1; do
+      step "tune_direct_${d%%:*}_${c}_t4" env COLLIE_DIRECT_READ_BYTES="${d#*:}" "$bench" "$c" -t 4 --backend cuda \
+        -b 1M -e 256M -f 16 -n 5 -w 2 --limit --json "$logs/tune_direct_${d%%:*}_${c}_t4.json"
+    done
+  done
   # Blocks per rank: the default is about half the SMs over the ranks on the GPU, at most 16 (comm_cuda.cc).
   for c in 4 8 16 32; do
     step "tune_channels_t4_$c" env COLLIE_CHANNELS="$c" "$bench" allreduce -t 4 --backend cuda -b 8M -e 128M -f 16 \
