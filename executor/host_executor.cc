@@ -222,21 +222,11 @@ class HostPrims {
       const uint64_t at = __atomic_load_n(
           reinterpret_cast<const uint64_t*>(inbox_[p] + layout_.sourceOffset(channel_, p, consumed_[p])),
           __ATOMIC_RELAXED);
-      if (at != 0) {
-        readInPlace_ = reinterpret_cast<const T*>(static_cast<uintptr_t>(at));
-        tsanAcquire(readInPlace_);  // the ready flag just acquired (host_flags.h)
-        return readInPlace_;
-      }
+      if (at != 0) return reinterpret_cast<const T*>(static_cast<uintptr_t>(at));
     }
     return reinterpret_cast<const T*>(inbox_[p] + layout_.slotOffset(channel_, p, consumed_[p]));
   }
-  void expose(int q, const T* data) {
-    exposed_ = data;
-    (void)q;
-#ifdef COLLIE_TSAN
-    exposedAll_.push_back(data);
-#endif
-  }
+  void expose(int, const T* data) { exposed_ = data; }
   /// Until every peer of this process has credited all we posted: what it reads in place is ours to change
   /// again. 0, or the failed wait's code with *peer set.
   int drain(int* peer) const {
@@ -248,9 +238,6 @@ class HostPrims {
                *peer, -1);
       if (rc != 0) return rc;
     }
-#ifdef COLLIE_TSAN
-    for (const T* e : exposedAll_) tsanAcquire(e);  // the credits just acquired (host_flags.h)
-#endif
     return 0;
   }
   T* outSlot(int q) const {
@@ -263,10 +250,6 @@ class HostPrims {
       remote_.windows->put(p, nullptr, 0, 0, layout_.creditOffset(channel_, rank_), seq + 1, &creditOp(p, seq));
       return;
     }
-    if (readInPlace_ != nullptr) {
-      tsanRelease(readInPlace_);  // with the credit below: the sender's drain() acquires it (host_flags.h)
-      readInPlace_ = nullptr;
-    }
     storeRelease(windows_[static_cast<size_t>(p)] + layout_.creditOffset(channel_, rank_), seq + 1);
   }
   void post(int q, uint64_t n) {
@@ -277,7 +260,6 @@ class HostPrims {
       return;
     }
     if (inProcess_[static_cast<size_t>(q)]) {
-      if (exposed_ != nullptr) tsanRelease(exposed_);  // with the ready flag below (host_flags.h)
       __atomic_store_n(
           reinterpret_cast<uint64_t*>(windows_[static_cast<size_t>(q)] + layout_.sourceOffset(channel_, rank_, seq)),
           static_cast<uint64_t>(reinterpret_cast<uintptr_t>(exposed_)), __ATOMIC_RELAXED);
@@ -359,10 +341,6 @@ class HostPrims {
   const std::vector<int>& pids_;
   const std::vector<bool>& inProcess_;  // [peer]: a rank of this process, which may read our slices in place
   const T* exposed_ = nullptr;          // what the next post hands over in place, if anything
-  const T* readInPlace_ = nullptr;      // the slice being taken in place from a peer, until its release
-#ifdef COLLIE_TSAN
-  std::vector<const T*> exposedAll_;  // every slice this channel handed over in place, for drain()
-#endif
 };
 
 template <typename T, ReduceOp Op>

@@ -6,12 +6,32 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <map>
+#include <mutex>
 
 #include "core/hash.h"
 #include "core/log.h"
 #include "transport/bootstrap/bootstrap.h"
 
 namespace collie {
+
+namespace {
+
+// The mappings of the segments this process created and has not unlinked, by name (ShmSegment says why).
+struct Registry {
+  std::mutex mu;
+  std::map<std::string, std::weak_ptr<void>> byName;
+};
+Registry& registry() {
+  static Registry* r = new Registry();  // never destroyed: segments may outlive static destruction
+  return *r;
+}
+
+}  // namespace
+
+ShmSegment::Mapping::~Mapping() {
+  if (addr != nullptr) munmap(addr, size);
+}
 
 ShmSegment::~ShmSegment() { reset(); }
 
@@ -20,12 +40,9 @@ ShmSegment::ShmSegment(ShmSegment&& other) noexcept { *this = std::move(other); 
 ShmSegment& ShmSegment::operator=(ShmSegment&& other) noexcept {
   if (this != &other) {
     reset();
-    addr_ = other.addr_;
-    size_ = other.size_;
+    map_ = std::move(other.map_);
     name_ = std::move(other.name_);
     owner_ = other.owner_;
-    other.addr_ = nullptr;
-    other.size_ = 0;
     other.owner_ = false;
   }
   return *this;
@@ -33,9 +50,7 @@ ShmSegment& ShmSegment::operator=(ShmSegment&& other) noexcept {
 
 void ShmSegment::reset() {
   if (owner_) (void)unlink();
-  if (addr_ != nullptr) munmap(addr_, size_);
-  addr_ = nullptr;
-  size_ = 0;
+  map_.reset();  // unmapped here if no other rank of the process holds it
 }
 
 Status ShmSegment::create(const std::string& name, size_t bytes, ShmSegment* out) {
@@ -53,13 +68,34 @@ Status ShmSegment::create(const std::string& name, size_t bytes, ShmSegment* out
   int err = errno;
   close(fd);
   if (addr == MAP_FAILED) return systemError(("mmap(" + name + ")").c_str(), err, __FILE__, __LINE__);
-  seg.addr_ = addr;
-  seg.size_ = bytes;
+  seg.map_ = std::make_shared<Mapping>();
+  seg.map_->addr = addr;
+  seg.map_->size = bytes;
+  {
+    std::lock_guard<std::mutex> lock(registry().mu);
+    registry().byName[name] = seg.map_;
+  }
   *out = std::move(seg);
   return Status();
 }
 
 Status ShmSegment::open(const std::string& name, size_t bytes, ShmSegment* out) {
+  {
+    std::lock_guard<std::mutex> lock(registry().mu);
+    const auto it = registry().byName.find(name);
+    std::shared_ptr<Mapping> ours =
+        it != registry().byName.end() ? std::static_pointer_cast<Mapping>(it->second.lock()) : nullptr;
+    if (ours != nullptr) {
+      if (ours->size != bytes)
+        return Status::error(collieInternalError, "shm segment %s has %zu bytes, expected %zu", name.c_str(),
+                             ours->size, bytes);
+      ShmSegment seg;
+      seg.map_ = std::move(ours);
+      seg.name_ = name;
+      *out = std::move(seg);
+      return Status();
+    }
+  }
   int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) return systemError(("shm_open(" + name + ")").c_str(), errno, __FILE__, __LINE__);
   struct stat st;
@@ -73,8 +109,9 @@ Status ShmSegment::open(const std::string& name, size_t bytes, ShmSegment* out) 
   close(fd);
   if (addr == MAP_FAILED) return systemError(("mmap(" + name + ")").c_str(), err, __FILE__, __LINE__);
   ShmSegment seg;
-  seg.addr_ = addr;
-  seg.size_ = bytes;
+  seg.map_ = std::make_shared<Mapping>();
+  seg.map_->addr = addr;
+  seg.map_->size = bytes;
   seg.name_ = name;
   *out = std::move(seg);
   return Status();
@@ -83,6 +120,10 @@ Status ShmSegment::open(const std::string& name, size_t bytes, ShmSegment* out) 
 Status ShmSegment::unlink() {
   if (!owner_) return Status();
   owner_ = false;
+  {
+    std::lock_guard<std::mutex> lock(registry().mu);
+    registry().byName.erase(name_);
+  }
   if (shm_unlink(name_.c_str()) != 0 && errno != ENOENT)
     return systemError(("shm_unlink(" + name_ + ")").c_str(), errno, __FILE__, __LINE__);
   return Status();

@@ -18,6 +18,11 @@ namespace collie {
 class Bootstrap;
 
 /// One mapped shm segment (RAII: unmapped, and unlinked if still named, on destruction).
+///
+/// A process maps each segment once: while a segment is named, opening it in the process that created it (ranks
+/// that are threads of one process) shares the creator's mapping, unmapped when the last holder goes. One address
+/// per byte is what lets ThreadSanitizer see the slot protocol between such ranks: with a mapping per rank, a flag
+/// was stored at one address and loaded at another, and TSan ordered nothing by it (docs/design.md).
 class ShmSegment {
  public:
   ShmSegment() = default;
@@ -34,15 +39,19 @@ class ShmSegment {
   /// Removes the name; the mapping stays valid.
   Status unlink();
 
-  uint8_t* data() const { return static_cast<uint8_t*>(addr_); }
-  size_t size() const { return size_; }
+  uint8_t* data() const { return map_ != nullptr ? static_cast<uint8_t*>(map_->addr) : nullptr; }
+  size_t size() const { return map_ != nullptr ? map_->size : 0; }
   /// The shm name it was created or opened under ("/collie-...").
   const std::string& name() const { return name_; }
 
  private:
+  struct Mapping {
+    void* addr = nullptr;
+    size_t size = 0;
+    ~Mapping();
+  };
   void reset();
-  void* addr_ = nullptr;
-  size_t size_ = 0;
+  std::shared_ptr<Mapping> map_;
   std::string name_;
   bool owner_ = false;  // created by us and not yet unlinked
 };
