@@ -462,7 +462,7 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   host->setPeerProcesses(std::move(pids));
   int64_t directBytes = 0;
   COLLIE_RETURN_IF_ERROR(readDirectReadBytes(&directBytes));
-  host->setInProcessPeers(std::move(inProcess), directBytes);
+  host->setInProcessPeers(inProcess, directBytes);
   host->initWindow();
   std::vector<WindowHeader> headers(static_cast<size_t>(nranks));  // of the windows we cannot map
   memcpy(&headers[static_cast<size_t>(rank)], windows[static_cast<size_t>(rank)], sizeof(WindowHeader));
@@ -492,6 +492,7 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
     COLLIE_RETURN_IF_ERROR(readKernelSwitches(&switches));
     auto e = std::make_unique<EmulatedExecutor>(rank, layout, windows, options.timeoutSec, emulated, switches);
     if (proxyHost) e->attachProxy(*comm->proxy);
+    e->setInProcessPeers(inProcess, directBytes);
     comm->executor = std::move(e);
   } else if (stageHost) {
     comm->executor = std::make_unique<StagedExecutor>(std::move(host), hostMover());

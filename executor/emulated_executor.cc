@@ -34,6 +34,12 @@ EmulatedExecutor::~EmulatedExecutor() {
   if (!phaseNs_.empty()) reportKernelPhases(tables_.rank, phaseNs_.data());
 }
 
+void EmulatedExecutor::setInProcessPeers(const std::vector<bool>& inProcess, int64_t minBytes) {
+  tables_.inPlacePeers.assign(inProcess.size(), false);
+  for (size_t r = 0; r < inProcess.size() && r < 64; ++r) tables_.inPlacePeers[r] = inProcess[r];
+  tables_.directMinBytes = minBytes;
+}
+
 void EmulatedExecutor::attachProxy(const RemoteProxy& proxy) {
   const size_t n = windows_.size() / 2;
   for (size_t r = 0; r < n; ++r) {

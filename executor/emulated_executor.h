@@ -35,6 +35,9 @@ class EmulatedExecutor : public Executor, private LaunchStorage {
 
   /// As CudaExecutor::attachProxy: `proxy` (host memory) must outlive this executor.
   void attachProxy(const RemoteProxy& proxy);
+  /// inProcess[r]: rank r is a thread of this process whose window we map, so the kernels read its large sends
+  /// in place, and it ours, from sends of `minBytes` up (negative: never), as on one GPU (executor/direct_sends.h).
+  void setInProcessPeers(const std::vector<bool>& inProcess, int64_t minBytes);
 
   Status run(const std::vector<ChannelWork>& work, const ExecArgs& args) override;
   /// Every round of the call in one launch (Executor::runRounds says why).

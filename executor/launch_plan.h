@@ -44,8 +44,9 @@ struct LaunchTables {
   double timeoutSec = 300;
   uint64_t* phaseNs = nullptr;  // COLLIE_KERNEL_TIMING: kPhaseWords sums the blocks add to (kernels/launch.h)
   bool systemFence = false;     // COLLIE_SYSTEM_FENCE (KernelArgs::systemFence)
-  // [peer]: a thread of this process on this GPU, whose kernels load from our buffers; only ranks below 64
-  // (KernelArgs::readsInPlace). Sends of at least directMinBytes to them are read in place; negative: none.
+  // [peer]: a thread of this process on this GPU (emulated: on this host), whose kernels load from our buffers;
+  // only ranks below 64 (KernelArgs::readsInPlace). Sends of at least directMinBytes to them are read in place;
+  // negative: none.
   std::vector<bool> inPlacePeers;
   int64_t directMinBytes = -1;
 };
