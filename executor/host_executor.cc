@@ -217,7 +217,7 @@ class HostPrims {
   }
   // A peer of this process may hand over a slice where it lies (its source word, written before its ready
   // flag, which arrived() acquired).
-  const T* inSlot(int p) {
+  const T* inSlot(int p) const {
     if (inProcess_[static_cast<size_t>(p)]) {
       const uint64_t at = __atomic_load_n(
           reinterpret_cast<const uint64_t*>(inbox_[p] + layout_.sourceOffset(channel_, p, consumed_[p])),
