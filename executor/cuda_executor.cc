@@ -99,10 +99,11 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
   // read in place (executor/direct_sends.h). Not ranks on other GPUs of the process, though P2P reaches their
   // windows: a buffer from a memory pool or a VMM mapping (PyTorch's expandable segments) may not be open to
   // another GPU.
-  COLLIE_RETURN_IF_ERROR(readDirectReadBytes(&t.directMinBytes));
-  t.inPlacePeers.assign(n, false);
-  for (int r : windows.colocatedPeers())
-    if (r < 64) t.inPlacePeers[static_cast<size_t>(r)] = true;
+  int64_t directBytes = 0;
+  COLLIE_RETURN_IF_ERROR(readDirectReadBytes(&directBytes));
+  std::vector<bool> colocated(n, false);
+  for (int r : windows.colocatedPeers()) colocated[static_cast<size_t>(r)] = true;
+  setInPlacePeers(&t, colocated, directBytes);
   cudaEvent_t done;
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate"));
   e->lastDone_ = done;

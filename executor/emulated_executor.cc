@@ -35,9 +35,7 @@ EmulatedExecutor::~EmulatedExecutor() {
 }
 
 void EmulatedExecutor::setInProcessPeers(const std::vector<bool>& inProcess, int64_t minBytes) {
-  tables_.inPlacePeers.assign(inProcess.size(), false);
-  for (size_t r = 0; r < inProcess.size() && r < 64; ++r) tables_.inPlacePeers[r] = inProcess[r];
-  tables_.directMinBytes = minBytes;
+  setInPlacePeers(&tables_, inProcess, minBytes);
 }
 
 void EmulatedExecutor::attachProxy(const RemoteProxy& proxy) {

@@ -102,11 +102,10 @@ Status planLaunch(const RoundPlan& plan, const ExecArgs& args, const LaunchTable
   // each being a complete collective on its part of every block (executor.h). The drain that ends every block
   // (device_prims.cuh) keeps the launch running until the peers have read all it handed over.
   if (!a->lowLatency && tables.directMinBytes >= 0) {
-    for (size_t p = 0; p < tables.inPlacePeers.size() && p < 64; ++p)
-      if (tables.inPlacePeers[p]) a->readsInPlace |= uint64_t{1} << p;
+    a->readsInPlace = tables.inPlaceMask;
     std::vector<uint8_t> marks;
     void* const bufs[3] = {a->bufs[0], a->bufs[1], nullptr};  // scratch is never read in place
-    for (int p = 0; p < nprograms && a->readsInPlace != 0; ++p) {
+    for (int p = 0; p < nprograms; ++p) {
       if (!markDirectSends(*programs[p], bufs, es, args.divisor, tables.inPlacePeers,
                            static_cast<uint64_t>(tables.directMinBytes), &marks))
         continue;
@@ -116,6 +115,16 @@ Status planLaunch(const RoundPlan& plan, const ExecArgs& args, const LaunchTable
   }
   *empty = false;
   return Status();
+}
+
+void setInPlacePeers(LaunchTables* tables, const std::vector<bool>& peers, int64_t minBytes) {
+  tables->inPlacePeers.assign(peers.size(), false);
+  tables->inPlaceMask = 0;
+  for (size_t r = 0; r < peers.size() && r < 64; ++r) {
+    tables->inPlacePeers[r] = peers[r];
+    if (peers[r]) tables->inPlaceMask |= uint64_t{1} << r;
+  }
+  tables->directMinBytes = tables->inPlaceMask != 0 ? minBytes : -1;
 }
 
 void RecentLaunches::record(uint64_t seq, const Program& program) {

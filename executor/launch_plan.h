@@ -44,12 +44,17 @@ struct LaunchTables {
   double timeoutSec = 300;
   uint64_t* phaseNs = nullptr;  // COLLIE_KERNEL_TIMING: kPhaseWords sums the blocks add to (kernels/launch.h)
   bool systemFence = false;     // COLLIE_SYSTEM_FENCE (KernelArgs::systemFence)
-  // [peer]: a thread of this process on this GPU (emulated: on this host), whose kernels load from our buffers;
-  // only ranks below 64 (KernelArgs::readsInPlace). Sends of at least directMinBytes to them are read in place;
-  // negative: none.
+  // Reading in place, set by setInPlacePeers: inPlacePeers[peer] and bit peer of inPlaceMask (KernelArgs::
+  // readsInPlace) alike; sends of at least directMinBytes to those peers are read in place; negative: none.
   std::vector<bool> inPlacePeers;
+  uint64_t inPlaceMask = 0;
   int64_t directMinBytes = -1;
 };
+
+/// peers[r]: rank r is a thread of this process on this GPU (emulated: on this host), whose kernels load from
+/// our buffers. Only ranks below 64 are kept: a launch names the peers that take source words in one word, and
+/// a send marked to a peer outside it would go unannounced. With none left, no send is read in place.
+void setInPlacePeers(LaunchTables* tables, const std::vector<bool>& peers, int64_t minBytes);
 
 /// Fills `*a` for one launch that runs every round of `plan` with `args`
 /// (round 0's buffers). Sets `*empty` when there is nothing to launch (no

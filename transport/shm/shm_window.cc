@@ -29,9 +29,7 @@ Registry& registry() {
 
 }  // namespace
 
-ShmSegment::Mapping::~Mapping() {
-  if (addr != nullptr) munmap(addr, size);
-}
+ShmSegment::Mapping::~Mapping() { munmap(addr, size); }
 
 ShmSegment::~ShmSegment() { reset(); }
 
@@ -68,9 +66,7 @@ Status ShmSegment::create(const std::string& name, size_t bytes, ShmSegment* out
   int err = errno;
   close(fd);
   if (addr == MAP_FAILED) return systemError(("mmap(" + name + ")").c_str(), err, __FILE__, __LINE__);
-  seg.map_ = std::make_shared<Mapping>();
-  seg.map_->addr = addr;
-  seg.map_->size = bytes;
+  seg.map_ = std::make_shared<Mapping>(addr, bytes);
   {
     std::lock_guard<std::mutex> lock(registry().mu);
     registry().byName[name] = seg.map_;
@@ -109,9 +105,7 @@ Status ShmSegment::open(const std::string& name, size_t bytes, ShmSegment* out) 
   close(fd);
   if (addr == MAP_FAILED) return systemError(("mmap(" + name + ")").c_str(), err, __FILE__, __LINE__);
   ShmSegment seg;
-  seg.map_ = std::make_shared<Mapping>();
-  seg.map_->addr = addr;
-  seg.map_->size = bytes;
+  seg.map_ = std::make_shared<Mapping>(addr, bytes);
   seg.name_ = name;
   *out = std::move(seg);
   return Status();

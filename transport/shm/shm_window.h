@@ -46,9 +46,10 @@ class ShmSegment {
 
  private:
   struct Mapping {
-    void* addr = nullptr;
-    size_t size = 0;
+    Mapping(void* a, size_t s) : addr(a), size(s) {}
     ~Mapping();
+    void* const addr;
+    const size_t size;
   };
   void reset();
   std::shared_ptr<Mapping> map_;
