@@ -8,7 +8,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include "algorithms/memory_traffic.h"
 #include "algorithms/registry.h"
@@ -105,11 +109,27 @@ struct AlgoEnv {
 };
 AlgoEnv gAlgoEnv;
 
+// One stream per rank (worker thread, rank of the thread), shared by every Collie implementation of the run.
+// Each stream takes one of the GPU's hardware queues (CUDA_DEVICE_MAX_CONNECTIONS), and ranks whose streams share
+// a queue may wait behind each other's next call until COLLIE_TIMEOUT: a stream per communicator made `--algo all`
+// at 8 ranks 64 streams over 32 queues. The implementations run one after another, so one stream serves them all.
+// Made once, kept until the process ends.
+cudaStream_t rankStream(int worker, int j, std::string* err) {
+  static std::mutex mu;
+  static auto* streams = new std::map<std::pair<int, int>, cudaStream_t>();
+  std::lock_guard<std::mutex> lock(mu);
+  cudaStream_t& s = (*streams)[{worker, j}];
+  if (s == nullptr && cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
+    s = nullptr;
+    *err = "cudaStreamCreate failed for a CUDA-backend communicator";
+  }
+  return s;
+}
+
 class CollieImpl : public Impl {
  public:
   CollieImpl(const std::string& label, int nranks) : nranks_(nranks) { label_ = label; }
   ~CollieImpl() override {
-    for (void* s : streams_) cudaStreamDestroy(static_cast<cudaStream_t>(s));
     for (collieComm_t c : comms_) collieCommDestroy(c);
   }
 
@@ -211,7 +231,7 @@ class CollieImpl : public Impl {
   }
 
   std::vector<collieComm_t> comms_;
-  std::vector<void*> streams_;  // cudaStream_t per rank, device backend only
+  std::vector<void*> streams_;  // cudaStream_t per rank (rankStream, shared), device backend only
 
  private:
   // The algorithm the communicator picks for the case (its override, else the tuner's choice); nullptr for
@@ -390,11 +410,8 @@ std::unique_ptr<Impl> makeCollieImpl(Team& team, int worker, const Options& o, c
       int dev = 0;
       collieCommCuDevice(impl->comms_[static_cast<size_t>(j)], &dev);
       cudaSetDevice(dev);
-      cudaStream_t s = nullptr;
-      if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
-        *err = "cudaStreamCreate failed for a CUDA-backend communicator";
-        return nullptr;
-      }
+      cudaStream_t s = rankStream(worker, j, err);
+      if (s == nullptr) return nullptr;
       impl->streams_.push_back(s);
     }
   }

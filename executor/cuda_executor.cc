@@ -107,9 +107,6 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
   cudaEvent_t done;
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate"));
   e->lastDone_ = done;
-  cudaStream_t upload;
-  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamCreateWithFlags(&upload, cudaStreamNonBlocking), "cudaStreamCreate"));
-  e->uploadStream_ = upload;
   ProgramCache::Limits limits;
   bool bad = false;
   const int64_t entries = env::getInt("COLLIE_PROGRAM_CACHE", static_cast<int64_t>(limits.maxEntries), &bad);
@@ -129,18 +126,22 @@ CudaExecutor::~CudaExecutor() {
   if (phaseNs_ != nullptr) {
     // On our own non-blocking stream: a copy on the legacy stream would wait for peers' kernels too.
     uint64_t sums[kPhaseWords] = {};
-    cudaStream_t s = static_cast<cudaStream_t>(uploadStream_);
-    if (s != nullptr && cudaMemcpyAsync(sums, phaseNs_, sizeof(sums), cudaMemcpyDeviceToHost, s) == cudaSuccess &&
+    void* own = nullptr;
+    const bool haveStream = ownStream(&own).ok();
+    cudaStream_t s = static_cast<cudaStream_t>(own);
+    if (haveStream && cudaMemcpyAsync(sums, phaseNs_, sizeof(sums), cudaMemcpyDeviceToHost, s) == cudaSuccess &&
         cudaStreamSynchronize(s) == cudaSuccess)
       reportKernelPhases(rank_, sums);
     (void)cudaFree(phaseNs_);
   }
   if (programs_ != nullptr)
     for (void* b : programs_->blocks()) (void)cudaFree(b);
+  for (auto& m : mirrors_)
+    if (m.second != nullptr) (void)cudaFreeHost(m.second);
   for (auto& c : checkpoints_) spareEvents_.push_back(c.second);
   for (void* ev : spareEvents_) (void)cudaEventDestroy(static_cast<cudaEvent_t>(ev));
   for (void* s : scratch_) (void)cudaFree(s);
-  if (uploadStream_ != nullptr) (void)cudaStreamDestroy(static_cast<cudaStream_t>(uploadStream_));
+  if (ownStream_ != nullptr) (void)cudaStreamDestroy(static_cast<cudaStream_t>(ownStream_));
   if (lastDone_ != nullptr) (void)cudaEventDestroy(static_cast<cudaEvent_t>(lastDone_));
   if (status_ != nullptr) (void)cudaFreeHost(status_);
   if (counters_ != nullptr) (void)cudaFree(counters_);
@@ -225,11 +226,36 @@ Status CudaExecutor::program(const Program& program, const Step** out) {
     COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&block, bytes), "cudaMalloc of a program"));
     extraBytes_ += bytes;
   }
-  // On a stream of our own, waited for here: the launch that reads the copy is enqueued after this returns.
-  cudaStream_t upload = static_cast<cudaStream_t>(uploadStream_);
-  Status st = cudaStatus(cudaMemcpyAsync(block, program.steps.data(), n * sizeof(Step), cudaMemcpyHostToDevice, upload),
-                         "uploading a program");
-  if (st.ok()) st = cudaStatus(cudaStreamSynchronize(upload), "uploading a program");
+  // The copy's source: pinned host memory of the block's own, so the copy is truly asynchronous. It is
+  // rewritten only with the block, once every launch that read the block (each queued after its copy) is done.
+  void*& mirror = mirrors_[block];
+  Status st;
+  if (mirror == nullptr)
+    st = cudaStatus(cudaHostAlloc(&mirror, bytes, cudaHostAllocDefault), "cudaHostAlloc of a program");
+  if (st.ok()) {
+    memcpy(mirror, program.steps.data(), n * sizeof(Step));
+    if (capturing_) {
+      // A captured copy would land only at each replay, and an eager launch may find the block first: copy now,
+      // on a stream of our own, and wait for it (nothing of ours runs on that stream).
+      void* own = nullptr;
+      st = ownStream(&own);
+      cudaStream_t upload = static_cast<cudaStream_t>(own);
+      if (st.ok())
+        st = cudaStatus(cudaMemcpyAsync(block, mirror, n * sizeof(Step), cudaMemcpyHostToDevice, upload),
+                        "uploading a program");
+      if (st.ok()) st = cudaStatus(cudaStreamSynchronize(upload), "uploading a program");
+    } else {
+      // On the launch's own stream, right before it, never waited for here. A host wait for a copy on another
+      // stream deadlocked on an H200 (2026-11-27): with more streams than hardware queues, the copy queued behind
+      // a peer's kernel that waited for this rank's launch (docs/cuda-executor.md, "Program uploads").
+      st = orderPlannedLaunch();
+      if (st.ok())
+        st = cudaStatus(cudaMemcpyAsync(block, mirror, n * sizeof(Step), cudaMemcpyHostToDevice,
+                                        static_cast<cudaStream_t>(planStream_)),
+                        "uploading a program");
+      if (st.ok()) uploadQueued_ = true;
+    }
+  }
   if (!st.ok()) {
     programs_->release(block, bytes);
     return st;
@@ -238,6 +264,25 @@ Status CudaExecutor::program(const Program& program, const Step** out) {
   if (capturing_) holdForGraph(block);
   *out = static_cast<const Step*>(block);
   return Status();
+}
+
+Status CudaExecutor::ownStream(void** out) {
+  // Made on first use: every stream takes one of the GPU's hardware queues (CUDA_DEVICE_MAX_CONNECTIONS), and
+  // ranks whose streams share a queue may wait behind each other's next launch. Eager launches never need it.
+  if (ownStream_ == nullptr) {
+    RelaxedCapture relaxed;
+    cudaStream_t s = nullptr;
+    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"));
+    ownStream_ = s;
+  }
+  *out = ownStream_;
+  return Status();
+}
+
+Status CudaExecutor::orderPlannedLaunch() {
+  if (planOrdered_) return Status();
+  planOrdered_ = true;
+  return waitForPrevious(planStream_, capturing_);
 }
 
 void CudaExecutor::holdForGraph(void* block) {
@@ -389,15 +434,32 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   if (programs_->overLimit()) pollCheckpoints();
   KernelArgs a;
   bool empty = true;
-  COLLIE_RETURN_IF_ERROR(planLaunch(plan, args, tables_, this, &a, &empty));
+  planStream_ = args.stream;
+  planOrdered_ = false;
+  uploadQueued_ = false;
+  Status planned = planLaunch(plan, args, tables_, this, &a, &empty);
   tPlan = Clock::now();
-  if (empty) return Status();
-  // A replay's stream is not known now: only launches made now are compared.
-  if (colocated_ != nullptr && !capturing_ && args.collectiveSeq != ExecArgs::kNotACollective)
-    COLLIE_RETURN_IF_ERROR(colocated_->note(args.collectiveSeq, args.stream));
-  launches_.record(args.seq, *plan.last[0].program);
+  if (!planned.ok() || empty) {
+    // Program copies already queued for a launch that will not come are the communicator's work all the same:
+    // a later launch elsewhere must not overtake them, nor a reused block be rewritten under them.
+    if (uploadQueued_) {
+      enqueued(args.stream);
+      COLLIE_RETURN_IF_ERROR(recordDone(args.stream, false));
+    }
+    return planned;
+  }
   const bool captured = capturing_;
-  COLLIE_RETURN_IF_ERROR(waitForPrevious(args.stream, captured));
+  // A replay's stream is not known now: only launches made now are compared.
+  if (colocated_ != nullptr && !captured && args.collectiveSeq != ExecArgs::kNotACollective) {
+    Status st = colocated_->note(args.collectiveSeq, args.stream);
+    if (!st.ok() && uploadQueued_) {
+      enqueued(args.stream);
+      (void)recordDone(args.stream, false);
+    }
+    COLLIE_RETURN_IF_ERROR(st);
+  }
+  launches_.record(args.seq, *plan.last[0].program);
+  COLLIE_RETURN_IF_ERROR(orderPlannedLaunch());
   const int rc = launchProgram(a, args.type, args.op, args.stream);
   // From here the kernel may be queued, even after an error: it counts as a launch (the programs it read stay
   // until a later checkpoint), and the next launch waits for the event whatever its stream.

@@ -16,6 +16,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "executor/executor.h"
@@ -91,6 +92,10 @@ class CudaExecutor : public Executor, private LaunchStorage {
   // says why); enqueued notes the work (also a launch that failed, which may still be queued), so the next call
   // on any other stream waits; recordDone records lastDone_ after it.
   Status waitForPrevious(void* stream, bool captured);
+  // waitForPrevious for the launch being planned, once: before its first program copy, or before the launch.
+  Status orderPlannedLaunch();
+  // A stream of the executor's own (made on first use), for work that must not wait in the caller's.
+  Status ownStream(void** out);  // out: a cudaStream_t
   void enqueued(void* stream);
   Status recordDone(void* stream, bool captured);
   // The graph being captured owns a CUDA user object for the program in `block`, whose destructor queues the
@@ -118,11 +123,17 @@ class CudaExecutor : public Executor, private LaunchStorage {
   bool everCaptured_ = false;     // a launch was captured: a replay may come between any two launches
   void* lastDone_ = nullptr;      // cudaEvent_t recorded after the last launch or copy
   bool launched_ = false;         // a launch or copy was made
-  void* uploadStream_ = nullptr;  // cudaStream_t for uploads outside the caller's stream
+  void* ownStream_ = nullptr;     // cudaStream_t for captured launches' program copies and the timing readback, or null
+  // The launch being planned: its stream, whether waitForPrevious ran for it, and whether a program copy was
+  // queued on that stream for it.
+  void* planStream_ = nullptr;
+  bool planOrdered_ = false;
+  bool uploadQueued_ = false;
   // Long programs in device memory, reused once no launch reads them (executor/program_cache.h). Launches are
   // numbered; a checkpoint is an event recorded after launch `first`, queried (never waited for): launches run
   // one after another, so when it has happened every launch up to `first` has finished.
   std::unique_ptr<ProgramCache> programs_;
+  std::unordered_map<void*, void*> mirrors_;            // program block -> pinned host memory its copies come from
   uint64_t launchSeq_ = 0;                              // launches made so far; the one being planned is launchSeq_ + 1
   bool capturing_ = false;                              // the launch being planned is captured into a graph
   void* captureGraph_ = nullptr;                        // cudaGraph_t being captured, while capturing_
