@@ -132,6 +132,14 @@ CudaExecutor::~CudaExecutor() {
     if (haveStream && cudaMemcpyAsync(sums, phaseNs_, sizeof(sums), cudaMemcpyDeviceToHost, s) == cudaSuccess &&
         cudaStreamSynchronize(s) == cudaSuccess)
       reportKernelPhases(rank_, sums);
+    if (enqueues_ > 0)
+      COLLIE_WARN(
+          "rank %d: host enqueue (COLLIE_KERNEL_TIMING=1), mean per launch over %llu launches: %.2f us, "
+          "%.2f us of it planning (programs, scratch, the launch's arguments); the API's checks and the "
+          "programs' building come before it",
+          rank_, static_cast<unsigned long long>(enqueues_),
+          static_cast<double>(enqueueNs_) / static_cast<double>(enqueues_) / 1e3,
+          static_cast<double>(planNs_) / static_cast<double>(enqueues_) / 1e3);
     (void)cudaFree(phaseNs_);
   }
   if (programs_ != nullptr)
@@ -408,13 +416,21 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
     const Clock::time_point& tPlan;
     int rank;
     uint64_t seq;
+    CudaExecutor* e;
     ~SlowEnqueueLog() {
-      const double total = std::chrono::duration<double>(Clock::now() - t0).count();
+      const Clock::time_point end = Clock::now();
+      if (e->phaseNs_ != nullptr) {
+        // COLLIE_KERNEL_TIMING=1: the host's part of each launch, beside the kernels' parts.
+        e->enqueueNs_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(end - t0).count());
+        e->planNs_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(tPlan - t0).count());
+        ++e->enqueues_;
+      }
+      const double total = std::chrono::duration<double>(end - t0).count();
       if (total > 0.1)
         COLLIE_WARN("rank %d: enqueueing call #%llu took %.3f s (%.3f s of it preparing programs and scratch)", rank,
                     static_cast<unsigned long long>(seq), total, std::chrono::duration<double>(tPlan - t0).count());
     }
-  } slowLog{t0, tPlan, rank_, args.seq};
+  } slowLog{t0, tPlan, rank_, args.seq, this};
   cudaStream_t stream = static_cast<cudaStream_t>(args.stream);
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing"));

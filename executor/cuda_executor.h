@@ -115,9 +115,11 @@ class CudaExecutor : public Executor, private LaunchStorage {
   RecentLaunches launches_;             // names for the error line of a failure found later
   uint64_t* counters_ = nullptr;        // device: posted/consumed/clean per channel per peer
   uint64_t* phaseNs_ = nullptr;         // device: COLLIE_KERNEL_TIMING's sums (kernels/launch.h), or null
-  uint32_t* failed_ = nullptr;          // device
-  DeviceStatus* status_ = nullptr;      // mapped pinned host memory (host address)
-  LaunchTables tables_;                 // what every launch points at: the members above, the proxy's tables
+  // With COLLIE_KERNEL_TIMING=1, the host's part: runRounds' time in all, its planning, and the launches timed.
+  uint64_t enqueueNs_ = 0, planNs_ = 0, enqueues_ = 0;
+  uint32_t* failed_ = nullptr;      // device
+  DeviceStatus* status_ = nullptr;  // mapped pinned host memory (host address)
+  LaunchTables tables_;             // what every launch points at: the members above, the proxy's tables
   void* lastStream_ = nullptr;
   bool lastStreamKnown_ = false;  // false after a captured launch: its replays may come on any stream
   bool everCaptured_ = false;     // a launch was captured: a replay may come between any two launches

@@ -27,8 +27,9 @@
 # bare: build here with scripts/gpu_stage.sh (nvcc needs no GPU), carry .deps/root and .gpurun, and
 # begin each call with `tar xJf .gpurun/build-gpu.tar.xz` instead of running the build part there. With
 # 15 minutes of device time a session has one call: run(timeout_s=600, carry=[.deps/root, .gpurun]) of
-#   tar xJf .gpurun/build-gpu.tar.xz && GPU_STEP_TIMEOUT=120 tests/gpu/run.sh --deadline 540 test tune bench sanitize
-# (tune before bench: its questions are the open ones; what the deadline leaves out is listed as not run).
+#   tar xJf .gpurun/build-gpu.tar.xz && GPU_STEP_TIMEOUT=120 tests/gpu/run.sh --deadline 540 test bench tune sanitize
+# (bench before tune: on 2026-11-27 test and the first tune steps took the whole deadline and bench never ran; tune
+# begins with its open questions; what the deadline leaves out is listed as not run).
 # Exit status 0 only when every step passed. A test that skips counts as a
 # failure here: on a GPU machine a skip means the GPU was not usable.
 # COLLIE_TIMEOUT defaults to 30 s, so a hang costs 30 s, not 300; CUDA_DEVICE_MAX_CONNECTIONS to 32.
@@ -250,7 +251,32 @@ part_bench() {
 part_tune() {
   local bench=$build/bench/collie-bench t c s
   [ -x "$bench" ] || { echo "$bench not built"; record tune FAIL-not-built 0; return 0; }
-  # Every allreduce algorithm side by side (--algo all: the tuner's pick first), small calls and large.
+  # Reading peers' sends in place (executor/direct_sends.h; on by default from 128 KiB) against every slice
+  # through a slot (COLLIE_DIRECT_READ_BYTES=-1), side by side.
+  local d
+  for c in allreduce allgather alltoall; do
+    for d in on:131072 off:-1; do
+      step "tune_direct_${d%%:*}_${c}_t4" env COLLIE_DIRECT_READ_BYTES="${d#*:}" "$bench" "$c" -t 4 --backend cuda \
+        -b 1M -e 256M -f 16 -n 5 -w 2 --limit --json "$logs/tune_direct_${d%%:*}_${c}_t4.json"
+    done
+  done
+  for t in 2 4; do
+    step "tune_algos_large_t$t" "$bench" allreduce -t "$t" --backend cuda -b 32M -e 128M -f 4 -n 5 -w 2 --algo all \
+      --limit --json "$logs/tune_algos_large_t$t.json"
+  done
+  # On 2026-11-27 (H200) both timed out at 32 MiB (t2: in the ring communicator, right after the tuner's, which ran
+  # ring too; t4: in the first call), where the same calls alone passed, in place or not. The same sweep with every
+  # slice through a slot tells whether reading in place takes part.
+  step tune_algos_large_t4_direct_off env COLLIE_DIRECT_READ_BYTES=-1 "$bench" allreduce -t 4 --backend cuda -b 32M \
+    -e 128M -f 4 -n 5 -w 2 --algo all --limit --json "$logs/tune_algos_large_t4_direct_off.json"
+  # The shared-GPU model moved allgather from bruck (measured on the H200 at 64 MiB) to ring, unmeasured.
+  step tune_algos_allgather_t4 "$bench" allgather -t 4 --backend cuda -b 1M -e 64M -f 8 -n 5 -w 2 --algo all \
+    --limit --json "$logs/tune_algos_allgather_t4.json"
+  # Every allreduce algorithm side by side (--algo all: the tuner's pick first), small calls. On 2026-11-27 the t8
+  # sweep timed out in hier at 32 KiB, where the same call alone passed. Likely cause, fixed since: hier's programs at
+  # 8 ranks (16 steps each) pass the 40 inline steps once a call runs in rounds, so they were copied to the GPU and
+  # the copy waited for on a stream that could share a hardware queue with waiting kernels (8 communicators x 8
+  # ranks x 2 streams over 32 queues).
   for t in 4 8; do
     step "tune_algos_small_t$t" "$bench" allreduce -t "$t" --backend cuda -b 8 -e 64K -f 8 -n 20 -w 5 --algo all \
       --json "$logs/tune_algos_small_t$t.json"
@@ -262,22 +288,6 @@ part_tune() {
   step tune_phases_sendrecv_t2_8 env COLLIE_KERNEL_TIMING=1 "$bench" sendrecv -t 2 --backend cuda -b 8 -e 8 -n 200 \
     -w 20
   step tune_phases_t8_8 env COLLIE_KERNEL_TIMING=1 "$bench" allreduce -t 8 --backend cuda -b 8 -e 8 -n 200 -w 20
-  for t in 2 4; do
-    step "tune_algos_large_t$t" "$bench" allreduce -t "$t" --backend cuda -b 32M -e 128M -f 4 -n 5 -w 2 --algo all \
-      --limit --json "$logs/tune_algos_large_t$t.json"
-  done
-  # The shared-GPU model moved allgather from bruck (measured on the H200 at 64 MiB) to ring, unmeasured.
-  step tune_algos_allgather_t4 "$bench" allgather -t 4 --backend cuda -b 1M -e 64M -f 8 -n 5 -w 2 --algo all \
-    --limit --json "$logs/tune_algos_allgather_t4.json"
-  # Reading peers' sends in place (executor/direct_sends.h; on by default from 128 KiB) against every slice
-  # through a slot (COLLIE_DIRECT_READ_BYTES=-1), side by side.
-  local d
-  for c in allreduce allgather alltoall; do
-    for d in on:131072 off:-1; do
-      step "tune_direct_${d%%:*}_${c}_t4" env COLLIE_DIRECT_READ_BYTES="${d#*:}" "$bench" "$c" -t 4 --backend cuda \
-        -b 1M -e 256M -f 16 -n 5 -w 2 --limit --json "$logs/tune_direct_${d%%:*}_${c}_t4.json"
-    done
-  done
   # Blocks per rank: the default is about half the SMs over the ranks on the GPU, at most 16 (comm_cuda.cc).
   for c in 4 8 16 32; do
     step "tune_channels_t4_$c" env COLLIE_CHANNELS="$c" "$bench" allreduce -t 4 --backend cuda -b 8M -e 128M -f 16 \
