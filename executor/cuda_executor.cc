@@ -238,8 +238,11 @@ Status CudaExecutor::program(const Program& program, const Step** out) {
   // rewritten only with the block, once every launch that read the block (each queued after its copy) is done.
   void*& mirror = mirrors_[block];
   Status st;
-  if (mirror == nullptr)
-    st = cudaStatus(cudaHostAlloc(&mirror, bytes, cudaHostAllocDefault), "cudaHostAlloc of a program");
+  if (mirror == nullptr) {
+    void* pinned = nullptr;
+    st = cudaStatus(cudaHostAlloc(&pinned, bytes, cudaHostAllocDefault), "cudaHostAlloc of a program");
+    if (st.ok()) mirror = pinned;
+  }
   if (st.ok()) {
     memcpy(mirror, program.steps.data(), n * sizeof(Step));
     if (capturing_) {
@@ -255,7 +258,7 @@ Status CudaExecutor::program(const Program& program, const Step** out) {
     } else {
       // On the launch's own stream, right before it, never waited for here. A host wait for a copy on another
       // stream deadlocked on an H200 (2026-11-27): with more streams than hardware queues, the copy queued behind
-      // a peer's kernel that waited for this rank's launch (docs/cuda-executor.md, "Program uploads").
+      // a peer's kernel that waited for this rank's launch (docs/cuda-executor.md, "Launch state").
       st = orderPlannedLaunch();
       if (st.ok())
         st = cudaStatus(cudaMemcpyAsync(block, mirror, n * sizeof(Step), cudaMemcpyHostToDevice,
