@@ -243,30 +243,22 @@ Status CudaExecutor::program(const Program& program, const Step** out) {
     st = cudaStatus(cudaHostAlloc(&pinned, bytes, cudaHostAllocDefault), "cudaHostAlloc of a program");
     if (st.ok()) mirror = pinned;
   }
+  // A captured launch's copy is made now, on a stream of our own, and waited for: inside the graph it would land
+  // only at each replay, and an eager launch may find the block first. Any other goes on the launch's own stream,
+  // right before it, never waited for here: a host wait for a copy on another stream deadlocked on an H200
+  // (2026-11-27), where with more streams than hardware queues the copy queued behind a peer's kernel that waited
+  // for this rank's launch (docs/cuda-executor.md, "Launch state").
+  void* stream = planStream_;
+  if (st.ok()) st = capturing_ ? ownStream(&stream) : orderPlannedLaunch();
   if (st.ok()) {
     memcpy(mirror, program.steps.data(), n * sizeof(Step));
-    if (capturing_) {
-      // A captured copy would land only at each replay, and an eager launch may find the block first: copy now,
-      // on a stream of our own, and wait for it (nothing of ours runs on that stream).
-      void* own = nullptr;
-      st = ownStream(&own);
-      cudaStream_t upload = static_cast<cudaStream_t>(own);
-      if (st.ok())
-        st = cudaStatus(cudaMemcpyAsync(block, mirror, n * sizeof(Step), cudaMemcpyHostToDevice, upload),
-                        "uploading a program");
-      if (st.ok()) st = cudaStatus(cudaStreamSynchronize(upload), "uploading a program");
-    } else {
-      // On the launch's own stream, right before it, never waited for here. A host wait for a copy on another
-      // stream deadlocked on an H200 (2026-11-27): with more streams than hardware queues, the copy queued behind
-      // a peer's kernel that waited for this rank's launch (docs/cuda-executor.md, "Launch state").
-      st = orderPlannedLaunch();
-      if (st.ok())
-        st = cudaStatus(cudaMemcpyAsync(block, mirror, n * sizeof(Step), cudaMemcpyHostToDevice,
-                                        static_cast<cudaStream_t>(planStream_)),
-                        "uploading a program");
-      if (st.ok()) uploadQueued_ = true;
-    }
+    st = cudaStatus(
+        cudaMemcpyAsync(block, mirror, n * sizeof(Step), cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream)),
+        "uploading a program");
   }
+  if (st.ok() && capturing_)
+    st = cudaStatus(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "uploading a program");
+  if (st.ok() && !capturing_) uploadQueued_ = true;
   if (!st.ok()) {
     programs_->release(block, bytes);
     return st;
@@ -458,24 +450,20 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   uploadQueued_ = false;
   Status planned = planLaunch(plan, args, tables_, this, &a, &empty);
   tPlan = Clock::now();
-  if (!planned.ok() || empty) {
-    // Program copies already queued for a launch that will not come are the communicator's work all the same:
-    // a later launch elsewhere must not overtake them, nor a reused block be rewritten under them.
-    if (uploadQueued_) {
-      enqueued(args.stream);
-      COLLIE_RETURN_IF_ERROR(recordDone(args.stream, false));
-    }
-    return planned;
-  }
+  // Program copies already queued for a launch that will not come are the communicator's work all the same:
+  // a later launch elsewhere must not overtake them, nor a reused block be rewritten under them.
+  auto withoutLaunch = [&](const Status& why) {
+    if (!uploadQueued_) return why;
+    enqueued(args.stream);
+    const Status recorded = recordDone(args.stream, false);
+    return why.ok() ? recorded : why;
+  };
+  if (!planned.ok() || empty) return withoutLaunch(planned);
   const bool captured = capturing_;
   // A replay's stream is not known now: only launches made now are compared.
   if (colocated_ != nullptr && !captured && args.collectiveSeq != ExecArgs::kNotACollective) {
     Status st = colocated_->note(args.collectiveSeq, args.stream);
-    if (!st.ok() && uploadQueued_) {
-      enqueued(args.stream);
-      (void)recordDone(args.stream, false);
-    }
-    COLLIE_RETURN_IF_ERROR(st);
+    if (!st.ok()) return withoutLaunch(st);
   }
   launches_.record(args.seq, *plan.last[0].program);
   COLLIE_RETURN_IF_ERROR(orderPlannedLaunch());
