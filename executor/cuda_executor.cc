@@ -124,14 +124,16 @@ CudaExecutor::~CudaExecutor() {
   // Kernels still running use everything below; each wait in them is bounded.
   if (launched_) (void)cudaEventSynchronize(static_cast<cudaEvent_t>(lastDone_));
   if (phaseNs_ != nullptr) {
-    // On our own non-blocking stream: a copy on the legacy stream would wait for peers' kernels too.
+    // On a non-blocking stream of our own, made only now: a copy on the legacy stream would wait for peers'
+    // kernels too, and every stream takes one of the GPU's hardware queues (CUDA_DEVICE_MAX_CONNECTIONS).
     uint64_t sums[kPhaseWords] = {};
-    void* own = nullptr;
-    const bool haveStream = ownStream(&own).ok();
-    cudaStream_t s = static_cast<cudaStream_t>(own);
-    if (haveStream && cudaMemcpyAsync(sums, phaseNs_, sizeof(sums), cudaMemcpyDeviceToHost, s) == cudaSuccess &&
-        cudaStreamSynchronize(s) == cudaSuccess)
-      reportKernelPhases(rank_, sums);
+    cudaStream_t s = nullptr;
+    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess) {
+      if (cudaMemcpyAsync(sums, phaseNs_, sizeof(sums), cudaMemcpyDeviceToHost, s) == cudaSuccess &&
+          cudaStreamSynchronize(s) == cudaSuccess)
+        reportKernelPhases(rank_, sums);
+      (void)cudaStreamDestroy(s);
+    }
     if (enqueues_ > 0)
       COLLIE_WARN(
           "rank %d: host enqueue (COLLIE_KERNEL_TIMING=1), mean per launch over %llu launches: %.2f us, "
@@ -149,7 +151,6 @@ CudaExecutor::~CudaExecutor() {
   for (auto& c : checkpoints_) spareEvents_.push_back(c.second);
   for (void* ev : spareEvents_) (void)cudaEventDestroy(static_cast<cudaEvent_t>(ev));
   for (void* s : scratch_) (void)cudaFree(s);
-  if (ownStream_ != nullptr) (void)cudaStreamDestroy(static_cast<cudaStream_t>(ownStream_));
   if (lastDone_ != nullptr) (void)cudaEventDestroy(static_cast<cudaEvent_t>(lastDone_));
   if (status_ != nullptr) (void)cudaFreeHost(status_);
   if (counters_ != nullptr) (void)cudaFree(counters_);
@@ -243,22 +244,19 @@ Status CudaExecutor::program(const Program& program, const Step** out) {
     st = cudaStatus(cudaHostAlloc(&pinned, bytes, cudaHostAllocDefault), "cudaHostAlloc of a program");
     if (st.ok()) mirror = pinned;
   }
-  // A captured launch's copy is made now, on a stream of our own, and waited for: inside the graph it would land
-  // only at each replay, and an eager launch may find the block first. Any other goes on the launch's own stream,
-  // right before it, never waited for here: a host wait for a copy on another stream deadlocked on an H200
-  // (2026-11-27), where with more streams than hardware queues the copy queued behind a peer's kernel that waited
-  // for this rank's launch (docs/cuda-executor.md, "Launch state").
-  void* stream = planStream_;
-  if (st.ok()) st = capturing_ ? ownStream(&stream) : orderPlannedLaunch();
+  // The copy goes on the launch's own stream, right before it, and is never waited for here: a host wait for a
+  // copy on another stream deadlocked on an H200 (2026-11-27), where with more streams than hardware queues the
+  // copy queued behind a peer's kernel that waited for this rank's launch (docs/cuda-executor.md, "Launch state").
+  // During a capture the copy becomes a node of the graph, made at each replay; the block is then the graph's own
+  // (ProgramCache::insert), since before the first replay it holds nothing for another launch to find.
+  if (st.ok()) st = orderPlannedLaunch();
   if (st.ok()) {
     memcpy(mirror, program.steps.data(), n * sizeof(Step));
-    st = cudaStatus(
-        cudaMemcpyAsync(block, mirror, n * sizeof(Step), cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream)),
-        "uploading a program");
+    st = cudaStatus(cudaMemcpyAsync(block, mirror, n * sizeof(Step), cudaMemcpyHostToDevice,
+                                    static_cast<cudaStream_t>(planStream_)),
+                    "uploading a program");
   }
-  if (st.ok() && capturing_)
-    st = cudaStatus(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "uploading a program");
-  if (st.ok() && !capturing_) uploadQueued_ = true;
+  if (st.ok()) uploadQueued_ = true;
   if (!st.ok()) {
     programs_->release(block, bytes);
     return st;
@@ -266,19 +264,6 @@ Status CudaExecutor::program(const Program& program, const Step** out) {
   programs_->insert(program.steps, block, bytes, launch, capturing_);
   if (capturing_) holdForGraph(block);
   *out = static_cast<const Step*>(block);
-  return Status();
-}
-
-Status CudaExecutor::ownStream(void** out) {
-  // Made on first use: every stream takes one of the GPU's hardware queues (CUDA_DEVICE_MAX_CONNECTIONS), and
-  // ranks whose streams share a queue may wait behind each other's next launch. Eager launches never need it.
-  if (ownStream_ == nullptr) {
-    RelaxedCapture relaxed;
-    cudaStream_t s = nullptr;
-    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"));
-    ownStream_ = s;
-  }
-  *out = ownStream_;
   return Status();
 }
 
@@ -455,7 +440,7 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   auto withoutLaunch = [&](const Status& why) {
     if (!uploadQueued_) return why;
     enqueued(args.stream);
-    const Status recorded = recordDone(args.stream, false);
+    const Status recorded = recordDone(args.stream, capturing_);
     return why.ok() ? recorded : why;
   };
   if (!planned.ok() || empty) return withoutLaunch(planned);

@@ -94,8 +94,6 @@ class CudaExecutor : public Executor, private LaunchStorage {
   Status waitForPrevious(void* stream, bool captured);
   // waitForPrevious for the launch being planned, once: before its first program copy, or before the launch.
   Status orderPlannedLaunch();
-  // A stream of the executor's own (made on first use), for work that must not wait in the caller's.
-  Status ownStream(void** out);  // out: a cudaStream_t
   void enqueued(void* stream);
   Status recordDone(void* stream, bool captured);
   // The graph being captured owns a CUDA user object for the program in `block`, whose destructor queues the
@@ -125,7 +123,6 @@ class CudaExecutor : public Executor, private LaunchStorage {
   bool everCaptured_ = false;     // a launch was captured: a replay may come between any two launches
   void* lastDone_ = nullptr;      // cudaEvent_t recorded after the last launch or copy
   bool launched_ = false;         // a launch or copy was made
-  void* ownStream_ = nullptr;     // cudaStream_t for captured launches' program copies and the timing readback, or null
   // The launch being planned: its stream, whether waitForPrevious ran for it, and whether a program copy was
   // queued on that stream for it.
   void* planStream_ = nullptr;

@@ -48,7 +48,7 @@ void* ProgramCache::find(const std::vector<Step>& steps, uint64_t launch, bool c
   auto range = entries_.equal_range(hash(steps));
   for (auto it = range.first; it != range.second; ++it) {
     Entry& e = it->second;
-    if (!same(e.steps, steps)) continue;
+    if (e.graphsOwn || !same(e.steps, steps)) continue;
     e.lastUse = std::max(e.lastUse, launch);
     if (captured && e.pins++ == 0) {
       --unpinned_;
@@ -82,6 +82,7 @@ void ProgramCache::insert(const std::vector<Step>& steps, void* block, size_t by
   e.bytes = bytes;
   e.lastUse = launch;
   e.pins = captured ? 1 : 0;
+  e.graphsOwn = captured;
   if (!captured) {
     ++unpinned_;
     unpinnedBytes_ += bytes;
@@ -93,9 +94,15 @@ void ProgramCache::release(void* block, size_t bytes) { free_[bytes].push_back(b
 
 void ProgramCache::unpin(void* block) {
   // Rare (a graph destroyed), so a scan rather than an index by block.
-  for (auto& entry : entries_) {
-    Entry& e = entry.second;
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    Entry& e = it->second;
     if (e.block != block || e.pins == 0) continue;
+    if (e.graphsOwn) {
+      // Its one graph is gone with every replay: nothing reads the block any more.
+      free_[e.bytes].push_back(e.block);
+      entries_.erase(it);
+      return;
+    }
     if (--e.pins == 0) {
       ++unpinned_;
       unpinnedBytes_ += e.bytes;

@@ -19,8 +19,11 @@
 // CUDA graph is pinned, once per graph: the graph may replay it at any time.
 // The executor learns when such a graph is gone (a CUDA user object the graph
 // owns, destroyed once the graph, its executable graphs and their queued
-// replays are) and unpins it then. Equality is field by field: a Step has
-// padding bytes, which two equal programs need not share.
+// replays are) and unpins it then. A copy uploaded during a capture is the
+// graph's own: the copy is a node of the graph, so the block holds the
+// program only once a replay has run, and no other launch may find it; its
+// block is free again when the graph is gone. Equality is field by field: a
+// Step has padding bytes, which two equal programs need not share.
 #pragma once
 
 #include <cstddef>
@@ -46,7 +49,7 @@ class ProgramCache {
 
   /// The device copy of `steps`, or nullptr. A hit is marked as read by
   /// launch `launch` (numbers grow by launch) and, when `captured`, pinned
-  /// once more.
+  /// once more. Copies a graph owns (insert while captured) are never found.
   void* find(const std::vector<Step>& steps, uint64_t launch, bool captured);
   /// Bytes of the device block that holds `steps` (a power of two, at least 256).
   static size_t blockBytes(size_t steps);
@@ -56,13 +59,16 @@ class ProgramCache {
   /// blockBytes(steps).
   void* takeFree(size_t steps, size_t* bytes);
   /// Records `steps` as uploaded to `block` of `bytes` (from takeFree, or
-  /// newly allocated), read by launch `launch`, pinned when `captured`.
+  /// newly allocated), read by launch `launch`. When `captured`, the upload
+  /// is a node of the capture's graph: the copy is that graph's alone,
+  /// pinned, never found, and its block free again at its unpin().
   void insert(const std::vector<Step>& steps, void* block, size_t bytes, uint64_t launch, bool captured);
   /// Gives back a block of `bytes` whose upload failed.
   void release(void* block, size_t bytes);
   /// A graph that pinned the program in `block` (find or insert while
   /// captured) is gone, with every replay of it: one pin fewer. Unpinned, the
-  /// program is evicted like any other once the launches that read it finished.
+  /// program is evicted like any other once the launches that read it
+  /// finished; a graph's own copy (insert while captured) is dropped at once.
   void unpin(void* block);
   /// Every launch numbered up to `launch` has finished: evicts unpinned
   /// programs no later launch reads, least recently used first, until within
@@ -82,7 +88,8 @@ class ProgramCache {
     void* block = nullptr;
     size_t bytes = 0;  // of the block
     uint64_t lastUse = 0;
-    uint32_t pins = 0;  // graphs that may replay it
+    uint32_t pins = 0;       // graphs that may replay it
+    bool graphsOwn = false;  // uploaded by a captured launch: valid only inside that graph
   };
   static uint64_t hash(const std::vector<Step>& steps);
   static bool same(const std::vector<Step>& a, const std::vector<Step>& b);

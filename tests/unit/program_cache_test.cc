@@ -132,15 +132,37 @@ TEST(ProgramCache, ProgramsOfCapturedLaunchesAreNeverReused) {
   std::set<void*> reused;
   for (void* b = takeFree(cache, 50); b != nullptr; b = takeFree(cache, 50)) reused.insert(b);
   EXPECT_EQ(reused, (std::set<void*>{block(2), block(5)}));
-  EXPECT_EQ(cache.find(makeProgram(50, 1), 1001, false), block(1));
+  EXPECT_EQ(cache.find(makeProgram(50, 1), 1001, false), nullptr) << "program 1 is its graph's own copy";
   EXPECT_EQ(cache.find(makeProgram(50, 3), 1001, false), block(3));
+}
+
+// A program uploaded during a capture is copied by a node of the graph, at
+// each replay: before the first, its block holds nothing. No other launch,
+// eager or captured, may find it; once its graph is gone the block is free.
+TEST(ProgramCache, AGraphsOwnCopyIsFoundByNoneAndFreedWithItsGraph) {
+  ProgramCache cache(ProgramCache::Limits{4, 1u << 20});
+  cache.insert(makeProgram(50, 1), block(1), k50, 1, true);
+  EXPECT_EQ(cache.find(makeProgram(50, 1), 2, false), nullptr) << "an eager launch would run before any replay";
+  EXPECT_EQ(cache.find(makeProgram(50, 1), 2, true), nullptr) << "another graph may replay before this one";
+  cache.insert(makeProgram(50, 1), block(2), k50, 2, false);  // the eager launch uploads its own
+  EXPECT_EQ(cache.find(makeProgram(50, 1), 3, false), block(2));
+  EXPECT_FALSE(cache.overLimit());
+  cache.completed(1000);
+  EXPECT_EQ(takeFree(cache, 50), nullptr) << "the graph may still replay block 1";
+  cache.unpin(block(1));  // the graph is gone, with its replays
+  EXPECT_EQ(cache.entries(), 1u);
+  EXPECT_EQ(takeFree(cache, 50), block(1));
+  EXPECT_EQ(cache.find(makeProgram(50, 1), 4, false), block(2));
+  cache.unpin(block(1));  // a stale unpin changes nothing
+  EXPECT_EQ(cache.entries(), 1u);
 }
 
 // Each graph that captured a launch reading a program pins it once; when the
 // last of them is gone (unpin), the program is evicted like any other.
 TEST(ProgramCache, AProgramIsUnpinnedWhenEveryGraphThatPinnedItIsGone) {
   ProgramCache cache(ProgramCache::Limits{1, 1u << 20});
-  cache.insert(makeProgram(50, 1), block(1), k50, 1, true);      // graph A
+  cache.insert(makeProgram(50, 1), block(1), k50, 1, false);     // an eager launch uploads it
+  EXPECT_EQ(cache.find(makeProgram(50, 1), 2, true), block(1));  // graph A
   EXPECT_EQ(cache.find(makeProgram(50, 1), 2, true), block(1));  // graph B
   cache.insert(makeProgram(50, 3), block(3), k50, 3, false);
   cache.unpin(block(1));  // A is gone, B may still replay it
