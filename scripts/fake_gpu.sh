@@ -59,7 +59,9 @@ COLLIE_FAKE_CUDA_QUEUES=1 COLLIE_SOAK_MEMORY=device COLLIE_LL_FLAG_PERIOD=16 COL
 # Uploaded programs reused across changing counts, kept while queued launches or captured graphs read them; 22
 # ranks with the streams dealt to 32 hardware queues, as run.sh runs them on a GPU. A program copy the enqueue
 # waited for on a stream of the executor's own timed out so on an H200 (2026-11-27), and here too: with 44
-# streams that stream shared a queue with a peer's kernel waiting for this rank's launch.
+# streams that stream shared a queue with a peer's kernel waiting for this rank's launch. The same wait for a
+# captured launch's copy hung ACapturedProgramIsNeverOverwritten on the H200 later that day; here it passed
+# before the fix too (the peers' next kernels came later), so only the GPU run shows that one.
 COLLIE_FAKE_CUDA_QUEUES=32 CUDA_DEVICE_MAX_CONNECTIONS=32 bounded "$build/tests/program_cache_gpu_test" --gtest_brief=1
 # Two fake GPUs: a stream of another GPU than the communicator's; a devlist naming a third; ranks on both, by P2P,
 # then (GPUs without P2P) staged through host memory.
