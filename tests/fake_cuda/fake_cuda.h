@@ -22,3 +22,10 @@ cudaError_t enqueue(cudaStream_t stream, Work work);
 /// cudaErrorInvalidDevice for an index out of range.
 cudaError_t clearStickyErrorForTesting(int device);
 }  // namespace fakecuda
+
+/// Test hook: how many calls that may block on device work (cudaStreamSynchronize, cudaEventSynchronize,
+/// cudaDeviceSynchronize, synchronous cudaMemcpy and cudaMemset, cudaFree) the calling thread has made.
+/// A test that runs on real CUDA too declares it weak and checks only where it exists: an enqueue that waits
+/// on the host can deadlock on a GPU, where another rank's kernel ahead in a hardware queue waits for this
+/// rank's launch (docs/cuda-executor.md, "Launch state"), while the fake's timing rarely shows it.
+extern "C" unsigned long long fakecudaHostWaitsOfThisThread(void);

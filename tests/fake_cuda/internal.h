@@ -188,6 +188,8 @@ int hardwareQueues();
 bool peerAccess();
 /// Records a failure as the thread's last error (cudaErrorNotReady is not an error) and returns it.
 cudaError_t report(cudaError_t e);
+/// Counts a call that may block the calling thread on device work (fakecudaHostWaitsOfThisThread).
+void countHostWait();
 /// What every call that needs a device checks first: CUDA unusable in a child forked after the
 /// parent used it, no device, a current device beyond the count.
 cudaError_t begin();

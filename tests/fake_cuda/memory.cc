@@ -496,7 +496,10 @@ extern "C" {
 
 cudaError_t CUDARTAPI cudaMalloc(void** devPtr, size_t size) { return report(allocate(Kind::kDevice, devPtr, size)); }
 
-cudaError_t CUDARTAPI cudaFree(void* devPtr) { return report(freeMemory(devPtr, false)); }
+cudaError_t CUDARTAPI cudaFree(void* devPtr) {
+  countHostWait();
+  return report(freeMemory(devPtr, false));
+}
 
 cudaError_t CUDARTAPI cudaMallocManaged(void** devPtr, size_t size, unsigned int flags) {
   if (size == 0 || (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost)) return report(cudaErrorInvalidValue);
@@ -529,6 +532,7 @@ cudaError_t CUDARTAPI cudaPointerGetAttributes(cudaPointerAttributes* attributes
 cudaError_t CUDARTAPI cudaMemGetInfo(size_t* free, size_t* total) { return report(memGetInfo(free, total)); }
 
 cudaError_t CUDARTAPI cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+  countHostWait();
   return report(memcpySync(dst, src, count, kind));
 }
 
@@ -538,6 +542,7 @@ cudaError_t CUDARTAPI cudaMemcpyAsync(void* dst, const void* src, size_t count, 
 }
 
 cudaError_t CUDARTAPI cudaMemset(void* devPtr, int value, size_t count) {
+  countHostWait();
   return report(memsetSync(devPtr, value, count));
 }
 

@@ -414,6 +414,13 @@ cudaError_t eventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
 
 }  // namespace
 
+namespace fakecuda::detail {
+namespace {
+thread_local unsigned long long tHostWaits = 0;
+}  // namespace
+void countHostWait() { ++tHostWaits; }
+}  // namespace fakecuda::detail
+
 extern "C" {
 
 cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t* stream) { return report(streamCreate(stream, 0)); }
@@ -424,7 +431,10 @@ cudaError_t CUDARTAPI cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned i
 
 cudaError_t CUDARTAPI cudaStreamDestroy(cudaStream_t stream) { return report(streamDestroy(stream)); }
 
-cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t stream) { return report(streamSynchronize(stream)); }
+cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t stream) {
+  countHostWait();
+  return report(streamSynchronize(stream));
+}
 
 cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t stream) { return report(streamQuery(stream)); }
 
@@ -436,7 +446,10 @@ cudaError_t CUDARTAPI cudaStreamGetFlags(cudaStream_t stream, unsigned int* flag
   return report(streamGetFlags(stream, flags));
 }
 
-cudaError_t CUDARTAPI cudaDeviceSynchronize(void) { return report(deviceSynchronize()); }
+cudaError_t CUDARTAPI cudaDeviceSynchronize(void) {
+  countHostWait();
+  return report(deviceSynchronize());
+}
 
 cudaError_t CUDARTAPI cudaEventCreate(cudaEvent_t* event) { return report(eventCreate(event, cudaEventDefault)); }
 
@@ -466,10 +479,15 @@ cudaError_t CUDARTAPI cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, v
   });
 }
 
-cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t event) { return report(eventSynchronize(event)); }
+cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t event) {
+  countHostWait();
+  return report(eventSynchronize(event));
+}
 
 cudaError_t CUDARTAPI cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
   return report(eventElapsedTime(ms, start, end));
 }
+
+unsigned long long fakecudaHostWaitsOfThisThread(void) { return fakecuda::detail::tHostWaits; }
 
 }  // extern "C"

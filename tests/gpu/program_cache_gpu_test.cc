@@ -41,6 +41,21 @@ struct LongRingEnv {
   ScopedEnv cache;
 };
 
+// The fake runtime's count of this thread's host waits (tests/fake_cuda/fake_cuda.h); absent on real CUDA.
+extern "C" unsigned long long fakecudaHostWaitsOfThisThread(void) __attribute__((weak));
+
+// collieAllReduce of these arguments; "" or what failed. Its enqueue must not wait on the host: on a GPU
+// a wait for our own copy queued behind a peer's kernel that waited for this very launch (2026-11-27, twice:
+// an eager launch's program copy, then a captured one's). The fake runtime counts the waits.
+std::string enqueueAllReduce(const float* in, float* out, size_t count, collieComm_t comm, cudaStream_t s) {
+  const bool counted = fakecudaHostWaitsOfThisThread != nullptr;
+  const unsigned long long before = counted ? fakecudaHostWaitsOfThisThread() : 0;
+  if (collieAllReduce(in, out, count, collieFloat32, collieSum, comm, s) != collieSuccess)
+    return std::string("collieAllReduce: ") + collieGetLastError(comm);
+  const unsigned long long waits = counted ? fakecudaHostWaitsOfThisThread() - before : 0;
+  return waits == 0 ? "" : "collieAllReduce waited on the host " + std::to_string(waits) + " time(s)";
+}
+
 // Rank r's input of call k: (r + 1) (k + 1) + i % 7; the sum over n ranks is exact in float.
 float input(int r, int k, size_t i) { return static_cast<float>((r + 1) * (k + 1) + static_cast<int>(i % 7)); }
 float sum(int n, int k, size_t i) {
@@ -80,15 +95,14 @@ struct CallBuffers {
   // An allreduce of these buffers captured on `s` into *graph, instantiated as *exec; "" or what failed.
   std::string capture(collieComm_t comm, cudaStream_t s, cudaGraph_t* graph, cudaGraphExec_t* exec) const {
     cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
-    const collieResult_t res = collieAllReduce(in, out, count, collieFloat32, collieSum, comm, s);
-    if (cudaStreamEndCapture(s, graph) != cudaSuccess || res != collieSuccess)
-      return std::string("capture: ") + collieGetLastError(comm);
+    const std::string err = enqueueAllReduce(in, out, count, comm, s);
+    if (cudaStreamEndCapture(s, graph) != cudaSuccess || !err.empty()) return "capture: " + err;
     return cudaGraphInstantiate(exec, *graph, 0) == cudaSuccess ? "" : "cudaGraphInstantiate";
   }
   // Call k of n ranks, eager, waited for and checked; "" or what failed.
   std::string call(collieComm_t comm, cudaStream_t s, int n, int k) const {
-    if (collieAllReduce(in, out, count, collieFloat32, collieSum, comm, s) != collieSuccess)
-      return "eager call " + std::to_string(k) + ": " + collieGetLastError(comm);
+    const std::string err = enqueueAllReduce(in, out, count, comm, s);
+    if (!err.empty()) return "eager call " + std::to_string(k) + ": " + err;
     if (cudaStreamSynchronize(s) != cudaSuccess) return "cudaStreamSynchronize";
     return check(n, k);
   }
@@ -196,9 +210,10 @@ TEST(CudaBackend, QueuedLaunchesKeepTheirPrograms) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     };
     if (err.empty() && cudaLaunchHostFunc(s, hold, &go) != cudaSuccess) err = "cudaLaunchHostFunc";
-    for (int k = 0; k < calls && err.empty(); ++k)
-      if (collieAllReduce(b[k].in, b[k].out, b[k].count, collieFloat32, collieSum, comms[r], s) != collieSuccess)
-        err = "call " + std::to_string(k) + ": " + collieGetLastError(comms[r]);
+    for (int k = 0; k < calls && err.empty(); ++k) {
+      err = enqueueAllReduce(b[k].in, b[k].out, b[k].count, comms[r], s);
+      if (!err.empty()) err = "call " + std::to_string(k) + ": " + err;
+    }
     if (++queued == n) go = true;
     if (cudaStreamSynchronize(s) != cudaSuccess && err.empty()) err = "cudaStreamSynchronize";
     for (int k = 0; k < calls && err.empty(); ++k) err = b[k].check(n, k);
@@ -233,10 +248,10 @@ TEST(CudaBackend, AGlobalCaptureInAnotherThreadSurvivesTheCache) {
   EXPECT_EQ(cudaMemsetAsync(scratch, 0, 64, other), cudaSuccess);
   std::vector<std::string> errors(n);
   collie::test::onRanks(n, [&](int r) {
-    for (int k = 0; k < calls && errors[r].empty(); ++k)
-      if (collieAllReduce(b[r][k].in, b[r][k].out, b[r][k].count, collieFloat32, collieSum, comms[r], streams[r]) !=
-          collieSuccess)
-        errors[r] = "call " + std::to_string(k) + ": " + collieGetLastError(comms[r]);
+    for (int k = 0; k < calls && errors[r].empty(); ++k) {
+      errors[r] = enqueueAllReduce(b[r][k].in, b[r][k].out, b[r][k].count, comms[r], streams[r]);
+      if (!errors[r].empty()) errors[r] = "call " + std::to_string(k) + ": " + errors[r];
+    }
   });
   cudaGraph_t graph = nullptr;
   EXPECT_EQ(cudaStreamEndCapture(other, &graph), cudaSuccess) << "the other thread's capture was invalidated";
