@@ -2,6 +2,7 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -9,6 +10,9 @@
 #include "common/rank_threads.h"
 #include "common/test_util.h"
 #include "executor/reduce_ops.h"
+
+// The fake CUDA runtime's count of this thread's host waits (tests/fake_cuda/fake_cuda.h); absent on real CUDA.
+extern "C" unsigned long long fakecudaHostWaitsOfThisThread(void) __attribute__((weak));
 
 namespace collie {
 namespace test {
@@ -22,7 +26,12 @@ void useDeviceOf(collieComm_t comm) {
   cudaSetDevice(device);
 }
 
+std::atomic<int> gExpectNoHostWaits{0};
+
 }  // namespace
+
+ExpectNoHostWaits::ExpectNoHostWaits() { ++gExpectNoHostWaits; }
+ExpectNoHostWaits::~ExpectNoHostWaits() { --gExpectNoHostWaits; }
 
 // On a GPU every rank gets its stream here, also a rank with no buffer (a group of zero-length sends): a call of
 // ranks sharing a GPU on the legacy default stream would be refused, or wait for its peers' kernels.
@@ -69,16 +78,24 @@ void RankBuffers::run(const std::function<collieResult_t(int, collieStream_t)>& 
     rc->assign(static_cast<size_t>(comms_.size()), collieInternalError);
     return;
   }
+  const bool countWaits = device && gExpectNoHostWaits > 0 && fakecudaHostWaitsOfThisThread != nullptr;
+  std::vector<unsigned long long> waits(static_cast<size_t>(comms_.size()), 0);
   onRanks(comms_.size(), [&](int r) {
     if (device) useDeviceOf(comms_[r]);
     cudaStream_t stream = static_cast<cudaStream_t>(streams_[static_cast<size_t>(r)]);
     const auto t0 = std::chrono::steady_clock::now();
+    const unsigned long long before = countWaits ? fakecudaHostWaitsOfThisThread() : 0;
     (*rc)[r] = call(r, stream);
+    if (countWaits) waits[static_cast<size_t>(r)] = fakecudaHostWaitsOfThisThread() - before;
     // Peers' kernels wait for this rank's while it enqueues: a slow enqueue explains a timeout.
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (device && took > 0.1) fprintf(stderr, "rank %d: the call took %.3f s to return\n", r, took);
     if (device && (*rc)[r] == collieSuccess) cudaStreamSynchronize(stream);
   });
+  for (int r = 0; r < comms_.size() && err_.empty(); ++r)
+    if (waits[static_cast<size_t>(r)] != 0)
+      err_ = "rank " + std::to_string(r) + "'s call waited on the host " +
+             std::to_string(waits[static_cast<size_t>(r)]) + " time(s) before returning";
 }
 
 std::string RankBuffers::finish() {

@@ -21,6 +21,19 @@ namespace test {
 /// come back for the same checks (the CUDA backend's tests).
 enum class Memory { kHost, kDevice };
 
+/// While one lives, RankBuffers::run fails a device call whose enqueue waited on the host, where the fake
+/// CUDA runtime counts such waits (fakecudaHostWaitsOfThisThread, tests/fake_cuda/fake_cuda.h; nothing is
+/// checked on real CUDA). On a GPU such a wait can deadlock: what it waits for may sit in a hardware queue
+/// behind a peer's kernel that waits for this rank's launch. Not for calls that are allowed to block (the
+/// staged path, docs/cuda-executor.md).
+class ExpectNoHostWaits {
+ public:
+  ExpectNoHostWaits();
+  ~ExpectNoHostWaits();
+  ExpectNoHostWaits(const ExpectNoHostWaits&) = delete;
+  ExpectNoHostWaits& operator=(const ExpectNoHostWaits&) = delete;
+};
+
 /// Where every rank's buffers of one call live, for calls with buffers of their own shape (all-to-all-v,
 /// send/recv): kHost, the host vectors themselves; kDevice, a twin of each on the rank's GPU, a stream per
 /// rank, and the twins copied back at the end, so the host checks apply unchanged.
