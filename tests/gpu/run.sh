@@ -228,10 +228,12 @@ part_bench() {
   [ -n "$nccl" ] && export LD_LIBRARY_PATH="$nccl:${LD_LIBRARY_PATH:-}"
   # Ranks as threads of one process (-t): one CUDA context, kernels run concurrently.
   # NCCL refuses two ranks on one GPU, so it is compared at one rank.
-  step bench_allreduce_1_vs_nccl "$bench" allreduce --backend cuda -b 8 -e 256M -f 4 --vs nccl --limit \
+  step bench_allreduce_1_vs_nccl "$bench" allreduce --backend cuda -b 4 -e 256M -f 4 --vs nccl --limit \
     --json "$logs/allreduce_1.json"
+  # From 4 B (one float) by 4, so that 256 MiB, the size for the bandwidth target, is a point (from 8 B
+  # the last was 128 MiB); 8 B is in the graph steps.
   for t in 2 4 8; do
-    step "bench_allreduce_t$t" "$bench" allreduce -t "$t" --backend cuda -b 8 -e 256M -f 4 --limit \
+    step "bench_allreduce_t$t" "$bench" allreduce -t "$t" --backend cuda -b 4 -e 256M -f 4 --limit \
       --json "$logs/allreduce_t$t.json" --plot "$logs/allreduce_t$t.svg"
     step "bench_small_t${t}_graphs" "$bench" allreduce -t "$t" --backend cuda -b 8 -e 64K -f 2 -G 20 \
       --json "$logs/small_t${t}_graphs.json"
@@ -246,7 +248,7 @@ part_bench() {
   step bench_small_t4_simple env COLLIE_PROTO=simple "$bench" allreduce -t 4 --backend cuda -b 8 -e 64K -f 4 \
     --json "$logs/small_t4_simple.json"
   for c in allgather reducescatter alltoall; do
-    step "bench_${c}_t4" "$bench" "$c" -t 4 --backend cuda -b 1K -e 256M -f 16 --limit --json "$logs/${c}_t4.json"
+    step "bench_${c}_t4" "$bench" "$c" -t 4 --backend cuda -b 256 -e 256M -f 16 --limit --json "$logs/${c}_t4.json"
   done
 }
 
