@@ -364,8 +364,9 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
                            spinPolls_, remote_, peerPids_, inbound_, inProcess_);
     DirectSteps direct;
     void* const raw[3] = {bufs[0], bufs[1], bufs[2]};
-    if (directMinBytes_ >= 0 && markDirectSends(*w.program, raw, sizeof(T), args.divisor, inProcess_,
-                                                static_cast<uint64_t>(directMinBytes_), &directMarks_))
+    if (directMinBytes_ >= 0 &&
+        markDirectSends(*w.program, raw, sizeof(T), args.divisor, inProcess_, static_cast<uint64_t>(directMinBytes_),
+                        &directMarks_, !args.splitSteps))
       direct.marks = directMarks_.data();
     f = runSteps<T>(prims, w.program->steps.data(), static_cast<int>(w.program->steps.size()), bufs,
                     layout_.slotBytes / sizeof(T), args.divisor, args.splitSteps ? c : 0, args.splitSteps ? nch : 1,

@@ -107,7 +107,7 @@ Status planLaunch(const RoundPlan& plan, const ExecArgs& args, const LaunchTable
     void* const bufs[3] = {a->bufs[0], a->bufs[1], nullptr};  // scratch is never read in place
     for (int p = 0; p < nprograms; ++p) {
       if (!markDirectSends(*programs[p], bufs, es, args.divisor, tables.inPlacePeers,
-                           static_cast<uint64_t>(tables.directMinBytes), &marks))
+                           static_cast<uint64_t>(tables.directMinBytes), &marks, !args.splitSteps))
         continue;
       for (size_t i = 0; i < marks.size() && i < 64; ++i)
         if (marks[i] != 0) a->directSteps[p] |= uint64_t{1} << i;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <climits>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,139 @@ TEST(DirectSends, InPlaceTheFirstSendIsCopiedBecauseItsChunkIsWrittenLater) {
     }
   }
   EXPECT_EQ(forwarding, 3u);  // one reduce-scatter step, two allgather steps at 4 ranks
+}
+
+// With the causal order, an in-place ring reads every send in place but the running sums: the final sum of the
+// chunk a rank sent first reaches it again only through the rank that read that chunk (at 2 ranks directly, at
+// more around the ring).
+TEST(DirectSends, InPlaceTheCausalOrderReadsTheFirstSendInPlaceToo) {
+  for (int n : {2, 3, 4, 5, 8}) {
+    std::vector<float> buf(4096);
+    for (int r = 0; r < n; ++r) {
+      const Program p = buildAllReduceRing(allReduce(n, r, 4096));
+      static float scratch[16];
+      void* const bufs[3] = {buf.data(), buf.data(), scratch};
+      std::vector<uint8_t> m;
+      markDirectSends(p, bufs, sizeof(float), 0, std::vector<bool>(static_cast<size_t>(n), true), 0, &m, true);
+      ASSERT_EQ(m.size(), p.steps.size());
+      for (size_t i = 0; i < p.steps.size(); ++i) {
+        const StepOp op = p.steps[i].op;
+        const bool want = stepSends(op) && op != StepOp::kRecvReduceSend;
+        EXPECT_EQ(m[i] != 0, want) << n << " ranks, rank " << r << " step " << i << " " << stepOpName(op);
+      }
+    }
+  }
+}
+
+// Hand-made pairs of programs: rank 0 sends its buffer to rank 1, then receives into it from rank 1.
+// Whether rank 1 reads before it sends decides whether rank 0's receive comes after the read.
+TEST(DirectSends, ALaterWriteIsOrderedOnlyByAChainFromTheRead) {
+  const Range buf{Buffer::kOutput, 0};
+  Program zero;
+  zero.nranks = 2;
+  zero.rank = 0;
+  zero.steps = {makeStep(StepOp::kSend, 1, -1, buf, Range{}, 64), makeStep(StepOp::kRecv, -1, 1, Range{}, buf, 64)};
+  Program readsFirst = zero, sendsFirst = zero;
+  readsFirst.rank = sendsFirst.rank = 1;
+  readsFirst.steps = {makeStep(StepOp::kRecv, -1, 0, Range{}, Range{Buffer::kScratch, 0}, 64),
+                      makeStep(StepOp::kSend, 0, -1, Range{Buffer::kInput, 0}, Range{}, 64)};
+  sendsFirst.steps = {readsFirst.steps[1], readsFirst.steps[0]};
+  const ReadOrder ordered = readOrderFrom({zero, readsFirst}, 0), racing = readOrderFrom({zero, sendsFirst}, 0);
+  EXPECT_EQ(ordered.stepDone, (std::vector<int>{1, -1}));
+  EXPECT_EQ(racing.stepDone, (std::vector<int>{INT_MAX, -1}));
+  EXPECT_EQ(ordered.sliceChain, (std::vector<int>{-1, -1})) << "rank 1 does not forward what it reads";
+  // Rank 1 sends to rank 0 before reading: it could still be reading while rank 0 writes.
+  std::vector<float> in(64), out(64);
+  static float scratch[64];
+  void* const bufs[3] = {in.data(), out.data(), scratch};
+  const std::vector<bool> all{true, true};
+  std::vector<uint8_t> m;
+  markDirectSends(zero, bufs, sizeof(float), 0, all, 0, &m, false, &ordered);
+  EXPECT_EQ(m[0], 1);
+  markDirectSends(zero, bufs, sizeof(float), 0, all, 0, &m, false, &racing);
+  EXPECT_EQ(m[0], 0);
+  markDirectSends(zero, bufs, sizeof(float), 0, all, 0, &m);
+  EXPECT_EQ(m[0], 0) << "without the causal order a later write always keeps the send in the slots";
+}
+
+// A receiver that forwards slice by slice what it reads (a ring's reduce-and-forward) orders each slice, not
+// the end of its step: rank 0 may take back exactly what it sent, slice for slice, but nothing else there.
+TEST(DirectSends, AForwardingChainOrdersWhatComesBackSliceBySlice) {
+  const Range buf{Buffer::kOutput, 0}, scratch{Buffer::kScratch, 0};
+  auto program = [](int rank, std::vector<Step> steps) {
+    Program p;
+    p.nranks = 2;
+    p.rank = rank;
+    p.steps = std::move(steps);
+    return p;
+  };
+  const Program one = program(1, {makeStep(StepOp::kRecvReduceCopySend, 0, 0, Range{Buffer::kInput, 0}, scratch, 64)});
+  const Program back =
+      program(0, {makeStep(StepOp::kSend, 1, -1, buf, Range{}, 64), makeStep(StepOp::kRecv, -1, 1, Range{}, buf, 64)});
+  const ReadOrder o = readOrderFrom({back, one}, 0);
+  EXPECT_EQ(o.stepDone[0], INT_MAX) << "rank 1's step is not over when it sends";
+  EXPECT_EQ(o.sliceChain[0], 1);
+  std::vector<float> in(128), out(128);
+  static float scratchBuf[128];
+  void* const bufs[3] = {in.data(), out.data(), scratchBuf};
+  const std::vector<bool> all{true, true};
+  std::vector<uint8_t> m;
+  markDirectSends(back, bufs, sizeof(float), 0, all, 0, &m, false, &o);
+  EXPECT_EQ(m[0], 1);
+  // The same chain, but what comes back lands one element further: its slices no longer line up with the read.
+  Program shifted = back;
+  shifted.steps[1] = makeStep(StepOp::kRecv, -1, 1, Range{}, Range{Buffer::kOutput, 1}, 64);
+  const ReadOrder os = readOrderFrom({shifted, one}, 0);
+  EXPECT_EQ(os.sliceChain[0], 1);
+  markDirectSends(shifted, bufs, sizeof(float), 0, all, 0, &m, false, &os);
+  EXPECT_EQ(m[0], 0);
+}
+
+// The chain may pass through other ranks: 0 -> 1 -> 2 -> 0. Rank 1 sends once its read is done, rank 2 passes
+// it on; a rank that sends before it reads orders nothing.
+TEST(DirectSends, TheCausalOrderFollowsChainsThroughOtherRanks) {
+  const Range scratch{Buffer::kScratch, 0}, out{Buffer::kOutput, 0};
+  auto program = [](int rank, std::vector<Step> steps) {
+    Program p;
+    p.nranks = 3;
+    p.rank = rank;
+    p.steps = std::move(steps);
+    return p;
+  };
+  const Program zero =
+      program(0, {makeStep(StepOp::kSend, 1, -1, out, Range{}, 64), makeStep(StepOp::kRecv, -1, 2, Range{}, out, 64)});
+  const Program readsThenSends = program(1, {makeStep(StepOp::kRecv, -1, 0, Range{}, scratch, 64),
+                                             makeStep(StepOp::kSend, 2, -1, Range{Buffer::kInput, 0}, Range{}, 64)});
+  const Program two = program(2, {makeStep(StepOp::kRecvCopySend, 0, 1, Range{}, scratch, 64)});
+  EXPECT_EQ(readOrderFrom({zero, readsThenSends, two}, 0).stepDone[0], 1);
+  // Forwarding slice by slice all the way round also orders each slice.
+  const Program forwards = program(1, {makeStep(StepOp::kRecvCopySend, 2, 0, Range{}, scratch, 64)});
+  const ReadOrder f = readOrderFrom({zero, forwards, two}, 0);
+  EXPECT_EQ(f.stepDone[0], INT_MAX);
+  EXPECT_EQ(f.sliceChain[0], 1);
+  // Rank 1 sends to 2 before it reads from 0: nothing orders its read before rank 0's receive.
+  const Program sendsBeforeReading = program(1, {makeStep(StepOp::kSend, 2, -1, Range{Buffer::kInput, 0}, Range{}, 64),
+                                                 makeStep(StepOp::kRecv, -1, 0, Range{}, scratch, 64)});
+  const ReadOrder s = readOrderFrom({zero, sendsBeforeReading, two}, 0);
+  EXPECT_EQ(s.stepDone[0], INT_MAX);
+  EXPECT_EQ(s.sliceChain[0], -1);
+  // Programs whose sends and receives do not pair up are not ordered at all.
+  EXPECT_TRUE(readOrderFrom({zero, readsThenSends}, 0).stepDone.empty());
+}
+
+TEST(DirectSends, EveryRanksProgramIsRebuiltOnlyWhereItCanBe) {
+  std::vector<Program> all;
+  const Program ring = buildAllReduceRing(allReduce(4, 2, 4096));
+  ASSERT_TRUE(everyRanksProgram(ring, &all));
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[1].rank, 1);
+  EXPECT_EQ(all[2].steps.size(), ring.steps.size());
+  Program changed = ring;
+  changed.steps.pop_back();
+  EXPECT_FALSE(everyRanksProgram(changed, &all)) << "not what the registry builds";
+  ProgramArgs a = allReduce(4, 1, 4096);
+  a.ranksPerNode = 2;
+  EXPECT_FALSE(everyRanksProgram(buildAllReduceHier(a), &all)) << "the node size is not in a Program";
 }
 
 TEST(DirectSends, PeersOutsideTheProcessAndSmallSendsAreNeverRead) {
