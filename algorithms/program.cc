@@ -87,6 +87,18 @@ std::string Program::describe() const {
   return out;
 }
 
+bool sameSteps(const std::vector<Step>& a, const std::vector<Step>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const Step &x = a[i], &y = b[i];
+    if (x.op != y.op || x.sendPeer != y.sendPeer || x.recvPeer != y.recvPeer || x.src.buffer != y.src.buffer ||
+        x.src.offset != y.src.offset || x.dst.buffer != y.dst.buffer || x.dst.offset != y.dst.offset ||
+        x.count != y.count || x.recvCount != y.recvCount || x.finalize != y.finalize)
+      return false;
+  }
+  return true;
+}
+
 Step makeStep(StepOp op, int sendPeer, int recvPeer, Range src, Range dst, uint64_t count, bool finalize) {
   Step s;
   s.op = op;

@@ -128,6 +128,10 @@ Chunk balancedChunk(uint64_t count, int parts, int index);
 /// r modulo n in 0..n-1 for any r: ranks around a ring, or renumbered from a root.
 inline int wrapRank(int r, int n) { return ((r % n) + n) % n; }
 
+/// Whether two step lists are the same program, field by field: a Step has padding bytes, which two equal
+/// programs need not share.
+bool sameSteps(const std::vector<Step>& a, const std::vector<Step>& b);
+
 /// A step of any op but the exchanges; peers a step does not use are -1.
 Step makeStep(StepOp op, int sendPeer, int recvPeer, Range src, Range dst, uint64_t count, bool finalize = false);
 

@@ -68,22 +68,6 @@ Bytes sent(const Step& s, void* const* bufs, size_t elemSize, int divisor) {
   }
 }
 
-bool sameSteps(const std::vector<Step>& a, const std::vector<Step>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const Step &x = a[i], &y = b[i];
-    if (x.op != y.op || x.sendPeer != y.sendPeer || x.recvPeer != y.recvPeer || x.src.buffer != y.src.buffer ||
-        x.src.offset != y.src.offset || x.dst.buffer != y.dst.buffer || x.dst.offset != y.dst.offset ||
-        x.count != y.count || x.recvCount != y.recvCount || x.finalize != y.finalize)
-      return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-namespace {
-
 // readOrderFrom of every rank's program, kept for the shapes this thread called last: a loop of calls of one
 // size asks once. Keyed by what everyRanksProgram rebuilds from; per thread, as each rank thread asks for its
 // own programs, so no lock. Up to kCausalRanks ranks it costs tens of microseconds to work out.

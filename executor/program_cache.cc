@@ -26,18 +26,6 @@ uint64_t ProgramCache::hash(const std::vector<Step>& steps) {
   return h;
 }
 
-bool ProgramCache::same(const std::vector<Step>& a, const std::vector<Step>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const Step &x = a[i], &y = b[i];
-    if (x.op != y.op || x.sendPeer != y.sendPeer || x.recvPeer != y.recvPeer || x.src.buffer != y.src.buffer ||
-        x.src.offset != y.src.offset || x.dst.buffer != y.dst.buffer || x.dst.offset != y.dst.offset ||
-        x.count != y.count || x.recvCount != y.recvCount || x.finalize != y.finalize)
-      return false;
-  }
-  return true;
-}
-
 size_t ProgramCache::blockBytes(size_t steps) {
   size_t bytes = 256;
   while (bytes < steps * sizeof(Step)) bytes *= 2;
@@ -48,7 +36,7 @@ void* ProgramCache::find(const std::vector<Step>& steps, uint64_t launch, bool c
   auto range = entries_.equal_range(hash(steps));
   for (auto it = range.first; it != range.second; ++it) {
     Entry& e = it->second;
-    if (e.graphsOwn || !same(e.steps, steps)) continue;
+    if (e.graphsOwn || !sameSteps(e.steps, steps)) continue;
     e.lastUse = std::max(e.lastUse, launch);
     if (captured && e.pins++ == 0) {
       --unpinned_;

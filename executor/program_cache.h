@@ -92,7 +92,6 @@ class ProgramCache {
     bool graphsOwn = false;  // uploaded by a captured launch: valid only inside that graph
   };
   static uint64_t hash(const std::vector<Step>& steps);
-  static bool same(const std::vector<Step>& a, const std::vector<Step>& b);
 
   const Limits limits_;
   std::unordered_multimap<uint64_t, Entry> entries_;  // by hash(steps)

@@ -27,6 +27,15 @@ ProgramArgs allReduce(int n, int rank, uint64_t count) {
   return a;
 }
 
+// A hand-made program of rank `rank` of n.
+Program program(int n, int rank, std::vector<Step> steps) {
+  Program p;
+  p.nranks = n;
+  p.rank = rank;
+  p.steps = std::move(steps);
+  return p;
+}
+
 std::vector<uint8_t> marks(const Program& p, void* in, void* out, int divisor = 0, uint64_t minBytes = 0,
                            std::vector<bool> inProcess = {}) {
   if (inProcess.empty()) inProcess.assign(static_cast<size_t>(p.nranks), true);
@@ -126,16 +135,11 @@ TEST(DirectSends, ALaterWriteIsOrderedOnlyByAChainFromTheRead) {
 // the end of its step: rank 0 may take back exactly what it sent, slice for slice, but nothing else there.
 TEST(DirectSends, AForwardingChainOrdersWhatComesBackSliceBySlice) {
   const Range buf{Buffer::kOutput, 0}, scratch{Buffer::kScratch, 0};
-  auto program = [](int rank, std::vector<Step> steps) {
-    Program p;
-    p.nranks = 2;
-    p.rank = rank;
-    p.steps = std::move(steps);
-    return p;
-  };
-  const Program one = program(1, {makeStep(StepOp::kRecvReduceCopySend, 0, 0, Range{Buffer::kInput, 0}, scratch, 64)});
-  const Program back =
-      program(0, {makeStep(StepOp::kSend, 1, -1, buf, Range{}, 64), makeStep(StepOp::kRecv, -1, 1, Range{}, buf, 64)});
+  const int n = 2;
+  const Program one =
+      program(n, 1, {makeStep(StepOp::kRecvReduceCopySend, 0, 0, Range{Buffer::kInput, 0}, scratch, 64)});
+  const Program back = program(
+      n, 0, {makeStep(StepOp::kSend, 1, -1, buf, Range{}, 64), makeStep(StepOp::kRecv, -1, 1, Range{}, buf, 64)});
   const ReadOrder o = readOrderFrom({back, one}, 0);
   EXPECT_EQ(o.stepDone[0], INT_MAX) << "rank 1's step is not over when it sends";
   EXPECT_EQ(o.sliceChain[0], 1);
@@ -159,27 +163,23 @@ TEST(DirectSends, AForwardingChainOrdersWhatComesBackSliceBySlice) {
 // it on; a rank that sends before it reads orders nothing.
 TEST(DirectSends, TheCausalOrderFollowsChainsThroughOtherRanks) {
   const Range scratch{Buffer::kScratch, 0}, out{Buffer::kOutput, 0};
-  auto program = [](int rank, std::vector<Step> steps) {
-    Program p;
-    p.nranks = 3;
-    p.rank = rank;
-    p.steps = std::move(steps);
-    return p;
-  };
-  const Program zero =
-      program(0, {makeStep(StepOp::kSend, 1, -1, out, Range{}, 64), makeStep(StepOp::kRecv, -1, 2, Range{}, out, 64)});
-  const Program readsThenSends = program(1, {makeStep(StepOp::kRecv, -1, 0, Range{}, scratch, 64),
-                                             makeStep(StepOp::kSend, 2, -1, Range{Buffer::kInput, 0}, Range{}, 64)});
-  const Program two = program(2, {makeStep(StepOp::kRecvCopySend, 0, 1, Range{}, scratch, 64)});
+  const int n = 3;
+  const Program zero = program(
+      n, 0, {makeStep(StepOp::kSend, 1, -1, out, Range{}, 64), makeStep(StepOp::kRecv, -1, 2, Range{}, out, 64)});
+  const Program readsThenSends = program(n, 1,
+                                         {makeStep(StepOp::kRecv, -1, 0, Range{}, scratch, 64),
+                                          makeStep(StepOp::kSend, 2, -1, Range{Buffer::kInput, 0}, Range{}, 64)});
+  const Program two = program(n, 2, {makeStep(StepOp::kRecvCopySend, 0, 1, Range{}, scratch, 64)});
   EXPECT_EQ(readOrderFrom({zero, readsThenSends, two}, 0).stepDone[0], 1);
   // Forwarding slice by slice all the way round also orders each slice.
-  const Program forwards = program(1, {makeStep(StepOp::kRecvCopySend, 2, 0, Range{}, scratch, 64)});
+  const Program forwards = program(n, 1, {makeStep(StepOp::kRecvCopySend, 2, 0, Range{}, scratch, 64)});
   const ReadOrder f = readOrderFrom({zero, forwards, two}, 0);
   EXPECT_EQ(f.stepDone[0], INT_MAX);
   EXPECT_EQ(f.sliceChain[0], 1);
   // Rank 1 sends to 2 before it reads from 0: nothing orders its read before rank 0's receive.
-  const Program sendsBeforeReading = program(1, {makeStep(StepOp::kSend, 2, -1, Range{Buffer::kInput, 0}, Range{}, 64),
-                                                 makeStep(StepOp::kRecv, -1, 0, Range{}, scratch, 64)});
+  const Program sendsBeforeReading = program(n, 1,
+                                             {makeStep(StepOp::kSend, 2, -1, Range{Buffer::kInput, 0}, Range{}, 64),
+                                              makeStep(StepOp::kRecv, -1, 0, Range{}, scratch, 64)});
   const ReadOrder s = readOrderFrom({zero, sendsBeforeReading, two}, 0);
   EXPECT_EQ(s.stepDone[0], INT_MAX);
   EXPECT_EQ(s.sliceChain[0], -1);
