@@ -20,10 +20,11 @@
 // a slice only after its sender posted it, which the sender does only once its
 // earlier steps are done. So the receiver's step that reads the send "happens
 // before" a step of ours whenever a chain of such edges leads from the one to
-// the other: through any ranks, as the reduced chunk of an in-place ring comes
-// back to the rank it started from. readDoneFrom finds the first step of ours
-// so ordered, from every rank's program (vector clocks, per channel: each
-// channel runs the programs on its own part of the buffers).
+// the other, through any ranks. A receiver that forwards what it reads orders
+// each slice the same way, though not the end of its step: the reduced chunk
+// of an in-place ring comes back so to the rank it started from. readOrderFrom
+// finds both orders from every rank's program (per channel: each channel runs
+// the programs on its own part of the buffers).
 //
 // Who reads in place: ranks that are threads of one process, on the host
 // (core/comm.cc) and on one GPU (executor/cuda_executor.cc), never through a proxy.
