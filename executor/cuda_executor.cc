@@ -95,6 +95,7 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
   t.timeoutSec = timeoutSec;
   t.phaseNs = e->phaseNs_;
   t.systemFence = switches.systemFence;
+  t.systemScope = switches.systemScope;
   // Ranks that are threads of this process on this GPU load from our buffers as we do: their large sends are
   // read in place (executor/direct_sends.h). Not ranks on other GPUs of the process, though P2P reaches their
   // windows: a buffer from a memory pool or a VMM mapping (PyTorch's expandable segments) may not be open to

@@ -24,6 +24,7 @@ EmulatedExecutor::EmulatedExecutor(int rank, const WindowLayout& layout, std::ve
   tables_.status = &status_;
   tables_.timeoutSec = timeoutSec;
   tables_.systemFence = switches.systemFence;
+  tables_.systemScope = switches.systemScope;
   if (switches.timing) {
     phaseNs_.assign(kPhaseWords, 0);
     tables_.phaseNs = phaseNs_.data();

@@ -96,6 +96,10 @@ Status planLaunch(const RoundPlan& plan, const ExecArgs& args, const LaunchTable
   a->timeoutNs = static_cast<uint64_t>(tables.timeoutSec * 1e9);
   a->phaseNs = tables.phaseNs;
   a->systemFence = tables.systemFence ? 1 : 0;
+  if (!tables.systemScope) {
+    a->gpuScopePeers = tables.inPlaceMask;
+    if (tables.rank < 64) a->gpuScopePeers |= uint64_t{1} << tables.rank;
+  }
   // Reading in place (executor/direct_sends.h), which LL has not. The marks are found on round 0's buffers of
   // channel 0 and hold for every round and channel: each runs its program on the input and output advanced by
   // the same number of elements, so what overlaps in one overlaps in all; and none writes another's elements,
@@ -194,6 +198,7 @@ Status kernelSwitch(const char* name, bool* on) {
 
 Status readKernelSwitches(KernelSwitches* out) {
   COLLIE_RETURN_IF_ERROR(kernelSwitch("COLLIE_KERNEL_TIMING", &out->timing));
+  COLLIE_RETURN_IF_ERROR(kernelSwitch("COLLIE_SYSTEM_SCOPE", &out->systemScope));
   return kernelSwitch("COLLIE_SYSTEM_FENCE", &out->systemFence);
 }
 
@@ -205,11 +210,21 @@ void reportKernelPhases(int rank, const uint64_t* sums) {
   }
   const auto us = [&](int phase) { return static_cast<double>(sums[phase]) / static_cast<double>(blocks) / 1e3; };
   // WARN, the default level: whoever set the variable wants to see it.
+  // Step by step: "step 0 3.10 (0.40 waiting), step 1 ...", the last bucket with every later step.
+  std::string bySteps;
+  for (int k = 0; k < kTimedSteps; ++k) {
+    if (sums[kPhaseStepTime + k] == 0) continue;
+    char part[96];
+    snprintf(part, sizeof(part), "%sstep %d%s %.2f (%.2f waiting)", bySteps.empty() ? "" : ", ", k,
+             k == kTimedSteps - 1 ? " and later" : "", us(kPhaseStepTime + k), us(kPhaseStepWait + k));
+    bySteps += part;
+  }
   COLLIE_WARN(
       "rank %d: kernel timing (COLLIE_KERNEL_TIMING=1), mean per block over %llu blocks that ran to the end: "
-      "setup %.2f us, steps %.2f us (%.2f us of it waiting for peers), drain %.2f us, store %.2f us",
+      "setup %.2f us, steps %.2f us (%.2f us of it waiting for peers), drain %.2f us, store %.2f us; by step, us: "
+      "%s",
       rank, static_cast<unsigned long long>(blocks), us(kPhaseSetup), us(kPhaseSteps), us(kPhaseWaiting),
-      us(kPhaseDrain), us(kPhaseStore));
+      us(kPhaseDrain), us(kPhaseStore), bySteps.empty() ? "none" : bySteps.c_str());
 }
 
 }  // namespace collie

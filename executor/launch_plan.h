@@ -49,11 +49,13 @@ struct LaunchTables {
   std::vector<bool> inPlacePeers;
   uint64_t inPlaceMask = 0;
   int64_t directMinBytes = -1;
+  bool systemScope = false;  // COLLIE_SYSTEM_SCOPE: every flag at system scope (KernelArgs::gpuScopePeers 0)
 };
 
 /// peers[r]: rank r is a thread of this process on this GPU (emulated: on this host), whose kernels load from
 /// our buffers. Only ranks below 64 are kept: a launch names the peers that take source words in one word, and
-/// a send marked to a peer outside it would go unannounced. With none left, no send is read in place.
+/// a send marked to a peer outside it would go unannounced. With none left, no send is read in place. The same
+/// peers, and this rank, exchange flags at GPU scope (KernelArgs::gpuScopePeers), whatever `minBytes`.
 void setInPlacePeers(LaunchTables* tables, const std::vector<bool>& peers, int64_t minBytes);
 
 /// Fills `*a` for one launch that runs every round of `plan` with `args`
@@ -94,6 +96,7 @@ Status launchFailure(const DeviceStatus& status, int rank, const char* where, co
 struct KernelSwitches {
   bool timing = false;       // COLLIE_KERNEL_TIMING: the kernels time their parts (LaunchTables::phaseNs)
   bool systemFence = false;  // COLLIE_SYSTEM_FENCE: a full fence before each Simple post
+  bool systemScope = false;  // COLLIE_SYSTEM_SCOPE: every flag at system scope, even between ranks of one GPU
 };
 /// Each switch: "1" on; "0" or unset off; any other value is an error naming the variable.
 Status readKernelSwitches(KernelSwitches* out);

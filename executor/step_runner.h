@@ -24,6 +24,8 @@
 //                                       slot or in the sender's memory (Simple: yes; LL: no)
 //   void expose(q, data)                the next post to q hands over `data` in our own memory, which q
 //                                       reads in place, instead of a filled slot (executor/direct_sends.h)
+//   void stepDone(si)                   step si is over (the kernels time each step with
+//                                       COLLIE_KERNEL_TIMING; the host does nothing)
 //
 // Every thread of a device block calls each primitive with the same arguments
 // (control flow here is uniform), so the device primitives can put barriers
@@ -87,11 +89,13 @@ COLLIE_HD StepFailure runSteps(P& p, const Step* steps, int nsteps, T* const* bu
     if (s.op == StepOp::kCopy) {
       p.copy(dst + part.offset, src, part.count, div);
       p.localDone();
+      p.stepDone(si);
       continue;
     }
     if (s.op == StepOp::kReduce) {
       p.reduce(dst + part.offset, src, dst + part.offset, part.count, div);
       p.localDone();
+      p.stepDone(si);
       continue;
     }
     fail.step = si;
@@ -134,6 +138,7 @@ COLLIE_HD StepFailure runSteps(P& p, const Step* steps, int nsteps, T* const* bu
           return fail;
         }
       }
+      p.stepDone(si);
       continue;
     }
 
@@ -206,6 +211,7 @@ COLLIE_HD StepFailure runSteps(P& p, const Step* steps, int nsteps, T* const* bu
       if (in) p.release(from);
       if (out) p.post(to, n);
     }
+    p.stepDone(si);
   }
   fail.step = -1;
   return fail;

@@ -1,6 +1,6 @@
 // The innermost device operations the kernels are written in: which thread of
-// which block this is, block barriers, system-scope flag loads and stores, the
-// clock. Compiled by nvcc they are the GPU's (PTX, threadIdx, __syncthreads);
+// which block this is, block barriers, flag loads and stores at system or GPU
+// scope, the clock. Compiled by nvcc they are the GPU's (PTX, threadIdx, __syncthreads);
 // compiled by g++ they are the CPU emulation's (kernels/emulator.h), where a
 // block is a group of host threads. Everything above this header, the device
 // primitives and the program kernel's body, is then the same source on both,
@@ -52,6 +52,16 @@ __device__ __forceinline__ uint64_t loadAcquireSys(const uint8_t* p) {
 __device__ __forceinline__ void storeReleaseSys(uint8_t* p, uint64_t v) {
   asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
+// The same at GPU scope, for flags both of whose sides run on this GPU: the release then waits only until the
+// block's writes are visible on this GPU (its L2), not system-wide (PCIe, the host, peer GPUs).
+__device__ __forceinline__ uint64_t loadAcquireGpu(const uint8_t* p) {
+  uint64_t v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void storeReleaseGpu(uint8_t* p, uint64_t v) {
+  asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
 // LL lines: each is valid by its own flag, so no ordering, only one untorn 64-bit access.
 __device__ __forceinline__ uint64_t loadVolatile64(const uint8_t* p) {
   uint64_t v;
@@ -92,14 +102,24 @@ inline bool syncOr(bool pred) { return emu::self().barrier->arriveAndWait(pred);
 // tests can see which paths take one.
 inline void fenceSystem() { emu::countFence(); }
 
-inline uint64_t loadAcquireSys(const uint8_t* p) {
+// Both scopes are the same acquire and release here; the system-scope ones are counted, so tests can see
+// which flags take them.
+inline uint64_t loadAcquireGpu(const uint8_t* p) {
   // Every poll loop of the kernels goes through here: let the other emulated
   // threads (far more than cores) run now and then.
   emu::pollPause();
   return __atomic_load_n(reinterpret_cast<const uint64_t*>(p), __ATOMIC_ACQUIRE);
 }
-inline void storeReleaseSys(uint8_t* p, uint64_t v) {
+inline void storeReleaseGpu(uint8_t* p, uint64_t v) {
   __atomic_store_n(reinterpret_cast<uint64_t*>(p), v, __ATOMIC_RELEASE);
+}
+inline uint64_t loadAcquireSys(const uint8_t* p) {
+  emu::countSystemScope();
+  return loadAcquireGpu(p);
+}
+inline void storeReleaseSys(uint8_t* p, uint64_t v) {
+  emu::countSystemScope();
+  storeReleaseGpu(p, v);
 }
 // Relaxed, as the GPU's volatile accesses are: what the LL protocol relies on is
 // exactly that each line is one untorn access.

@@ -1,9 +1,11 @@
 // The GPU's primitives for the shared step runner (executor/step_runner.h):
 // all threads of a block call each one together. Thread 0 alone polls and
 // posts flags; barriers hand its result to the block and order the block's
-// data moves before and after it. Flags use system-scope acquire/release so
-// the same code is right for ranks on one GPU, on P2P peers and across
-// processes.
+// data moves before and after it. Flags use acquire/release at system scope,
+// which is right for P2P peers, other processes and a proxy's host thread,
+// and at GPU scope between ranks that are threads of one process on one GPU
+// (KernelArgs::gpuScopePeers), whose releases then need not wait for the
+// whole system.
 #pragma once
 
 #include <cstdint>
@@ -188,6 +190,45 @@ struct BlockMoves {
   }
 };
 
+/// A flag between us and `peer` (its ready or credit counter) at the narrowest scope both sides share: GPU scope
+/// where the peer is a thread of this process on this GPU, or this rank (KernelArgs::gpuScopePeers).
+__device__ inline bool gpuScope(const KernelArgs& a, int peer) {
+  return peer < 64 && ((a.gpuScopePeers >> peer) & 1) != 0;
+}
+__device__ inline uint64_t acquireFlag(const KernelArgs& a, int peer, const uint8_t* p) {
+  return gpuScope(a, peer) ? dev::loadAcquireGpu(p) : dev::loadAcquireSys(p);
+}
+__device__ inline void releaseFlag(const KernelArgs& a, int peer, uint8_t* p, uint64_t v) {
+  if (gpuScope(a, peer)) {
+    dev::storeReleaseGpu(p, v);
+  } else {
+    dev::storeReleaseSys(p, v);
+  }
+}
+
+/// COLLIE_KERNEL_TIMING: thread 0 adds the time of each step, and the part of it spent waiting, to the launch's
+/// sums (kernels/launch.h, kPhaseStepTime). Does nothing when the launch is not timed.
+class StepClock {
+ public:
+  __device__ explicit StepClock(const KernelArgs& a) : sums_(dev::tid() == 0 ? a.phaseNs : nullptr) {
+    if (sums_ != nullptr) last_ = dev::globalTimerNs();
+  }
+  /// `waitedNs`: thread 0's waiting so far, the primitives' waitedNs().
+  __device__ void stepDone(int si, uint64_t waitedNs) {
+    if (sums_ == nullptr) return;
+    const uint64_t now = dev::globalTimerNs();
+    const int k = si < kTimedSteps ? si : kTimedSteps - 1;
+    dev::addCount(sums_ + kPhaseStepTime + k, now - last_);
+    dev::addCount(sums_ + kPhaseStepWait + k, waitedNs - waitedBefore_);
+    last_ = now;
+    waitedBefore_ = waitedNs;
+  }
+
+ private:
+  uint64_t* sums_;
+  uint64_t last_ = 0, waitedBefore_ = 0;
+};
+
 /// Thread 0's `v` (a wait's result: 0 almost always), seen by every thread of
 /// the block: one barrier when it is 0, three otherwise. `shared` is one int of
 /// shared memory.
@@ -217,7 +258,8 @@ class DevicePrims {
         consumed_(counters + a.layout.nranks),
         credited_(counters + 2 * a.layout.nranks),
         clean_(counters + 3 * a.layout.nranks),
-        shared_(shared) {}
+        shared_(shared),
+        clock_(a) {}
 
   // The slice's size (n) is for LL, whose receiver waits on each line; here one flag says the whole slice is in.
   __device__ bool arrived(int p, uint64_t) { return dev::syncOr(dev::tid() == 0 && pollArrived(p)); }
@@ -244,8 +286,7 @@ class DevicePrims {
   // The block's reads of the slot are done before thread 0 hands it back.
   __device__ void release(int p) {
     dev::sync();
-    if (dev::tid() == 0)
-      dev::storeReleaseSys(a_.windows[p] + a_.layout.creditOffset(channel_, a_.rank), ++consumed_[p]);
+    if (dev::tid() == 0) releaseFlag(a_, p, a_.windows[p] + a_.layout.creditOffset(channel_, a_.rank), ++consumed_[p]);
     dev::sync();
   }
   // The block's writes into the slot are done, and visible system-wide,
@@ -271,8 +312,9 @@ class DevicePrims {
       if (a_.sliceBytes != nullptr)
         a_.sliceBytes[a_.layout.connection(channel_, q) * a_.layout.nslots + posted_[q] % a_.layout.nslots] =
             n * sizeof(T);
-      // The release store is the fence: it is a fence.acq_rel.sys and a relaxed store, which orders the whole
-      // block's writes (handed to thread 0 by the barrier above) before the counter, as NCCL's Simple posts do.
+      // The release store is the fence: it is a fence.acq_rel (.sys, or .gpu to a peer on this GPU) and a
+      // relaxed store, which orders the whole block's writes (handed to thread 0 by the barrier above) before
+      // the counter, as NCCL's Simple posts do.
       // COLLIE_SYSTEM_FENCE=1 puts back the full fence (membar.sys) every post took before, to measure it.
       // The source word goes before the flag that publishes it: 0 for a slice in the slot, which also
       // overwrites what an earlier slice through this slot handed over in place.
@@ -280,7 +322,7 @@ class DevicePrims {
         dev::storeVolatile64(a_.windows[q] + a_.layout.sourceOffset(channel_, a_.rank, seq),
                              static_cast<uint64_t>(reinterpret_cast<uintptr_t>(exposed_)));
       if (a_.systemFence) dev::fenceSystem();
-      dev::storeReleaseSys(a_.windows[q] + a_.layout.readyOffset(channel_, a_.rank), ++posted_[q]);
+      releaseFlag(a_, q, a_.windows[q] + a_.layout.readyOffset(channel_, a_.rank), ++posted_[q]);
     }
     exposed_ = nullptr;
     dev::sync();
@@ -298,9 +340,9 @@ class DevicePrims {
       for (int q = 0; q < static_cast<int>(a_.layout.nranks) && rc == 0; ++q) {
         if (credited_[q] >= posted_[q]) continue;
         const uint8_t* credit = a_.inboxes[q] + a_.layout.creditOffset(channel_, q);
-        if ((credited_[q] = dev::loadAcquireSys(credit)) >= posted_[q]) continue;
+        if ((credited_[q] = acquireFlag(a_, q, credit)) >= posted_[q]) continue;
         const uint64_t deadline = dev::globalTimerNs() + a_.timeoutNs;
-        for (uint32_t i = 0; dev::loadAcquireSys(credit) < posted_[q]; ++i) {
+        for (uint32_t i = 0; acquireFlag(a_, q, credit) < posted_[q]; ++i) {
           if ((i & 1023) != 1023) continue;
           if (dev::loadFlag(&a_.status->abort) != 0 || dev::loadFlag(a_.failed) != 0 || lost(q)) rc = collieRemoteError;
           if (dev::globalTimerNs() > deadline) rc = collieTimeout;
@@ -328,16 +370,17 @@ class DevicePrims {
     BlockMoves<T, Op>::reduce2(dst1, dst2, a, b, n, divisor);
   }
   __device__ void localDone() { dev::sync(); }
+  __device__ void stepDone(int si) { clock_.stepDone(si, waitedNs_); }
 
  private:
   __device__ bool pollArrived(int p) const {
-    return sliceReady(consumed_[p], dev::loadAcquireSys(a_.inboxes[p] + a_.layout.readyOffset(channel_, p)));
+    return sliceReady(consumed_[p], acquireFlag(a_, p, a_.inboxes[p] + a_.layout.readyOffset(channel_, p)));
   }
   // Thread 0 only. Room the credits seen before already show (the last launch's drain saw every slice
   // credited) needs no load: one round trip fewer for most sends.
   __device__ bool pollRoom(int q) {
     if (slotFree(posted_[q], credited_[q], a_.layout.nslots)) return true;
-    credited_[q] = dev::loadAcquireSys(a_.inboxes[q] + a_.layout.creditOffset(channel_, q));
+    credited_[q] = acquireFlag(a_, q, a_.inboxes[q] + a_.layout.creditOffset(channel_, q));
     return slotFree(posted_[q], credited_[q], a_.layout.nslots);
   }
   // Whether slices between us and `peer` carry a source word (KernelArgs::readsInPlace).
@@ -378,6 +421,7 @@ class DevicePrims {
   int* shared_;
   const T* exposed_ = nullptr;  // what the next post hands over in place (expose), if anything
   uint64_t waitedNs_ = 0;       // thread 0's
+  StepClock clock_;
 };
 
 }  // namespace collie

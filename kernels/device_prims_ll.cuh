@@ -54,7 +54,8 @@ class DevicePrimsLL {
         clean_(counters + 3 * a.layout.nranks),
         shared_(shared),
         out_(stage),
-        in_(stage + llPayloadBytes(a.layout.llSlotBytes) / 4) {}
+        in_(stage + llPayloadBytes(a.layout.llSlotBytes) / 4),
+        clock_(a) {}
 
   /// Elements one LL slice carries.
   __device__ uint64_t perSlice() const { return llPayloadBytes(a_.layout.llSlotBytes) / sizeof(T); }
@@ -119,7 +120,7 @@ class DevicePrimsLL {
       for (int q = 0; q < static_cast<int>(a_.layout.nranks) && rc == 0; ++q) {
         if (credited_[q] >= posted_[q]) continue;
         const uint64_t deadline = dev::globalTimerNs() + a_.timeoutNs;
-        for (uint32_t i = 0; dev::loadAcquireSys(mine_ + a_.layout.creditOffset(channel_, q)) < posted_[q]; ++i) {
+        for (uint32_t i = 0; acquireFlag(a_, q, mine_ + a_.layout.creditOffset(channel_, q)) < posted_[q]; ++i) {
           if ((i & 1023) != 1023) continue;
           if (gaveUp(deadline, &rc)) {
             *peer = q;
@@ -145,6 +146,7 @@ class DevicePrimsLL {
     BlockMoves<T, Op>::reduce2(dst1, dst2, a, b, n, divisor);
   }
   __device__ void localDone() { dev::sync(); }
+  __device__ void stepDone(int si) { clock_.stepDone(si, waitedNs_); }
 
  private:
   __device__ const uint8_t* slotIn(int p) const { return mine_ + a_.layout.llSlotOffset(channel_, p, consumed_[p]); }
@@ -154,7 +156,7 @@ class DevicePrimsLL {
   // Thread 0 only; as DevicePrims::pollRoom, a load only when the credits seen so far show no room.
   __device__ bool pollRoom(int q) {
     if (slotFree(posted_[q], credited_[q], a_.layout.nslots)) return true;
-    credited_[q] = dev::loadAcquireSys(mine_ + a_.layout.creditOffset(channel_, q));
+    credited_[q] = acquireFlag(a_, q, mine_ + a_.layout.creditOffset(channel_, q));
     return slotFree(posted_[q], credited_[q], a_.layout.nslots);
   }
   __device__ bool gaveUp(uint64_t deadline, int* rc) const {
@@ -236,6 +238,7 @@ class DevicePrimsLL {
   uint32_t* in_;
   int pending_ = 0;        // the error of a slice unpack() gave up on, the same in every thread
   uint64_t waitedNs_ = 0;  // thread 0's
+  StepClock clock_;
 };
 
 }  // namespace collie

@@ -45,10 +45,13 @@ void pollPause() {
 
 namespace {
 std::atomic<uint64_t> gFences{0};
+std::atomic<uint64_t> gSystemScope{0};
 }  // namespace
 
 void countFence() { gFences.fetch_add(1, std::memory_order_relaxed); }
 uint64_t fencesTaken() { return gFences.load(std::memory_order_relaxed); }
+void countSystemScope() { gSystemScope.fetch_add(1, std::memory_order_relaxed); }
+uint64_t systemScopeTaken() { return gSystemScope.load(std::memory_order_relaxed); }
 
 uint64_t nowNs() {
   return static_cast<uint64_t>(

@@ -56,6 +56,9 @@ uint64_t nowNs();
 /// fence orders nothing the emulation's atomics do not already, so they are only counted.
 void countFence();
 uint64_t fencesTaken();
+/// The same for the flag loads and stores at system scope (dev::loadAcquireSys, storeReleaseSys).
+void countSystemScope();
+uint64_t systemScopeTaken();
 
 /// The host threads that play a launch's blocks: `blocks` x `threadsPerBlock`
 /// threads, started once and reused by every launch (thread creation per launch

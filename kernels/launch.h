@@ -46,8 +46,22 @@ constexpr int kLastRound = 1;
 /// the GPU's global timer) to KernelArgs::phaseNs, and counts itself there; the executor prints the means when
 /// the communicator goes. Setup: the block's counters loaded and the broken-communicator flag read; steps: the
 /// program's steps, every round; waiting: the part of the steps thread 0 spent polling for a peer's slice or
-/// credit; drain: waiting for the peers' credits for everything sent; store: the counters written back.
-enum KernelPhase : int { kPhaseSetup, kPhaseSteps, kPhaseWaiting, kPhaseDrain, kPhaseStore, kPhaseBlocks, kPhaseWords };
+/// credit; drain: waiting for the peers' credits for everything sent; store: the counters written back. Then the
+/// steps one by one: the time of step k (k < kTimedSteps; the last bucket also takes every later step, and each
+/// round's steps count again), and the part of it spent waiting, to tell a step's own cost (its code, its loads)
+/// from waiting for peers: on the H200 two 8-byte steps took 12 us, of which waiting explained 1.5.
+constexpr int kTimedSteps = 4;
+enum KernelPhase : int {
+  kPhaseSetup,
+  kPhaseSteps,
+  kPhaseWaiting,
+  kPhaseDrain,
+  kPhaseStore,
+  kPhaseBlocks,
+  kPhaseStepTime,                                 // kTimedSteps words
+  kPhaseStepWait = kPhaseStepTime + kTimedSteps,  // kTimedSteps words
+  kPhaseWords = kPhaseStepWait + kTimedSteps
+};
 
 struct KernelArgs {
   // Program p: a device copy (steps[p]), or inlineSteps[inlineAt[p] ...] when steps[p] is nullptr.
@@ -85,6 +99,10 @@ struct KernelArgs {
   // with each slice it posts to us. Bit i of directSteps[prog]: step i's sends hand over our buffer in place.
   uint64_t readsInPlace = 0;
   uint64_t directSteps[kMaxPrograms] = {};
+  // Bit p: rank p is this rank or a thread of this process on this GPU (p < 64), so the flags between us are
+  // released and acquired at GPU scope; those of every other peer (another GPU, process or host: a proxy's
+  // thread reads them) at system scope. COLLIE_SYSTEM_SCOPE=1 leaves it 0, to measure the difference.
+  uint64_t gpuScopePeers = 0;
   Step inlineSteps[kInlineSteps];
 };
 

@@ -75,6 +75,8 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
   dev::sync();
   if (broken) return;
 
+  // Taken before the primitives start their step clock (StepClock), so the steps one by one fit in the whole.
+  const uint64_t tSteps = timed ? dev::globalTimerNs() : 0;
   using Prims = typename std::conditional<LL, DevicePrimsLL<T, Op>, DevicePrims<T, Op>>::type;
   Prims prims = makePrims<Prims>(a, c, counters, handoff);
   // The rounds follow each other through the slot FIFOs as the steps of one round do: no drain between them,
@@ -82,7 +84,6 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
   StepFailure f;
   int lastSteps = 0;
   uint64_t r = 0;
-  const uint64_t tSteps = timed ? dev::globalTimerNs() : 0;
   for (; r < a.rounds && f.code == 0; ++r) {
     const int kind = r + 1 < a.rounds ? kFullRound : kLastRound;
     const int prog = a.channelProgram[kind][c];

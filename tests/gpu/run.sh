@@ -311,6 +311,14 @@ part_tune() {
     --algo ring --limit --json "$logs/tune_fence_t4.json"
   step tune_fence_small_t4_simple env COLLIE_SYSTEM_FENCE=1 COLLIE_PROTO=simple "$bench" allreduce -t 4 \
     --backend cuda -b 8 -e 64K -f 4 --json "$logs/tune_fence_small_t4_simple.json"
+  # Every flag at system scope (COLLIE_SYSTEM_SCOPE=1), as before 2026-11-27, against the same calls at GPU scope
+  # between ranks of this GPU (the default): tune_channels_t4_16, bench_small_t4_simple and bench_allreduce_t4.
+  step tune_scope_t4 env COLLIE_SYSTEM_SCOPE=1 "$bench" allreduce -t 4 --backend cuda -b 8M -e 128M -f 16 -n 5 -w 2 \
+    --algo ring --limit --json "$logs/tune_scope_t4.json"
+  step tune_scope_small_t4_simple env COLLIE_SYSTEM_SCOPE=1 COLLIE_PROTO=simple "$bench" allreduce -t 4 \
+    --backend cuda -b 8 -e 64K -f 4 --json "$logs/tune_scope_small_t4_simple.json"
+  step tune_scope_small_t4 env COLLIE_SYSTEM_SCOPE=1 "$bench" allreduce -t 4 --backend cuda -b 8 -e 64K -f 4 \
+    --json "$logs/tune_scope_small_t4.json"
   # At a large size: is a block's time its own moving or waiting for peers (the cap near 2 TB/s of traffic,
   # docs/cuda-executor.md, "Memory traffic")?
   step tune_phases_t4_128M env COLLIE_KERNEL_TIMING=1 "$bench" allreduce -t 4 --backend cuda -b 128M -e 128M -n 10 \

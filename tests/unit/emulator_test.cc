@@ -119,6 +119,26 @@ TEST(LaunchPlan, SplitStepsRunOneProgramOnEveryChannelAndAProxyTurnsLLOff) {
 }
 
 // A call in rounds is one launch: both kinds of round, their programs shared where they are the same.
+// Flags go at GPU scope to the peers that are threads of this process on this GPU, and to this rank itself;
+// at system scope to every other peer, and to all with COLLIE_SYSTEM_SCOPE=1.
+TEST(LaunchPlan, FlagsToRanksOfThisGpuAreAtGpuScope) {
+  const collie::Program p = programOf(2, 0);
+  collie::ExecArgs args;
+  collie::LaunchTables t = tablesOf(1);
+  t.layout.nranks = 4;
+  collie::setInPlacePeers(&t, {true, false, false, true}, -1);  // rank 0 and 3 share our GPU; none read in place
+  RecordingStorage storage;
+  collie::KernelArgs a;
+  bool empty = true;
+  ASSERT_TRUE(collie::planLaunch({{&p, 0}}, args, t, &storage, &a, &empty).ok());
+  EXPECT_EQ(a.gpuScopePeers, 0b1011u) << "ranks 0 and 3, and this rank (1)";
+  EXPECT_EQ(a.readsInPlace, 0u);
+  t.systemScope = true;
+  collie::KernelArgs sys;
+  ASSERT_TRUE(collie::planLaunch({{&p, 0}}, args, t, &storage, &sys, &empty).ok());
+  EXPECT_EQ(sys.gpuScopePeers, 0u);
+}
+
 TEST(LaunchPlan, EveryRoundOfACallTravelsInOneLaunch) {
   const collie::Program fullPart = programOf(4, 8), fullRest = programOf(3, 0), lastPart = programOf(5, 0);
   collie::RoundPlan plan;
@@ -188,6 +208,9 @@ TEST(Emulator, ABadSettingIsRefusedAtInit) {
   ScopedEnv untimed("COLLIE_KERNEL_TIMING", "0");
   ScopedEnv fence("COLLIE_SYSTEM_FENCE", "2");
   refusedSaying("COLLIE_SYSTEM_FENCE must be 0 or 1, not \"2\"");
+  ScopedEnv noFence("COLLIE_SYSTEM_FENCE", "0");
+  ScopedEnv scope("COLLIE_SYSTEM_SCOPE", "on");
+  refusedSaying("COLLIE_SYSTEM_SCOPE must be 0 or 1, not \"on\"");
 }
 
 // A Simple post's release store is its only fence; COLLIE_SYSTEM_FENCE=1 adds the full one before it, one per
@@ -213,6 +236,36 @@ TEST(Emulator, SimplePostsTakeAFullFenceOnlyWhenAsked) {
   EXPECT_EQ(fencesOfOneAllReduce("0"), 0u);
   // Ring allreduce posts 2(n-1) slices per rank and channel at least.
   EXPECT_GE(fencesOfOneAllReduce("1"), static_cast<uint64_t>(n * 2 * (n - 1)));
+}
+
+// Ranks that are threads of one process (here: emulated on one host, as on one GPU) release and acquire their
+// flags at GPU scope, with either protocol; COLLIE_SYSTEM_SCOPE=1 puts every flag at system scope. Counted
+// through the kernels' own code (the emulation counts dev::loadAcquireSys and storeReleaseSys).
+TEST(Emulator, FlagsBetweenRanksOfOneGpuAreAtGpuScope) {
+  ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "2");
+  ScopedEnv algo("COLLIE_ALGO", "allreduce:ring");
+  const int n = 3;
+  for (const char* proto : {"simple", "ll"}) {
+    ScopedEnv protocol("COLLIE_PROTO", proto);
+    auto systemScopeOfOneAllReduce = [&](const char* setting) {
+      ScopedEnv scope("COLLIE_SYSTEM_SCOPE", setting);
+      collie::test::Comms c(n);
+      EXPECT_EQ(c.result, collieSuccess) << collieGetLastError(nullptr);
+      const uint64_t before = collie::emu::systemScopeTaken();
+      collie::test::onRanks(n, [&](int r) {
+        std::vector<float> mine(3000, 1.0f);
+        EXPECT_EQ(collieAllReduce(mine.data(), mine.data(), mine.size(), collieFloat32, collieSum, c[r], nullptr),
+                  collieSuccess);
+        EXPECT_EQ(mine[0], static_cast<float>(n));
+      });
+      return collie::emu::systemScopeTaken() - before;
+    };
+    EXPECT_EQ(systemScopeOfOneAllReduce("0"), 0u) << proto;
+    // Simple: a release per slice posted and per slice taken, 2(n-1) of each per rank and channel at least. LL:
+    // the drain's loads of the credits at least, one per peer sent to.
+    EXPECT_GE(systemScopeOfOneAllReduce("1"), static_cast<uint64_t>(std::string(proto) == "ll" ? n : n * 4 * (n - 1)))
+        << proto;
+  }
 }
 
 // COLLIE_KERNEL_TIMING=1: every block that ran adds its parts' times and counts itself, once per launch; the
@@ -242,6 +295,17 @@ TEST(Emulator, KernelTimingCountsEveryBlockThatRan) {
     // Waiting is part of the steps; a ring step waits for its peer's slice at least once.
     EXPECT_GT(sums[collie::kPhaseWaiting], 0u) << "rank " << r;
     EXPECT_LE(sums[collie::kPhaseWaiting], sums[collie::kPhaseSteps]) << "rank " << r;
+    // Step by step (two ring steps at 2 ranks): the steps' times fit in the whole, and their waiting is all of it.
+    uint64_t time = 0, waited = 0;
+    for (int k = 0; k < collie::kTimedSteps; ++k) {
+      time += sums[collie::kPhaseStepTime + k];
+      waited += sums[collie::kPhaseStepWait + k];
+      EXPECT_LE(sums[collie::kPhaseStepWait + k], sums[collie::kPhaseStepTime + k]) << "rank " << r << " step " << k;
+    }
+    EXPECT_GT(sums[collie::kPhaseStepTime], 0u) << "rank " << r;
+    EXPECT_GT(sums[collie::kPhaseStepTime + 1], 0u) << "rank " << r;
+    EXPECT_LE(time, sums[collie::kPhaseSteps]) << "rank " << r;
+    EXPECT_EQ(waited, sums[collie::kPhaseWaiting]) << "rank " << r;
   }
   ScopedEnv off("COLLIE_KERNEL_TIMING", "0");
   collie::test::Comms untimed(1);
