@@ -16,12 +16,37 @@ bool copiesOntoItself(const Step& s, bool inPlace, int64_t outputShift) {
   return false;
 }
 
+// A step whose send the receiver reads in place (the step runner's `inPlace`): the send writes no slot and
+// reads nothing; what the step writes for itself, and its receive, cost as before.
+uint64_t directStepElems(const Step& s, bool inPlace, int64_t outputShift) {
+  const uint64_t c = s.count, rc = s.recvCount;
+  switch (s.op) {
+    case StepOp::kRecvCopySend:
+      return 2 * c;  // the slot read, dst written; the next peer reads dst
+    case StepOp::kRecvReduceCopySend:
+      return 3 * c;  // the slot and src read, dst written
+    case StepOp::kCopySend:
+      return copiesOntoItself(s, inPlace, outputShift) ? 0 : 2 * c;
+    case StepOp::kSendRecv:
+      return 2 * rc;
+    case StepOp::kSendRecvReduce:
+      return 3 * rc;
+    default:
+      return 0;  // kSend; markDirectSends marks no other kind
+  }
+}
+
 }  // namespace
 
-uint64_t memoryTrafficElems(const Program& p, bool inPlace, int64_t outputShift) {
+uint64_t memoryTrafficElems(const Program& p, bool inPlace, int64_t outputShift, const std::vector<uint8_t>* direct) {
   uint64_t elems = 0;
-  for (const Step& s : p.steps) {
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const Step& s = p.steps[i];
     const uint64_t c = s.count, rc = s.recvCount;
+    if (direct != nullptr && i < direct->size() && (*direct)[i] != 0) {
+      elems += directStepElems(s, inPlace, outputShift);
+      continue;
+    }
     switch (s.op) {
       case StepOp::kSend:
       case StepOp::kRecv:

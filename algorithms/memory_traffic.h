@@ -16,9 +16,15 @@
 // reduce is 3c; an exchange counts its send and its receive. Flags, credits,
 // counters and LL lines' flag halves are not counted: the LL protocol moves
 // twice the bytes of a slice through its slots, and only small calls use it.
+//
+// A send that the receiver reads in place, from our buffer (executor/
+// direct_sends.h), costs the sender nothing: no slot is written, the source is
+// not read for it; the receiver's read of our buffer is its receive, counted as
+// before. A forward so sent writes only its destination.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "algorithms/program.h"
 
@@ -27,7 +33,9 @@ namespace collie {
 /// Elements `p`'s rank reads and writes in memory (see above). `inPlace`: the
 /// output buffer begins `outputShift` elements after the input buffer
 /// (negative: before), as the in-place form of the collective lays them out, so
-/// that copies between equal addresses count nothing.
-uint64_t memoryTrafficElems(const Program& p, bool inPlace = false, int64_t outputShift = 0);
+/// that copies between equal addresses count nothing. `direct` (markDirectSends' marks, may be null): the
+/// steps whose sends the receivers read in place.
+uint64_t memoryTrafficElems(const Program& p, bool inPlace = false, int64_t outputShift = 0,
+                            const std::vector<uint8_t>* direct = nullptr);
 
 }  // namespace collie

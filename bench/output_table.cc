@@ -245,8 +245,9 @@ void printTableFooter(const Report& r, FILE* out) {
             "# Limit: memory-copy bandwidth per rank with all ranks copying at once, bytes read + written; "
             "%% of limit = busbw / limit (a transfer through memory reads and writes each byte at least once).\n"
             "# Traffic: the most bytes one rank's program reads and writes in memory per call (its own and its "
-            "peers' slots included, the Simple protocol's count; docs/PERFORMANCE.md); %% lim = traffic / time / "
-            "limit, how close the kernels come to the copy bandwidth for the algorithm they run.\n");
+            "peers' slots and buffers included, the Simple protocol's count, sends read in place counted so; "
+            "docs/PERFORMANCE.md); %% lim = traffic / time / limit, how close the kernels come to the copy "
+            "bandwidth for the algorithm they run.\n");
   printPicks(r, out);
   fprintf(out, "#\n");
   fflush(out);

@@ -70,6 +70,10 @@ class CudaExecutor : public Executor, private LaunchStorage {
   Status asyncStatus() const override;
   /// Waits for the communicator's last launch (or graph replay) enqueued so far.
   Status synchronize() override;
+  bool directSends(const Program& p, void* const* bufs, size_t elemSize, int divisor,
+                   std::vector<uint8_t>* marks) const override {
+    return directSendsOf(tables_, p, bufs, elemSize, divisor, marks);
+  }
   /// Device bytes this rank holds beyond its window (counters, programs, scratch).
   size_t deviceExtraBytes() const { return extraBytes_; }
   /// Device blocks holding uploaded programs, cached or free for reuse (bounded; see program_cache.h).

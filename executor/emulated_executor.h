@@ -54,6 +54,10 @@ class EmulatedExecutor : public Executor, private LaunchStorage {
   Status localCopy(void* dst, const void* src, size_t bytes, collieStream_t stream) override;
   void abort() override;
   Status asyncStatus() const override;
+  bool directSends(const Program& p, void* const* bufs, size_t elemSize, int divisor,
+                   std::vector<uint8_t>* marks) const override {
+    return directSendsOf(tables_, p, bufs, elemSize, divisor, marks);
+  }
 
  private:
   Status program(const Program& program, const Step** out) override;

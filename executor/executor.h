@@ -94,6 +94,15 @@ class Executor {
   virtual Status asyncStatus() const { return Status(); }
   /// Waits until everything enqueued so far has finished.
   virtual Status synchronize() { return Status(); }
+  /// The steps of `p` whose sends the peers would read in place (markDirectSends' marks, executor/
+  /// direct_sends.h) were it run by this executor, as one channel, on `bufs` (input, output, scratch: Buffer
+  /// order; only their addresses are used) with elements of `elemSize` and the Simple protocol. False when none
+  /// would be: no peer reads ours, a small call, or an executor that never reads in place. For counting memory
+  /// traffic (collie-bench --limit).
+  virtual bool directSends(const Program& /*p*/, void* const* /*bufs*/, size_t /*elemSize*/, int /*divisor*/,
+                           std::vector<uint8_t>* /*marks*/) const {
+    return false;
+  }
 };
 
 }  // namespace collie

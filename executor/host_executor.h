@@ -14,6 +14,7 @@
 #include "algorithms/program.h"
 #include "collie.h"
 #include "core/status.h"
+#include "executor/direct_sends.h"
 #include "executor/executor.h"
 #include "executor/protocol.h"
 #include "executor/reduce_ops.h"
@@ -69,6 +70,11 @@ class HostExecutor : public Executor {
     return Status();
   }
   const WindowLayout& layout() const { return layout_; }
+  bool directSends(const Program& p, void* const* bufs, size_t elemSize, int divisor,
+                   std::vector<uint8_t>* marks) const override {
+    return directMinBytes_ >= 0 &&
+           markDirectSends(p, bufs, elemSize, divisor, inProcess_, static_cast<uint64_t>(directMinBytes_), marks, true);
+  }
 
  private:
   template <typename T, ReduceOp Op>

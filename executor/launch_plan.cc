@@ -121,6 +121,12 @@ Status planLaunch(const RoundPlan& plan, const ExecArgs& args, const LaunchTable
   return Status();
 }
 
+bool directSendsOf(const LaunchTables& tables, const Program& p, void* const* bufs, size_t elemSize, int divisor,
+                   std::vector<uint8_t>* marks) {
+  return tables.directMinBytes >= 0 && markDirectSends(p, bufs, elemSize, divisor, tables.inPlacePeers,
+                                                       static_cast<uint64_t>(tables.directMinBytes), marks, true);
+}
+
 void setInPlacePeers(LaunchTables* tables, const std::vector<bool>& peers, int64_t minBytes) {
   tables->inPlacePeers.assign(peers.size(), false);
   tables->inPlaceMask = 0;

@@ -58,6 +58,10 @@ struct LaunchTables {
 /// peers, and this rank, exchange flags at GPU scope (KernelArgs::gpuScopePeers), whatever `minBytes`.
 void setInPlacePeers(LaunchTables* tables, const std::vector<bool>& peers, int64_t minBytes);
 
+/// Executor::directSends of a kernel executor: markDirectSends with the tables' peers and smallest send.
+bool directSendsOf(const LaunchTables& tables, const Program& p, void* const* bufs, size_t elemSize, int divisor,
+                   std::vector<uint8_t>* marks);
+
 /// Fills `*a` for one launch that runs every round of `plan` with `args`
 /// (round 0's buffers). Sets `*empty` when there is nothing to launch (no
 /// steps on any channel).

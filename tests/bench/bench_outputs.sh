@@ -73,13 +73,24 @@ fi
 grep -A2 "^# Picks, out of place: the tuner's algorithm, the fastest of the 2 algorithms" "$dir/t.txt" |
   grep -Eq '^# +1024  [a-z]+ +(ring|rd) +[0-9.]+$' || { echo "FAIL: no picks line for 1024 bytes"; cat "$dir/t.txt"; exit 1; }
 echo "PASS: the picks name the tuner's algorithm and the fastest"
-traffic() {  # traffic LABEL PLACE: the figure's traffic_bytes_per_rank
-  tr -d '\n ' <"$dir/t.json" | grep -o "\"collie:$1\":{\"out_of_place\":{[^}]*},\"in_place\":{[^}]*}" |
-    grep -o "\"$2\":{[^}]*}" | grep -o '"traffic_bytes_per_rank":[0-9.e+]*' | cut -d: -f2
+traffic() {  # traffic FILE LABEL PLACE: the figure's traffic_bytes_per_rank in the JSON file
+  tr -d '\n ' <"$1" | grep -o "\"collie:$2\":{\"out_of_place\":{[^}]*},\"in_place\":{[^}]*}" |
+    grep -o "\"$3\":{[^}]*}" | grep -o '"traffic_bytes_per_rank":[0-9.e+]*' | cut -d: -f2
 }
 for want in "ring out_of_place 5120" "ring in_place 5120" "rd out_of_place 16384" "rd in_place 14336"; do
   set -- $want
-  got=$(traffic "$1" "$2")
+  got=$(traffic "$dir/t.json" "$1" "$2")
   [ "$got" = "$3" ] || { echo "FAIL: $1 $2 traffic '$got', want $3"; exit 1; }
 done
 echo "PASS: traffic per rank as worked out by hand"
+# Ranks as threads read large sends in place (128 KiB and up): 256 KiB = 65536 floats on 2 threads, ring chunks
+# of 32768 floats (128 KiB). The send costs nothing, the receive-reduce-copy whose result the peer reads 3, the
+# receive 2: 5 x 32768 x 4 = 655360 bytes, in place too (the causal order lets the first send be read in place);
+# through slots it was 8 chunk passes.
+"$bench" allreduce -t 2 -b 256K -e 256K -n 1 -w 0 --limit --algo ring --json "$dir/d.json" >"$dir/d.txt"
+for want in "ring out_of_place 655360" "ring in_place 655360"; do
+  set -- $want
+  got=$(traffic "$dir/d.json" "$1" "$2")
+  [ "$got" = "$3" ] || { echo "FAIL: threads, $1 $2 traffic '$got', want $3"; cat "$dir/d.txt"; exit 1; }
+done
+echo "PASS: sends read in place cost their sender no traffic"

@@ -1,15 +1,18 @@
 // Memory traffic per rank (algorithms/memory_traffic.h): each step kind counts
 // what the step runner reads and writes; closed forms worked out by hand for
 // ring allreduce, ring reduce-scatter and pairwise all-to-all agree with it;
-// in place, a copy onto itself counts nothing; and across every registered
-// algorithm the count is zero exactly for empty calls.
+// in place, a copy onto itself counts nothing; a send read in place costs the
+// sender nothing; and across every registered algorithm the count is zero
+// exactly for empty calls.
 #include "algorithms/memory_traffic.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "algorithms/registry.h"
+#include "executor/direct_sends.h"
 
 namespace {
 
@@ -98,6 +101,43 @@ TEST(MemoryTraffic, MatchesClosedFormsOfRingsAndPairwise) {
       // Pairwise all-to-all of blocks of c: its own block copied (2c), n-1 exchanges of a block each way (4c).
       EXPECT_EQ(collie::memoryTrafficElems(build(Collective::kAllToAll, "pairwise", n, r, c)),
                 c * (2 + 4 * (static_cast<uint64_t>(n) - 1)))
+          << "pairwise alltoall n=" << n << " rank " << r;
+    }
+  }
+}
+
+// With every send that may be read in place so read (markDirectSends, every peer a thread of this process):
+// the closed forms of docs/design.md ("Ranks of one process read large sends in place"). A ring allreduce's
+// running sums still go through slots; in place, the causal order lets the ring's first send be read in place.
+TEST(MemoryTraffic, SendsReadInPlaceCostTheSenderNothing) {
+  const uintptr_t base = uintptr_t{1} << 44;  // addresses only: markDirectSends never loads through them
+  auto traffic = [&](const Program& p, bool inPlace, int64_t shift) {
+    void* const bufs[3] = {
+        reinterpret_cast<void*>(base),
+        reinterpret_cast<void*>(inPlace ? base + static_cast<uintptr_t>(shift * 4) : base + (uintptr_t{1} << 40)),
+        reinterpret_cast<void*>(base + (uintptr_t{2} << 40))};
+    std::vector<uint8_t> marks;
+    const std::vector<bool> everyPeer(static_cast<size_t>(p.nranks), true);
+    EXPECT_TRUE(collie::markDirectSends(p, bufs, 4, 0, everyPeer, 0, &marks, true));
+    return collie::memoryTrafficElems(p, inPlace, shift, &marks);
+  };
+  for (int n = 2; n <= 9; ++n) {
+    const uint64_t c = 12 * static_cast<uint64_t>(n), un = static_cast<uint64_t>(n);
+    for (int r = 0; r < n; ++r) {
+      // Ring allreduce, chunks of k = c/n: the send (0), n-2 receive-reduce-sends (3k), the receive-reduce-copy
+      // whose result the next rank reads (3k), n-2 receive-copies it reads (2k), a receive (2k): k(5n-5).
+      const Program ring = build(Collective::kAllReduce, "ring", n, r, c);
+      EXPECT_EQ(traffic(ring, false, 0), c / un * (5 * un - 5)) << "ring allreduce n=" << n << " rank " << r;
+      EXPECT_EQ(traffic(ring, true, 0), c / un * (5 * un - 5)) << "in place, n=" << n << " rank " << r;
+      // Ring reduce-scatter: the send (0), n-2 receive-reduce-sends (3c), a receive-reduce-copy (3c).
+      EXPECT_EQ(traffic(build(Collective::kReduceScatter, "ring", n, r, c), false, 0), c * (3 * un - 3))
+          << "ring reducescatter n=" << n << " rank " << r;
+      // Ring allgather: its block copied into place (2c, nothing in place), n-2 receive-copies (2c), a receive.
+      const Program ag = build(Collective::kAllGather, "ring", n, r, c);
+      EXPECT_EQ(traffic(ag, false, 0), c * 2 * un) << "ring allgather n=" << n << " rank " << r;
+      EXPECT_EQ(traffic(ag, true, -static_cast<int64_t>(c) * r), c * (2 * un - 2)) << "in place, n=" << n;
+      // Pairwise all-to-all: its own block copied (2c), n-1 exchanges that only receive (2c).
+      EXPECT_EQ(traffic(build(Collective::kAllToAll, "pairwise", n, r, c), false, 0), c * 2 * un)
           << "pairwise alltoall n=" << n << " rank " << r;
     }
   }
