@@ -289,8 +289,8 @@ class DevicePrims {
     if (dev::tid() == 0) releaseFlag(a_, p, a_.windows[p] + a_.layout.creditOffset(channel_, a_.rank), ++consumed_[p]);
     dev::sync();
   }
-  // The block's writes into the slot are done, and visible system-wide,
-  // before thread 0 publishes the slice. Half a period of LL flags after the
+  // The block's writes into the slot are done, and visible to q (system-wide,
+  // or on this GPU for a peer here), before thread 0 publishes the slice. Half a period of LL flags after the
   // LL slots to q were last rewritten, they are rewritten again first
   // (device_prims_ll.cuh, "Stale lines"), so that a receiver's next LL slice
   // never finds a line old enough to repeat its flag.
