@@ -80,10 +80,15 @@ const std::vector<VarInfo>& knownVars() {
        "kernel holds back the work behind it, as CUDA_DEVICE_MAX_CONNECTIONS queues do (default 0: none)"},
       {"COLLIE_KERNEL_TIMING",
        "CUDA backend (and COLLIE_EMULATE_KERNELS): 1 makes the kernels time their parts (setup, steps and the "
-       "waiting in them, drain, store); each communicator logs the means per block when it is destroyed (default 0)"},
+       "waiting in them, the first four steps one by one, drain, store); each communicator logs the means per "
+       "block when it is destroyed (default 0)"},
       {"COLLIE_SYSTEM_FENCE",
        "CUDA backend (and COLLIE_EMULATE_KERNELS): 1 adds a full system-scope fence (membar.sys) before each "
        "Simple slice's release, as every post took until 2026-11-26, to measure what it costs (default 0)"},
+      {"COLLIE_SYSTEM_SCOPE",
+       "CUDA backend (and COLLIE_EMULATE_KERNELS): 1 releases and acquires every kernel flag at system scope, "
+       "also between ranks that are threads of one process on one GPU (GPU scope there by default since "
+       "2026-11-27), to measure what it costs (default 0)"},
       {"COLLIE_ALGO", "algorithm per collective, overriding the tuner: allreduce:ring;broadcast:binomial"},
       {"COLLIE_CHECK", "1: ranks compare each collective's call, type, op, count and root first (debugging)"},
       {"COLLIE_TEST_SEED", "seed of the random inputs of Collie's own tests (read by the tests, not the library)"},
