@@ -213,6 +213,22 @@ TEST(Emulator, ABadSettingIsRefusedAtInit) {
   refusedSaying("COLLIE_SYSTEM_SCOPE must be 0 or 1, not \"on\"");
 }
 
+// What `counter` (one of the emulation's counts) grows by in one ring allreduce of 3000 floats on `n` ranks as
+// threads, with `variable` set to `setting`.
+uint64_t countedInOneAllReduce(int n, uint64_t (*counter)(), const char* variable, const char* setting) {
+  ScopedEnv set(variable, setting);
+  collie::test::Comms c(n);
+  EXPECT_EQ(c.result, collieSuccess) << collieGetLastError(nullptr);
+  const uint64_t before = counter();
+  collie::test::onRanks(n, [&](int r) {
+    std::vector<float> mine(3000, 1.0f);
+    EXPECT_EQ(collieAllReduce(mine.data(), mine.data(), mine.size(), collieFloat32, collieSum, c[r], nullptr),
+              collieSuccess);
+    EXPECT_EQ(mine[0], static_cast<float>(n));
+  });
+  return counter() - before;
+}
+
 // A Simple post's release store is its only fence; COLLIE_SYSTEM_FENCE=1 adds the full one before it, one per
 // slice posted. Counted through the kernels' own code (the emulation counts dev::fenceSystem).
 TEST(Emulator, SimplePostsTakeAFullFenceOnlyWhenAsked) {
@@ -220,22 +236,10 @@ TEST(Emulator, SimplePostsTakeAFullFenceOnlyWhenAsked) {
   ScopedEnv proto("COLLIE_PROTO", "simple");
   ScopedEnv algo("COLLIE_ALGO", "allreduce:ring");
   const int n = 3;
-  auto fencesOfOneAllReduce = [&](const char* setting) {
-    ScopedEnv fence("COLLIE_SYSTEM_FENCE", setting);
-    collie::test::Comms c(n);
-    EXPECT_EQ(c.result, collieSuccess) << collieGetLastError(nullptr);
-    const uint64_t before = collie::emu::fencesTaken();
-    collie::test::onRanks(n, [&](int r) {
-      std::vector<float> mine(3000, 1.0f);
-      EXPECT_EQ(collieAllReduce(mine.data(), mine.data(), mine.size(), collieFloat32, collieSum, c[r], nullptr),
-                collieSuccess);
-      EXPECT_EQ(mine[0], static_cast<float>(n));
-    });
-    return collie::emu::fencesTaken() - before;
-  };
-  EXPECT_EQ(fencesOfOneAllReduce("0"), 0u);
+  EXPECT_EQ(countedInOneAllReduce(n, collie::emu::fencesTaken, "COLLIE_SYSTEM_FENCE", "0"), 0u);
   // Ring allreduce posts 2(n-1) slices per rank and channel at least.
-  EXPECT_GE(fencesOfOneAllReduce("1"), static_cast<uint64_t>(n * 2 * (n - 1)));
+  EXPECT_GE(countedInOneAllReduce(n, collie::emu::fencesTaken, "COLLIE_SYSTEM_FENCE", "1"),
+            static_cast<uint64_t>(n * 2 * (n - 1)));
 }
 
 // Ranks that are threads of one process (here: emulated on one host, as on one GPU) release and acquire their
@@ -247,23 +251,11 @@ TEST(Emulator, FlagsBetweenRanksOfOneGpuAreAtGpuScope) {
   const int n = 3;
   for (const char* proto : {"simple", "ll"}) {
     ScopedEnv protocol("COLLIE_PROTO", proto);
-    auto systemScopeOfOneAllReduce = [&](const char* setting) {
-      ScopedEnv scope("COLLIE_SYSTEM_SCOPE", setting);
-      collie::test::Comms c(n);
-      EXPECT_EQ(c.result, collieSuccess) << collieGetLastError(nullptr);
-      const uint64_t before = collie::emu::systemScopeTaken();
-      collie::test::onRanks(n, [&](int r) {
-        std::vector<float> mine(3000, 1.0f);
-        EXPECT_EQ(collieAllReduce(mine.data(), mine.data(), mine.size(), collieFloat32, collieSum, c[r], nullptr),
-                  collieSuccess);
-        EXPECT_EQ(mine[0], static_cast<float>(n));
-      });
-      return collie::emu::systemScopeTaken() - before;
-    };
-    EXPECT_EQ(systemScopeOfOneAllReduce("0"), 0u) << proto;
+    EXPECT_EQ(countedInOneAllReduce(n, collie::emu::systemScopeTaken, "COLLIE_SYSTEM_SCOPE", "0"), 0u) << proto;
     // Simple: a release per slice posted and per slice taken, 2(n-1) of each per rank and channel at least. LL:
     // the drain's loads of the credits at least, one per peer sent to.
-    EXPECT_GE(systemScopeOfOneAllReduce("1"), static_cast<uint64_t>(std::string(proto) == "ll" ? n : n * 4 * (n - 1)))
+    EXPECT_GE(countedInOneAllReduce(n, collie::emu::systemScopeTaken, "COLLIE_SYSTEM_SCOPE", "1"),
+              static_cast<uint64_t>(std::string(proto) == "ll" ? n : n * 4 * (n - 1)))
         << proto;
   }
 }
