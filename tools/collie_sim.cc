@@ -11,11 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/memory_traffic.h"
 #include "algorithms/registry.h"
 #include "algorithms/simulator.h"
 #include "algorithms/topology.h"
 #include "algorithms/tuner.h"
 #include "algorithms/verify_sweep.h"
+#include "executor/direct_sends.h"
 
 namespace {
 
@@ -448,6 +450,33 @@ collie::Status predictBytes(const AlgorithmInfo& a, uint64_t bytes, const SimSet
   return collie::predict(a, call, s.es, s.topo, p);
 }
 
+// The busiest rank's traffic when every peer is a thread of this process (on one GPU for the CUDA backend) and
+// reads in place the sends of at least `minBytes` that may be (executor/direct_sends.h), out of place: the call
+// as one program on one channel, as collie-bench counts it. 0 for all-to-all-v, whose counts the caller gives.
+uint64_t trafficReadInPlace(const AlgorithmInfo& a, uint64_t bytes, const SimSetup& s, int root, uint64_t minBytes) {
+  if (a.collective == Collective::kAllToAllv) return 0;
+  ProgramArgs args;
+  args.collective = a.collective;
+  args.nranks = s.n;
+  args.count = countFor(a.collective, bytes, s);
+  args.stride = args.count;
+  args.root = root;
+  // Addresses only: markDirectSends compares them and never loads through them.
+  const uintptr_t base = uintptr_t{1} << 44;
+  void* const bufs[3] = {reinterpret_cast<void*>(base), reinterpret_cast<void*>(base + (uintptr_t{1} << 42)),
+                         reinterpret_cast<void*>(base + (uintptr_t{2} << 42))};
+  const std::vector<bool> everyPeer(static_cast<size_t>(s.n), true);
+  uint64_t most = 0;
+  for (int r = 0; r < s.n; ++r) {
+    args.rank = r;
+    const Program p = a.build(args);
+    std::vector<uint8_t> marks;
+    const bool any = collie::markDirectSends(p, bufs, s.es, 0, everyPeer, minBytes, &marks, true);
+    most = std::max(most, collie::memoryTrafficElems(p, false, 0, any ? &marks : nullptr) * s.es);
+  }
+  return most;
+}
+
 int cmdPredict(const Options& o) {
   if (o.args.size() != 2) return usageError("predict takes COLLECTIVE ALGO, e.g. 'predict allreduce ring'");
   Collective c;
@@ -483,6 +512,17 @@ int cmdPredict(const Options& o) {
               sizeName(most).c_str());
   if (busBytes > 0) std::printf(", %.2f x busbw's bytes", static_cast<double>(most) / busBytes);
   std::printf("\n");
+  // The same with the sends read in place, as between ranks that are threads of one process.
+  int64_t directBytes = 0;
+  if (collie::readDirectReadBytes(&directBytes).ok() && directBytes >= 0 && c != Collective::kAllToAllv) {
+    const uint64_t direct =
+        trafficReadInPlace(*algo, o.bytes, s, static_cast<int>(o.root), static_cast<uint64_t>(directBytes));
+    std::printf("  in place %11llu bytes by the busiest rank when its peers are threads of its process and read its "
+                "sends of %lld bytes and up where they lie",
+                static_cast<unsigned long long>(direct), static_cast<long long>(directBytes));
+    if (busBytes > 0) std::printf(", %.2f x busbw's bytes", static_cast<double>(direct) / busBytes);
+    std::printf("\n");
+  }
   if (s.topo.sharedMemoryBeta > 0)
     std::printf("  memory  %12.3f us for the busiest node's %llu bytes through its shared memory (%s)\n",
                 static_cast<double>(p.nodeTrafficBytes) * s.topo.sharedMemoryBeta * 1e6,

@@ -18,6 +18,10 @@ run predict allreduce ring --topo h100-16x8-400g --bytes 1G
 # predict's traffic line: ring allreduce at 4 ranks reads and writes 20/4 of the buffer per rank (6n-4 chunk passes).
 "$sim" predict allreduce ring --topo host -n 4 --bytes 1M | grep -q "traffic  *5242880 bytes .*, 3.33 x busbw's bytes" ||
   { echo "collie-sim predict: no traffic line of 5242880 bytes, 3.33 x busbw's"; exit 1; }
+# With its sends read in place (chunks of 256 KiB, over the 128 KiB default): 5n-5 = 15 chunk passes.
+"$sim" predict allreduce ring --topo host -n 4 --bytes 1M |
+  grep -q "in place  *3932160 bytes .*sends of 131072 bytes and up .*, 2.50 x busbw's bytes" ||
+  { echo "collie-sim predict: no in-place traffic line of 3932160 bytes, 2.50 x busbw's"; exit 1; }
 # Bad arguments are refused with status 2, not a crash.
 for bad in "" "frobnicate" "show allreduce ring" "show allreduce nope -n 4" "predict allreduce ring --topo nowhere.topo --bytes 8" \
   "compare allreduce --topo h100-nvlink -b 1X" "verify --max-ranks 65"; do
