@@ -517,9 +517,10 @@ int cmdPredict(const Options& o) {
   if (collie::readDirectReadBytes(&directBytes).ok() && directBytes >= 0 && c != Collective::kAllToAllv) {
     const uint64_t direct =
         trafficReadInPlace(*algo, o.bytes, s, static_cast<int>(o.root), static_cast<uint64_t>(directBytes));
-    std::printf("  in place %11llu bytes by the busiest rank when its peers are threads of its process and read its "
-                "sends of %lld bytes and up where they lie",
-                static_cast<unsigned long long>(direct), static_cast<long long>(directBytes));
+    std::printf(
+        "  in place %11llu bytes by the busiest rank when its peers are threads of its process and read its "
+        "sends of %lld bytes and up where they lie",
+        static_cast<unsigned long long>(direct), static_cast<long long>(directBytes));
     if (busBytes > 0) std::printf(", %.2f x busbw's bytes", static_cast<double>(direct) / busBytes);
     std::printf("\n");
   }
