@@ -22,6 +22,7 @@
 #include "bench/options.h"
 #include "collie.h"
 #include "core/comm.h"
+#include "executor/direct_sends.h"
 #include "executor/executor.h"
 
 namespace collie {
@@ -269,20 +270,14 @@ class CollieImpl : public Impl {
     const int64_t shift = static_cast<int64_t>(c.recvOff) - static_cast<int64_t>(c.sendOff);
     const Program program = algo->build(args);
     // The sends the peers read in place, as the communicator's executor marks them for a call on buffers laid
-    // out like the case's (as one channel, with the Simple protocol: the CUDA backend's LL calls read none).
-    std::vector<uint8_t> marks;
-    bool direct = false;
-    const bool ll = comm->backend == collieBackendCuda && c.count * c.typeBytes() <= comm->llMaxBytes;
-    if (!ll && comm->executor != nullptr) {
-      // Addresses only, never dereferenced: the output `shift` elements after the input in place, else apart.
-      const uintptr_t base = uintptr_t{1} << 44;
-      void* const in = reinterpret_cast<void*>(base);
-      void* const out = reinterpret_cast<void*>(inPlace ? base + static_cast<uintptr_t>(shift * c.typeBytes())
-                                                        : base + (uintptr_t{1} << 42));
-      void* const bufs[3] = {in, out, reinterpret_cast<void*>(base + (uintptr_t{2} << 42))};
-      direct = comm->executor->directSends(program, bufs, c.typeBytes(), c.op == collieAvg ? c.nranks : 0, &marks);
+    // out like the case's (as one channel; LL calls read none).
+    std::vector<uint8_t> marks;  // stays empty (nothing read in place) unless the executor marks some
+    if (comm->executor != nullptr && !takesLowLatency(*comm, *algo, coll, c.count, c.typeBytes())) {
+      void* bufs[3];
+      placeholderBuffers(inPlace, shift * static_cast<int64_t>(c.typeBytes()), bufs);
+      comm->executor->directSends(program, bufs, c.typeBytes(), c.op == collieAvg ? c.nranks : 0, &marks);
     }
-    return es * static_cast<double>(memoryTrafficElems(program, inPlace, shift, direct ? &marks : nullptr));
+    return es * static_cast<double>(memoryTrafficElems(program, inPlace, shift, &marks));
   }
 
   collieStream_t stream(size_t j) const { return streams_.empty() ? nullptr : streams_[j]; }

@@ -114,10 +114,7 @@ Status executeCall(collieComm_t comm, const Call& call) {
   const collie::AlgorithmInfo& algo = *chosen;
   const int perNode = comm->topology.ranksPerNode;
   uint64_t roundCount = collie::roundCount(algo, comm->nranks, comm->executor->roundElems(es), perNode);
-  // LL for small calls that fit one LL slice per chunk on every channel: one round.
-  const uint64_t llElems = comm->executor->roundElemsLL(es);
-  if (llElems > 0 && call.count * es <= comm->llMaxBytes && call.collective != Collective::kAllToAllv &&
-      call.count <= collie::roundCount(algo, comm->nranks, llElems, perNode)) {
+  if (collie::takesLowLatency(*comm, algo, call.collective, call.count, es)) {
     exec.lowLatency = true;
     roundCount = std::max<uint64_t>(call.count, 1);
   }

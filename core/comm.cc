@@ -257,6 +257,13 @@ Status readProtocol(bool spansHosts, uint64_t* llMaxBytes) {
   return Status();
 }
 
+bool takesLowLatency(const collieComm& comm, const AlgorithmInfo& algo, Collective collective, uint64_t count,
+                     size_t elemSize) {
+  const uint64_t llElems = comm.executor->roundElemsLL(elemSize);
+  return llElems > 0 && count * elemSize <= comm.llMaxBytes && collective != Collective::kAllToAllv &&
+         count <= roundCount(algo, comm.nranks, llElems, comm.topology.ranksPerNode);
+}
+
 // COLLIE_EMULATE_KERNELS=N (a test mode): host threads per emulated block; 0 when off.
 static Status emulatedThreads(int* out) {
   bool bad = false;

@@ -123,6 +123,10 @@ Status resolveConfig(const collieConfig_t* config, InitOptions* out);
 Status readLLLayout(WindowLayout* layout);
 /// COLLIE_PROTO, checked: calls up to *llMaxBytes take the LL protocol (0 across hosts).
 Status readProtocol(bool spansHosts, uint64_t* llMaxBytes);
+/// Whether `comm` runs a call of `count` elements of `elemSize` bytes with `algo` on the LL protocol: calls up to
+/// comm.llMaxBytes that fit one LL slice per chunk on every channel (one round), never all-to-all-v.
+bool takesLowLatency(const collieComm& comm, const AlgorithmInfo& algo, Collective collective, uint64_t count,
+                     size_t elemSize);
 
 /// The CUDA half of commInit (core/comm_cuda.cc): device windows, the CUDA
 /// executor, the barrier byte; for peers on other hosts (otherHost[r]) the

@@ -268,6 +268,14 @@ bool markDirectSends(const Program& p, void* const* bufs, size_t elemSize, int d
   return any;
 }
 
+void placeholderBuffers(bool inPlace, int64_t outputShiftBytes, void* bufs[3]) {
+  const uintptr_t base = uintptr_t{1} << 44;  // a shift below 2^42 either way keeps the three apart
+  bufs[0] = reinterpret_cast<void*>(base);
+  bufs[1] =
+      reinterpret_cast<void*>(inPlace ? base + static_cast<uintptr_t>(outputShiftBytes) : base + (uintptr_t{1} << 42));
+  bufs[2] = reinterpret_cast<void*>(base + (uintptr_t{2} << 42));
+}
+
 Status readDirectReadBytes(int64_t* out) {
   bool bad = false;
   *out = env::getInt("COLLIE_DIRECT_READ_BYTES", 131072, &bad);

@@ -91,4 +91,9 @@ bool everyRanksProgram(const Program& mine, std::vector<Program>* all);
 /// An unparsable value is an error naming the variable.
 Status readDirectReadBytes(int64_t* out);
 
+/// Buffers for markDirectSends where no call's exist (counting a program's traffic ahead of any call): the
+/// input, the output `outputShiftBytes` after it in place or far from it, the scratch far from both. Addresses
+/// only: markDirectSends compares them and never loads through them.
+void placeholderBuffers(bool inPlace, int64_t outputShiftBytes, void* bufs[3]);
+
 }  // namespace collie

@@ -461,18 +461,16 @@ uint64_t trafficReadInPlace(const AlgorithmInfo& a, uint64_t bytes, const SimSet
   args.count = countFor(a.collective, bytes, s);
   args.stride = args.count;
   args.root = root;
-  // Addresses only: markDirectSends compares them and never loads through them.
-  const uintptr_t base = uintptr_t{1} << 44;
-  void* const bufs[3] = {reinterpret_cast<void*>(base), reinterpret_cast<void*>(base + (uintptr_t{1} << 42)),
-                         reinterpret_cast<void*>(base + (uintptr_t{2} << 42))};
+  void* bufs[3];
+  collie::placeholderBuffers(false, 0, bufs);
   const std::vector<bool> everyPeer(static_cast<size_t>(s.n), true);
   uint64_t most = 0;
   for (int r = 0; r < s.n; ++r) {
     args.rank = r;
     const Program p = a.build(args);
     std::vector<uint8_t> marks;
-    const bool any = collie::markDirectSends(p, bufs, s.es, 0, everyPeer, minBytes, &marks, true);
-    most = std::max(most, collie::memoryTrafficElems(p, false, 0, any ? &marks : nullptr) * s.es);
+    collie::markDirectSends(p, bufs, s.es, 0, everyPeer, minBytes, &marks, true);
+    most = std::max(most, collie::memoryTrafficElems(p, false, 0, &marks) * s.es);
   }
   return most;
 }

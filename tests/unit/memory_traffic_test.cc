@@ -110,12 +110,9 @@ TEST(MemoryTraffic, MatchesClosedFormsOfRingsAndPairwise) {
 // the closed forms of docs/design.md ("Ranks of one process read large sends in place"). A ring allreduce's
 // running sums still go through slots; in place, the causal order lets the ring's first send be read in place.
 TEST(MemoryTraffic, SendsReadInPlaceCostTheSenderNothing) {
-  const uintptr_t base = uintptr_t{1} << 44;  // addresses only: markDirectSends never loads through them
   auto traffic = [&](const Program& p, bool inPlace, int64_t shift) {
-    void* const bufs[3] = {
-        reinterpret_cast<void*>(base),
-        reinterpret_cast<void*>(inPlace ? base + static_cast<uintptr_t>(shift * 4) : base + (uintptr_t{1} << 40)),
-        reinterpret_cast<void*>(base + (uintptr_t{2} << 40))};
+    void* bufs[3];
+    collie::placeholderBuffers(inPlace, shift * 4, bufs);
     std::vector<uint8_t> marks;
     const std::vector<bool> everyPeer(static_cast<size_t>(p.nranks), true);
     EXPECT_TRUE(collie::markDirectSends(p, bufs, 4, 0, everyPeer, 0, &marks, true));
