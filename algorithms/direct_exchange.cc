@@ -24,6 +24,22 @@ uint64_t appendDirectReduce(int n, int r, Buffer input, const std::vector<Chunk>
   return static_cast<uint64_t>(n - first) * own.count;
 }
 
+void appendJoinedReduce(int n, int r, Buffer input, const std::vector<Chunk>& parts, Range result,
+                        std::vector<Step>* steps) {
+  const Chunk& own = parts[static_cast<size_t>(r)];
+  steps->push_back(makeStep(StepOp::kCopy, -1, -1, Range{input, own.offset}, result, own.count, n == 1));
+  for (int k = 1; k < n; ++k) {
+    const int to = wrapRank(r + k, n), from = wrapRank(r - k, n);
+    const Chunk& theirs = parts[static_cast<size_t>(to)];
+    Step s =
+        exchangeStep(StepOp::kSendRecvReduce, to, from, Range{input, theirs.offset}, theirs.count, result, own.count);
+    // A new group every kMaxJoinedSteps steps: its head is the last group's last exchange.
+    s.joined = k % kMaxJoinedSteps != 0;
+    s.finalize = k == n - 1;
+    steps->push_back(s);
+  }
+}
+
 void appendDirectAllGather(int n, int r, const std::vector<Chunk>& chunks, Buffer buffer, std::vector<Step>* steps) {
   const Chunk& mine = chunks[static_cast<size_t>(r)];
   for (int k = 1; k < n; ++k) {

@@ -3,7 +3,7 @@
 // from rank-k, both directions at once), so a message is one hop from where it
 // starts to where it is reduced, and no size can deadlock. The allreduces are
 // composed of them: one-shot is appendDirectReduce over the whole buffer on
-// every rank; two-shot is appendDirectReduce over balanced chunks (a direct
+// every rank; two-shot is appendJoinedReduce over balanced chunks (a direct
 // reduce-scatter), then appendDirectAllGather of the reduced chunks.
 #pragma once
 
@@ -30,6 +30,20 @@ namespace collie {
 ///   returns the scratch elements used: parts[r].count per other rank, plus r's own for r > 0
 uint64_t appendDirectReduce(int n, int r, Buffer input, const std::vector<Chunk>& parts, Range result,
                             std::vector<Step>* steps);
+
+/// Direct reduce into `result` with joined steps (program.h, "Joined steps"):
+/// a kCopy of rank r's own part of `input` into `result` heads a group of
+/// kSendRecvReduce steps, the exchanges (step k sends parts[r+k] to rank r+k and
+/// reduces the part from rank r-k into `result`), in groups of up to
+/// kMaxJoinedSteps steps. An executor that joins them reads each contribution
+/// once and writes the result once per group; no scratch. The order is r's own,
+/// then r-1, r-2, ...: it depends on r, so use it where one rank reduces each
+/// part (two-shot), not where every rank reduces the same part (one-shot).
+/// `result` may be r's own part of the input (in place: the copy is onto itself).
+///
+///   steps: 1 copy + n-1 exchanges
+void appendJoinedReduce(int n, int r, Buffer input, const std::vector<Chunk>& parts, Range result,
+                        std::vector<Step>* steps);
 
 /// Direct allgather, n-1 exchanges. Rank r holds `chunks[r]` of `buffer`;
 /// afterwards every rank holds every chunk there.

@@ -43,6 +43,15 @@ uint64_t memoryTrafficElems(const Program& p, bool inPlace, int64_t outputShift,
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const Step& s = p.steps[i];
     const uint64_t c = s.count, rc = s.recvCount;
+    const bool marked = direct != nullptr && i < direct->size() && (*direct)[i] != 0;
+    if (s.joined) {  // its receive read once; the group's head reads and writes dst for all
+      elems += (marked ? 0 : 2 * c) + rc;
+      continue;
+    }
+    if (s.op == StepOp::kCopy && i + 1 < p.steps.size() && p.steps[i + 1].joined) {
+      elems += 2 * c;  // the group's one read of the copy's source and one write of dst, even onto itself
+      continue;
+    }
     if (direct != nullptr && i < direct->size() && (*direct)[i] != 0) {
       elems += directStepElems(s, inPlace, outputShift);
       continue;

@@ -13,7 +13,10 @@
 // also reads its source (3c), one that forwards also writes the next slot
 // (recvCopySend: one read, two writes, 3c); a local copy is 2c, or nothing
 // when in place it lands where it reads (the executors skip it); a local
-// reduce is 3c; an exchange counts its send and its receive. Flags, credits,
+// reduce is 3c; an exchange counts its send and its receive. A group of
+// joined steps (program.h) runs as one: its head's source (a copy's, or dst)
+// is read and dst written once for the group (2rc), and each step's receive
+// is read once (rc), plus its send. Flags, credits,
 // counters and LL lines' flag halves are not counted: the LL protocol moves
 // twice the bytes of a slice through its slots, and only small calls use it.
 //

@@ -72,11 +72,11 @@ std::string Program::describe() const {
   out += line;
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& s = steps[i];
-    snprintf(line, sizeof(line), "  %2zu %-15s send->%-3d recv<-%-3d src=%s[%llu] dst=%s[%llu] n=%llu%s\n", i,
+    snprintf(line, sizeof(line), "  %2zu %-15s send->%-3d recv<-%-3d src=%s[%llu] dst=%s[%llu] n=%llu%s%s\n", i,
              stepOpName(s.op), s.sendPeer, s.recvPeer, bufferName(s.src.buffer),
              static_cast<unsigned long long>(s.src.offset), bufferName(s.dst.buffer),
              static_cast<unsigned long long>(s.dst.offset), static_cast<unsigned long long>(s.count),
-             s.finalize ? " final" : "");
+             s.finalize ? " final" : "", s.joined ? " joined" : "");
     if (stepIsExchange(s.op)) {
       line[strlen(line) - 1] = '\0';  // the receive count goes on the same line
       snprintf(line + strlen(line), sizeof(line) - strlen(line), " recvN=%llu\n",
@@ -93,7 +93,7 @@ bool sameSteps(const std::vector<Step>& a, const std::vector<Step>& b) {
     const Step &x = a[i], &y = b[i];
     if (x.op != y.op || x.sendPeer != y.sendPeer || x.recvPeer != y.recvPeer || x.src.buffer != y.src.buffer ||
         x.src.offset != y.src.offset || x.dst.buffer != y.dst.buffer || x.dst.offset != y.dst.offset ||
-        x.count != y.count || x.recvCount != y.recvCount || x.finalize != y.finalize)
+        x.count != y.count || x.recvCount != y.recvCount || x.finalize != y.finalize || x.joined != y.joined)
       return false;
   }
   return true;

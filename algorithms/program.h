@@ -91,12 +91,36 @@ struct Step {
   uint64_t count = 0;      // elements moved by this step (sent, for the kSendRecv ops)
   uint64_t recvCount = 0;  // kSendRecv ops only: elements received
   bool finalize = false;   // the write to dst completes the reduction: apply avg's division there
+  bool joined = false;     // runs together with the step before it: see "Joined steps" below
 
   /// Elements this step receives from recvPeer.
   uint64_t received() const { return stepIsExchange(op) ? recvCount : (stepReceives(op) ? count : 0); }
   /// Elements this step sends to sendPeer.
   uint64_t sent() const { return stepSends(op) ? count : 0; }
 };
+
+/// Joined steps. A kSendRecvReduce step marked `joined` runs together with the
+/// step before it, and that one with its own predecessor while it is joined too:
+/// a group of one head (a kCopy or a kSendRecvReduce) and up to
+/// kMaxJoinedSteps - 1 joined kSendRecvReduce steps, all writing the same dst
+/// range (the head's count, the others' recvCount), receiving from distinct
+/// peers, only the last one finalizing. Its values are those of the steps run
+/// one after another, dst = (((head) (op) in1) (op) in2) ...; an executor whose
+/// primitives can (Simple on the GPU, the host) runs it as one step instead:
+/// every send progresses on its own, and each slice of dst is reduced from the
+/// head's source and all the receives in one pass, read once and written once,
+/// not once per step. The receives' slices are handed back only when the last
+/// of them has arrived, which the verifier checks cannot deadlock. It is what
+/// lets a two-shot allreduce reduce n inputs in (n+1) passes over its chunk
+/// instead of 3(n-1) (algorithms/allreduce_twoshot.cc).
+constexpr int kMaxJoinedSteps = 8;
+
+/// One past the last step of the group that starts at `head` (head + 1 when none joins it).
+COLLIE_PROGRAM_HD int joinedGroupEnd(const Step* steps, int nsteps, int head) {
+  int end = head + 1;
+  while (end < nsteps && steps[end].joined) ++end;
+  return end;
+}
 
 struct Program {
   Collective collective = Collective::kAllReduce;

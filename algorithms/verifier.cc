@@ -28,6 +28,7 @@ struct RankState {
   size_t pc = 0;      // current step
   uint64_t sent = 0;  // elements of the current step sent / received so far
   uint64_t received = 0;
+  std::vector<uint64_t> groupSent;  // a group of joined steps run as one: each step's elements sent so far
 };
 
 Status violation(const Program& p, size_t step, const char* what, uint64_t element) {
@@ -87,6 +88,8 @@ class Machine {
   Status write(const Program& p, const Step& st, Value v, uint64_t i, Value* dst) const;
   Status take(int r, int from, uint64_t done, uint64_t total, Slice* out);
   Status advance(int r, bool* moved);
+  Status checkGroup(int r, int end);
+  Status advanceGroup(int r, int end, bool* moved, bool* done);
 
   const std::vector<Program>& programs_;
   VerifyOptions options_;
@@ -152,6 +155,8 @@ Status Machine::checkStep(int r) {
   if (writesDst(st.op) && !fits(s, st.dst, dstN))
     return violation(p, s.pc, "destination range outside its buffer", st.dst.offset + dstN);
   if (st.finalize && !writesDst(st.op)) return violation(p, s.pc, "finalizes a value it does not write", 0);
+  if (st.joined && (st.op != StepOp::kSendRecvReduce || s.pc == 0))
+    return violation(p, s.pc, "joined, but only a kSendRecvReduce after another step may be", 0);
   // An exchange's two directions interleave in an order no one fixes: what it
   // sends must not be what it receives into.
   if (stepIsExchange(st.op) && srcN && dstN) {
@@ -164,6 +169,107 @@ Status Machine::checkStep(int r) {
       return violation(p, s.pc, "sends from the range it receives into", std::max(a, b));
   }
   return Status();
+}
+
+// The shape of the group of joined steps steps[pc..end) (program.h, "Joined steps"), with each step's own checks.
+Status Machine::checkGroup(int r, int end) {
+  RankState& s = ranks_[static_cast<size_t>(r)];
+  const Program& p = programs_[static_cast<size_t>(r)];
+  const size_t head = s.pc;
+  const Step& h = p.steps[head];
+  for (size_t i = head; i < static_cast<size_t>(end); ++i) {
+    s.pc = i;
+    Status checked = checkStep(r);
+    s.pc = head;
+    COLLIE_RETURN_IF_ERROR(checked);
+  }
+  if (h.op != StepOp::kCopy && h.op != StepOp::kSendRecvReduce)
+    return violation(p, head, "heads a group of joined steps, which only a kCopy or a kSendRecvReduce may", 0);
+  if (end - static_cast<int>(head) > kMaxJoinedSteps)
+    return violation(p, head, "heads more joined steps than kMaxJoinedSteps", 0);
+  const uint64_t total = h.op == StepOp::kCopy ? h.count : h.recvCount;
+  if (h.op == StepOp::kCopy && h.src.buffer == h.dst.buffer && h.src.offset != h.dst.offset &&
+      h.src.offset < h.dst.offset + total && h.dst.offset < h.src.offset + total)
+    return violation(p, head, "heads joined steps with a copy onto part of its own source", h.src.offset);
+  for (size_t i = head; i < static_cast<size_t>(end); ++i) {
+    const Step& st = p.steps[i];
+    if (st.dst.buffer != h.dst.buffer || st.dst.offset != h.dst.offset || (i > head && st.recvCount != total))
+      return violation(p, i, "joined to a step that writes another range", 0);
+    if (st.finalize && i + 1 != static_cast<size_t>(end))
+      return violation(p, i, "finalizes before the last step of its group", 0);
+    for (size_t j = head; j < i; ++j)
+      if (p.steps[j].op == StepOp::kSendRecvReduce && p.steps[j].recvPeer == st.recvPeer)
+        return violation(p, i, "receives from a peer an earlier step of its group receives from", 0);
+  }
+  return Status();
+}
+
+// Runs the group steps[pc..end) as one step (VerifyOptions::joinReceives); *done once it is over.
+Status Machine::advanceGroup(int r, int end, bool* moved, bool* done) {
+  RankState& s = ranks_[static_cast<size_t>(r)];
+  const Program& p = programs_[static_cast<size_t>(r)];
+  const size_t head = s.pc;
+  const Step& h = p.steps[head];
+  const size_t first = h.op == StepOp::kCopy ? head + 1 : head;
+  const size_t m = static_cast<size_t>(end) - first;
+  const uint64_t total = h.op == StepOp::kCopy ? h.count : h.recvCount;
+  if (s.groupSent.empty() && s.received == 0) {
+    COLLIE_RETURN_IF_ERROR(checkGroup(r, end));
+    s.groupSent.assign(m, 0);
+  }
+  *done = false;
+  for (;;) {
+    bool progressed = false;
+    for (size_t j = 0; j < m; ++j) {
+      const Step& st = p.steps[first + j];
+      uint64_t& sent = s.groupSent[j];
+      if (sent >= st.count || full(r, st.sendPeer)) continue;
+      const uint64_t k = std::min(sliceOf(st.count), st.count - sent);
+      Slice out;
+      out.last = sent + k == st.count;
+      for (uint64_t i = 0; i < k; ++i) {
+        const Value& v = *at(s, st.src, sent + i);
+        if (!v.defined) return violation(p, first + j, "sends an undefined value", sent + i);
+        out.values.push_back(v);
+      }
+      channel(r, st.sendPeer).push_back(std::move(out));
+      sent += k;
+      progressed = true;
+    }
+    bool all = s.received < total;
+    for (size_t j = 0; j < m && all; ++j) all = !channel(p.steps[first + j].recvPeer, r).empty();
+    if (all) {
+      // Slice by slice, as the executors reduce it: the head's source (a copy's) or dst, then every receive.
+      std::vector<Slice> in(m);
+      for (size_t j = 0; j < m; ++j)
+        COLLIE_RETURN_IF_ERROR(take(r, p.steps[first + j].recvPeer, s.received, total, &in[j]));
+      const Range& base = h.op == StepOp::kCopy ? h.src : h.dst;
+      for (uint64_t i = 0; i < in[0].values.size(); ++i) {
+        const uint64_t e = s.received + i;
+        Value v = *at(s, base, e);
+        for (size_t j = 0; j < m; ++j) {
+          if (in[j].values.size() != in[0].values.size())
+            return violation(p, first + j, "message length differs from the matching send", e);
+          COLLIE_RETURN_IF_ERROR(reduce(p, in[j].values[i], v, e, &v));
+        }
+        COLLIE_RETURN_IF_ERROR(write(p, p.steps[static_cast<size_t>(end) - 1], v, e, at(s, h.dst, e)));
+      }
+      s.received += in[0].values.size();
+      progressed = true;
+    }
+    bool over = s.received == total;
+    for (size_t j = 0; j < m && over; ++j) over = s.groupSent[j] == p.steps[first + j].count;
+    if (over) {
+      s.pc = static_cast<size_t>(end);
+      s.sent = s.received = 0;
+      s.groupSent.clear();
+      *moved = true;
+      *done = true;
+      return Status();
+    }
+    if (!progressed) return Status();
+    *moved = true;
+  }
 }
 
 // Takes the next slice from `from` for a receive that has `done` of `total` elements.
@@ -183,6 +289,16 @@ Status Machine::advance(int r, bool* moved) {
   RankState& s = ranks_[static_cast<size_t>(r)];
   const Program& p = programs_[static_cast<size_t>(r)];
   while (s.pc < p.steps.size()) {
+    const int group = joinedGroupEnd(p.steps.data(), static_cast<int>(p.steps.size()), static_cast<int>(s.pc));
+    if (group > static_cast<int>(s.pc) + 1 && !p.steps[s.pc].joined) {
+      if (options_.joinReceives) {
+        bool done = false;
+        COLLIE_RETURN_IF_ERROR(advanceGroup(r, group, moved, &done));
+        if (!done) break;
+        continue;
+      }
+      if (s.sent == 0 && s.received == 0) COLLIE_RETURN_IF_ERROR(checkGroup(r, group));  // then step by step
+    }
     const Step& st = p.steps[s.pc];
     if (s.sent == 0 && s.received == 0) COLLIE_RETURN_IF_ERROR(checkStep(r));
     const uint64_t sendN = st.sent(), recvN = st.received();
@@ -284,6 +400,8 @@ Status Machine::run() {
     const RankState& s = ranks_[static_cast<size_t>(r)];
     const Program& p = programs_[static_cast<size_t>(r)];
     if (s.pc < p.steps.size()) {
+      if (!s.groupSent.empty())
+        return violation(p, s.pc, "deadlock: joined steps wait for a message or a free slot that never comes", 0);
       const Step& st = p.steps[s.pc];
       const bool sending =
           s.sent < st.sent() && (st.received() == 0 || s.received == st.received() || !channel(st.recvPeer, r).empty());

@@ -8,7 +8,8 @@
 // It moves data the way the executors do: each step's transfer in slices of
 // `sliceElems`, into a FIFO of `nslots` slots per connection, the kSendRecv ops
 // progressing their two directions independently and the others slice by
-// slice. With finite slots a send blocks on a full FIFO, so the verifier also
+// slice, a group of joined steps as one step (VerifyOptions::joinReceives).
+// With finite slots a send blocks on a full FIFO, so the verifier also
 // proves that a round of a program cannot deadlock on the executor's slots.
 // No clocks and no threads: ranks advance in turn until none can move.
 #pragma once
@@ -25,6 +26,11 @@ struct VerifyOptions {
   uint64_t sliceElems = 0;  // elements per slice; 0: each step's transfer is one slice
   uint32_t nslots = 0;      // slots per connection; 0: unbounded
   bool inPlace = false;     // the output aliases the input as the C API defines in-place for the collective
+  /// Groups of joined steps (program.h) run as one, as the executors whose primitives can (Simple on the GPU,
+  /// the host): sends progress independently and each slice of dst is reduced once the same slice has arrived
+  /// from every peer of the group, whose slots are freed only then. False: one step after another, as LL runs
+  /// them. Both must hold for a program with joined steps.
+  bool joinReceives = true;
 };
 
 /// Verifies programs[r] (one per rank, all of the same call). Returns an

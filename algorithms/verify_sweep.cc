@@ -142,19 +142,27 @@ Status verifyAlgorithm(const AlgorithmInfo& algo, const SweepOptions& options, l
             for (ProgramArgs& a : args) a.ranksPerNode = perNode;
             if (algo.collective == Collective::kAllToAllv) randomSplits(n, count, rng, &args);
             const std::vector<Program> programs = buildAll(algo, args);
-            for (bool inPlace : {false, true}) {
+            // Joined steps (program.h) run as one or one after another, by the executor's primitives: both.
+            bool joins = false;
+            for (const Program& p : programs)
+              for (const Step& st : p.steps) joins = joins || st.joined;
+            for (int mode = 0; mode < (joins ? 4 : 2); ++mode) {
+              const bool inPlace = (mode & 1) != 0;
               uint64_t in = 0, out = 0;
               if (inPlace && !inPlaceBases(programs[0], &in, &out)) continue;
               for (bool tight : {false, true}) {
                 VerifyOptions vo;
                 vo.inPlace = inPlace;
+                vo.joinReceives = mode < 2;
                 if (tight) {
                   vo.nslots = 2;
                   vo.sliceElems = tightestSlice(algo, n, count, perNode);
                 }
                 const Status s = verifyPrograms(programs, vo);
                 if (!s.ok()) {
-                  const std::string slots = tight ? "two slots of " + std::to_string(vo.sliceElems) : "unbounded slots";
+                  const std::string slots =
+                      (tight ? "two slots of " + std::to_string(vo.sliceElems) : "unbounded slots") +
+                      (vo.joinReceives ? "" : ", joined steps one after another");
                   return s.withContext(std::string(collectiveName(algo.collective)) + " " + algo.name + ", n " +
                                        std::to_string(n) +
                                        (perNode > 0 ? " in nodes of " + std::to_string(perNode) : "") + ", root " +

@@ -145,33 +145,56 @@ ReadOrder readOrderFrom(const std::vector<Program>& all, int me) {
   // steps before it are done; what a receive writes comes after its sender posted the slice, which the sender
   // does after its earlier steps and, in a step that forwards (kRecv*Send), after the slice it forwards arrived.
   // An exchange's send waits for no receive. Clocks only grow, so sweeping until nothing changes ends.
+  //
+  // A group of joined steps (program.h) runs as one step where slices are read in place (Simple, the host): its
+  // steps all start when the group does, and what it writes comes after every one of its receives' senders
+  // posted, so they share one start clock, and one clock for what they write. groupEnd[r][t]: one past the
+  // last step of the group step t heads; t + 1 for a step that heads none, 0 for a step joined to another.
+  std::vector<std::vector<size_t>> groupEnd(n);
   std::vector<std::vector<std::vector<int>>> start(n), seen(n);
   for (int r = 0; r < n; ++r) {
-    const size_t steps = all[static_cast<size_t>(r)].steps.size();
-    start[r].assign(steps + 1, std::vector<int>(static_cast<size_t>(n), 0));
-    for (size_t t = 0; t <= steps; ++t) start[r][t][static_cast<size_t>(r)] = static_cast<int>(t);
-    seen[r].assign(steps, std::vector<int>(static_cast<size_t>(n), 0));
+    const std::vector<Step>& steps = all[static_cast<size_t>(r)].steps;
+    const int count = static_cast<int>(steps.size());
+    groupEnd[r].assign(steps.size(), 0);
+    start[r].assign(steps.size() + 1, std::vector<int>(static_cast<size_t>(n), 0));
+    for (int t = 0; t <= count; ++t) start[r][t][static_cast<size_t>(r)] = t;
+    for (int t = 0; t < count; ++t) {
+      if (t > 0 && steps[static_cast<size_t>(t)].joined) continue;
+      const int end = joinedGroupEnd(steps.data(), count, t);
+      groupEnd[r][t] = static_cast<size_t>(end);
+      for (int u = t + 1; u < end; ++u) start[r][u][static_cast<size_t>(r)] = t;  // joined steps start with it
+    }
+    seen[r].assign(steps.size(), std::vector<int>(static_cast<size_t>(n), 0));
   }
   for (bool changed = true; changed;) {
     changed = false;
     for (int r = 0; r < n; ++r) {
       const std::vector<Step>& steps = all[static_cast<size_t>(r)].steps;
       for (size_t t = 0; t < steps.size(); ++t) {
+        const size_t end = groupEnd[r][t];
+        if (end == 0) continue;  // a joined step: done with the step that heads its group
         std::vector<int> w = start[r][t];
-        const int from = matched[r][t];
-        if (from >= 0) {
-          const size_t p = static_cast<size_t>(steps[t].recvPeer), s = static_cast<size_t>(from);
+        for (size_t u = t + 1; u < end; ++u)
+          if (start[r][u] != w) {
+            start[r][u] = w;
+            changed = true;
+          }
+        for (size_t u = t; u < end; ++u) {
+          const int from = matched[r][u];
+          if (from < 0) continue;
+          const size_t p = static_cast<size_t>(steps[u].recvPeer), s = static_cast<size_t>(from);
           const Step& sent = all[p].steps[s];
           const bool forwards = stepReceives(sent.op) && !stepIsExchange(sent.op);
           const std::vector<int>& sender = forwards ? seen[p][s] : start[p][s];
           for (int x = 0; x < n; ++x) w[x] = std::max(w[x], sender[x]);
         }
-        for (int x = 0; x < n; ++x)
-          if (w[x] > seen[r][t][x]) {
-            seen[r][t][x] = w[x];
-            changed = true;
-          }
-        std::vector<int>& next = start[r][t + 1];
+        for (size_t u = t; u < end; ++u)
+          for (int x = 0; x < n; ++x)
+            if (w[x] > seen[r][u][x]) {
+              seen[r][u][x] = w[x];
+              changed = true;
+            }
+        std::vector<int>& next = start[r][end];
         for (int x = 0; x < n; ++x)
           if (x != r && w[x] > next[x]) {
             next[x] = w[x];

@@ -173,6 +173,7 @@ template <typename T, ReduceOp Op>
 class HostPrims {
  public:
   static constexpr bool kReadsInPlace = true;
+  static constexpr bool kJoinsReceives = true;
 
   HostPrims(int rank, int channel, const WindowLayout& layout, const std::vector<uint8_t*>& windows, uint64_t* posted,
             uint64_t* consumed, const std::atomic<bool>* abort, double timeoutSec, int spins,
@@ -282,6 +283,20 @@ class HostPrims {
   void reduce2(T* dst1, T* dst2, const T* a, const T* b, uint64_t n, int divisor) const {
     reduceElements<T, Op>(dst2, a, b, n, divisor);
     if (n > 0) memcpy(dst1, dst2, n * sizeof(T));  // a slice, still in cache: cheaper than reducing twice
+  }
+  // In blocks that stay in cache, each reduced from every input before the next one: dst and base pass
+  // through memory once per group of joined steps, as on the GPU (kernels/device_prims.cuh), and the operands
+  // go in the order of the steps' own reduce calls, so the same values.
+  void reduceMany(T* dst, const T* base, const T* const* ins, int m, uint64_t n, int divisor) const {
+    constexpr uint64_t kBlock = 8192 / sizeof(T);
+    for (uint64_t o = 0; o < n; o += kBlock) {
+      const uint64_t k = n - o < kBlock ? n - o : kBlock;
+      const T* acc = base + o;
+      for (int j = 0; j < m; ++j) {
+        reduceElements<T, Op>(dst + o, ins[j] + o, acc, k, j == m - 1 ? divisor : 0);
+        acc = dst + o;
+      }
+    }
   }
   void localDone() const {}    // one thread: nothing to order
   void stepDone(int) const {}  // only the kernels time their steps

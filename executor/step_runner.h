@@ -26,6 +26,10 @@
 //                                       reads in place, instead of a filled slot (executor/direct_sends.h)
 //   void stepDone(si)                   step si is over (the kernels time each step with
 //                                       COLLIE_KERNEL_TIMING; the host does nothing)
+//   kJoinsReceives                      whether a group of joined steps (program.h) runs as one;
+//                                       else its steps run one after another, with the same values
+//   void reduceMany(dst, base, ins, m, n, divisor)   dst = (((base (op) ins[0]) (op) ins[1]) ...)
+//                                       (/ divisor), one pass; base may equal dst (only where kJoinsReceives)
 //
 // Every thread of a device block calls each primitive with the same arguments
 // (control flow here is uniform), so the device primitives can put barriers
@@ -63,6 +67,76 @@ COLLIE_HD void exposeSlice(P& p, int q, const T* data) {
   if constexpr (P::kReadsInPlace) p.expose(q, data);
 }
 
+/// Runs the group of joined steps steps[head..end) (program.h, "Joined steps") as one step: every send
+/// progresses whenever its peer has room, as an exchange's does, and slice k of dst is reduced from the
+/// head's source (or dst) and slice k of every receive in one pass, once all of them have arrived; their
+/// slots are handed back then. Only where P::kJoinsReceives.
+template <typename T, typename P>
+COLLIE_HD StepFailure runJoined(P& p, const Step* steps, int head, int end, T* const* bufs, uint64_t perSlice,
+                                int divisor, int channel, int nchannels, uint64_t align, DirectSteps direct) {
+  StepFailure fail;
+  fail.step = head;
+  const Step& h = steps[head];
+  const uint64_t total = h.op == StepOp::kCopy ? h.count : h.recvCount;  // every step's dst range
+  const ChannelPart in = channelPart(total, channel, nchannels, align);
+  T* const dst = bufs[static_cast<int>(h.dst.buffer)] + h.dst.offset + in.offset;
+  const T* const base = h.op == StepOp::kCopy ? bufs[static_cast<int>(h.src.buffer)] + h.src.offset + in.offset : dst;
+  const int div = steps[end - 1].finalize ? divisor : 0;
+  const int first = h.op == StepOp::kCopy ? head + 1 : head;  // the steps that send and receive
+  const int m = end - first;
+  uint64_t sent[kMaxJoinedSteps] = {};
+  const T* ins[kMaxJoinedSteps] = {};
+  uint64_t got = 0;
+  for (;;) {
+    bool progressed = false, sending = false;
+    int to = -1;
+    for (int j = 0; j < m; ++j) {
+      const Step& s = steps[first + j];
+      const ChannelPart part = channelPart(s.count, channel, nchannels, align);
+      if (sent[j] >= part.count) continue;
+      if (!p.room(s.sendPeer)) {
+        if (!sending) to = s.sendPeer;
+        sending = true;
+        continue;
+      }
+      const uint64_t n = perSlice < part.count - sent[j] ? perSlice : part.count - sent[j];
+      const T* src = bufs[static_cast<int>(s.src.buffer)] + s.src.offset + part.offset + sent[j];
+      if (P::kReadsInPlace && direct[first + j]) {
+        exposeSlice(p, s.sendPeer, src);
+      } else {
+        p.copy(p.outSlot(s.sendPeer), src, n, 0);
+      }
+      p.post(s.sendPeer, n);
+      sent[j] += n;
+      progressed = true;
+      if (sent[j] < part.count) sending = true;  // more to send: poll again before waiting
+    }
+    int from = -1;
+    if (got < in.count) {
+      const uint64_t n = perSlice < in.count - got ? perSlice : in.count - got;
+      for (int j = 0; j < m && from < 0; ++j)
+        if (!p.arrived(steps[first + j].recvPeer, n)) from = steps[first + j].recvPeer;
+      if (from < 0) {
+        for (int j = 0; j < m; ++j) ins[j] = p.inSlot(steps[first + j].recvPeer);
+        p.reduceMany(dst + got, base + got, ins, m, n, div);
+        for (int j = 0; j < m; ++j) p.release(steps[first + j].recvPeer);
+        got += n;
+        progressed = true;
+      }
+    }
+    if (progressed) continue;
+    if (!sending && from < 0) break;  // all sent and all received
+    const int rc = p.waitEither(sending, to, from >= 0, from);
+    if (rc != 0) {
+      fail.code = rc;
+      fail.peer = from >= 0 ? from : to;
+      return fail;
+    }
+  }
+  fail.step = -1;
+  return fail;
+}
+
 /// Runs steps[0..nsteps) on channel `channel` of `nchannels`. `bufs` are the
 /// input, output and scratch buffers (Buffer order); perSlice is the number of
 /// elements one slot holds; align the channel split's granularity in elements.
@@ -82,6 +156,16 @@ COLLIE_HD StepFailure runSteps(P& p, const Step* steps, int nsteps, T* const* bu
     T* const src = bufs[static_cast<int>(s.src.buffer)] + s.src.offset + part.offset;
     T* const dst = bufs[static_cast<int>(s.dst.buffer)] + s.dst.offset;
     const int from = s.recvPeer, to = s.sendPeer;
+    if constexpr (P::kJoinsReceives) {
+      const int end = joinedGroupEnd(steps, nsteps, si);
+      if (end > si + 1) {
+        fail = runJoined<T>(p, steps, si, end, bufs, perSlice, divisor, channel, nchannels, align, direct);
+        if (fail.code != 0) return fail;
+        for (; si < end; ++si) p.stepDone(si);  // the group's time is its head's
+        --si;
+        continue;
+      }
+    }
     // A local step has no flag wait or post after it, whose barriers would order its writes before the next
     // step's reads. Without one, a thread of the next step could read an element another thread has not
     // written yet: the two steps split elements among threads differently whenever their operands' alignment

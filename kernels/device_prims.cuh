@@ -119,6 +119,40 @@ struct BlockMoves {
     for (uint64_t i = i0 + dev::tid(); i < n; i += dev::nthreads()) dst[i] = finish(applyOp<Op>(a[i], b[i]), divisor);
   }
 
+  // dst = (((base (op) ins[0]) (op) ins[1]) ...) (/ divisor), m <= kMaxJoinedSteps inputs; base may be dst. The
+  // operands in the order m reduce() calls of the steps one after another take them, so the same bits. Each
+  // vector of base and of every input is loaded once and dst stored once: a group of joined steps (program.h)
+  // moves m + 2 vectors per result where m reduces moved 3m. All m + 1 loads go out before the first operation,
+  // as in passes().
+  __device__ static COLLIE_NOINLINE void reduceMany(T* dst, const T* base, const T* const* ins, int m, uint64_t n,
+                                                    int divisor) {
+    bool vectors = aligned(dst, base, base);
+    for (int j = 0; j < m; ++j) vectors = vectors && aligned(ins[j], ins[j], ins[j]);
+    uint64_t i0 = 0;
+    if (vectors) {
+      const uint64_t packs = n / kPack;
+      const Raw* b = reinterpret_cast<const Raw*>(base);
+      Raw* d = reinterpret_cast<Raw*>(dst);
+      for (uint64_t i = dev::tid(); i < packs; i += dev::nthreads()) {
+        Raw v[kMaxJoinedSteps] = {};  // zeroed for GCC, as in passes()
+        COLLIE_UNROLL
+        for (int j = 0; j < kMaxJoinedSteps; ++j)
+          if (j < m) v[j] = reinterpret_cast<const Raw*>(ins[j])[i];
+        Raw acc = b[i];
+        COLLIE_UNROLL
+        for (int j = 0; j < kMaxJoinedSteps; ++j)
+          if (j < m) acc = apply(v[j], acc);
+        d[i] = divisor > 0 ? divide(acc, divisor) : acc;
+      }
+      i0 = packs * kPack;
+    }
+    for (uint64_t i = i0 + dev::tid(); i < n; i += dev::nthreads()) {
+      T acc = base[i];
+      for (int j = 0; j < m; ++j) acc = applyOp<Op>(ins[j][i], acc);
+      dst[i] = finish(acc, divisor);
+    }
+  }
+
   // dst1 = dst2 = a (op) b (/ divisor); dst2 may be b. Without a division, one read of a and b for both writes.
   // Otherwise (avg's last write, or pointers not 16-byte aligned) two reductions, dst1's first: each thread then
   // reads only what no thread has written yet, so the two need no barrier between them whatever their vectors.
@@ -247,6 +281,8 @@ class DevicePrims {
   // A peer that is a thread of this process on this GPU may read a slice in place, from the sender's buffer
   // (executor/direct_sends.h): each slice posted to it carries a source word (executor/protocol.h).
   static constexpr bool kReadsInPlace = true;
+  // A group of joined steps (program.h) runs as one: every receive's slot stays until all have arrived.
+  static constexpr bool kJoinsReceives = true;
 
   /// `counters` points at this block's shared copy: posted[n], consumed[n],
   /// the credits thread 0 has seen, then clean[n] (program_block.cuh). `shared`
@@ -368,6 +404,9 @@ class DevicePrims {
   }
   __device__ void reduce2(T* dst1, T* dst2, const T* a, const T* b, uint64_t n, int divisor) {
     BlockMoves<T, Op>::reduce2(dst1, dst2, a, b, n, divisor);
+  }
+  __device__ void reduceMany(T* dst, const T* base, const T* const* ins, int m, uint64_t n, int divisor) {
+    BlockMoves<T, Op>::reduceMany(dst, base, ins, m, n, divisor);
   }
   __device__ void localDone() { dev::sync(); }
   __device__ void stepDone(int si) { clock_.stepDone(si, waitedNs_); }

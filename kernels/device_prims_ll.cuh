@@ -41,6 +41,8 @@ class DevicePrimsLL {
  public:
   // Slices always go through the receiver's slot: no peer reads ours in place (executor/direct_sends.h).
   static constexpr bool kReadsInPlace = false;
+  // One incoming slice at a time (staged in shared memory): joined steps (program.h) run one after another.
+  static constexpr bool kJoinsReceives = false;
 
   /// `counters` holds four arrays of nranks (posted, consumed, credited, clean); `stage` is 2 x llPayloadBytes of
   /// shared memory: outgoing, then incoming slice.

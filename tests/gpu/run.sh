@@ -276,6 +276,14 @@ part_tune() {
   # slice through a slot tells whether reading in place takes part.
   step tune_algos_large_t4_direct_off env COLLIE_DIRECT_READ_BYTES=-1 "$bench" allreduce -t 4 --backend cuda -b 32M \
     -e 128M -f 4 -n 5 -w 2 --algo all --limit --json "$logs/tune_algos_large_t4_direct_off.json"
+  # Two-shot reduces the n inputs of its chunk in one pass (joined steps, algorithms/program.h): read in place it
+  # moves (3n-1)/n of the buffer per rank where the ring moves (5n-5)/n, 1.36x less at 4 ranks and 1.52x at 8. The
+  # tuner's shared-GPU model counts slots and still picks the ring (docs/PERFORMANCE.md, "Memory traffic"): this
+  # decides.
+  for t in 4 8; do
+    step "tune_twoshot_t$t" "$bench" allreduce -t "$t" --backend cuda -b 8M -e 256M -f 4 -n 5 -w 2 \
+      --algo ring,twoshot --limit --json "$logs/tune_twoshot_t$t.json"
+  done
   # The shared-GPU model moved allgather from bruck (measured on the H200 at 64 MiB) to ring, unmeasured.
   step tune_algos_allgather_t4 "$bench" allgather -t 4 --backend cuda -b 1M -e 64M -f 8 -n 5 -w 2 --algo all \
     --limit --json "$logs/tune_algos_allgather_t4.json"

@@ -1,7 +1,7 @@
 // Shapes of the rhd, tree, oneshot and twoshot allreduces: step counts and
-// peers, the fold-in of non-powers of two, the rank order of the direct
-// reductions (which makes every rank's result the same bits), and the double
-// binary tree's leaves. Correctness for 1..64 ranks is verifier_test's.
+// peers, the fold-in of non-powers of two, the rank order of one-shot's
+// reductions (which makes every rank's result the same bits), two-shot's joined
+// reduce-scatter, and the double binary tree's leaves. Correctness for 1..64 ranks is verifier_test's.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -117,18 +117,69 @@ std::vector<int> reductionOrder(const Program& p, uint64_t* finalized) {
   return order;
 }
 
-TEST(DirectAllReduce, ReduceInRankOrder) {
-  for (const char* name : {"oneshot", "twoshot"}) {
-    for (int n : {1, 2, 3, 5, 8}) {
-      const std::vector<Program> programs = build(name, n, 40);
-      for (const Program& p : programs) {
-        uint64_t finalized = 0;
-        const std::vector<int> order = reductionOrder(p, &finalized);
-        ASSERT_EQ(order.size(), static_cast<size_t>(n)) << name << "\n" << p.describe();
-        for (int j = 0; j < n; ++j) EXPECT_EQ(order[static_cast<size_t>(j)], j) << name << "\n" << p.describe();
-        EXPECT_EQ(finalized, 1u) << name;
-        EXPECT_TRUE(p.steps.back().op != StepOp::kReduce || p.steps.back().finalize);
+TEST(DirectAllReduce, OneShotReducesInRankOrder) {
+  for (int n : {1, 2, 3, 5, 8}) {
+    for (const Program& p : build("oneshot", n, 40)) {
+      uint64_t finalized = 0;
+      const std::vector<int> order = reductionOrder(p, &finalized);
+      ASSERT_EQ(order.size(), static_cast<size_t>(n)) << p.describe();
+      for (int j = 0; j < n; ++j) EXPECT_EQ(order[static_cast<size_t>(j)], j) << p.describe();
+      EXPECT_EQ(finalized, 1u);
+      EXPECT_TRUE(p.steps.back().op != StepOp::kReduce || p.steps.back().finalize);
+    }
+  }
+}
+
+// Two-shot's reduce-scatter: a copy of the own chunk heads the joined exchanges that reduce every other rank's
+// contribution into it (program.h, "Joined steps"), in groups of at most kMaxJoinedSteps steps, the last
+// exchange finalizing; then the allgather's exchanges. One rank reduces each chunk, so every rank gets its bits.
+TEST(DirectAllReduce, TwoShotJoinsItsReduceScatter) {
+  for (int n : {1, 2, 3, 8, 9, 17}) {
+    const uint64_t count = 5 * static_cast<uint64_t>(n) + 2;  // chunks of two sizes
+    const std::vector<Program> programs = build("twoshot", n, count);
+    for (const Program& p : programs) {
+      const int r = p.rank;
+      const collie::Chunk own = collie::balancedChunk(count, n, r);
+      ASSERT_EQ(p.steps.size(), static_cast<size_t>(2 * n - 1)) << p.describe();
+      EXPECT_EQ(p.scratchCount, 0u);
+      const Step& copy = p.steps[0];
+      EXPECT_EQ(copy.op, StepOp::kCopy);
+      EXPECT_EQ(copy.src.buffer, Buffer::kInput);
+      EXPECT_EQ(copy.src.offset, own.offset);
+      EXPECT_EQ(copy.dst.buffer, Buffer::kOutput);
+      EXPECT_EQ(copy.dst.offset, own.offset);
+      EXPECT_EQ(copy.finalize, n == 1);
+      for (int k = 1; k < n; ++k) {
+        const Step& s = p.steps[static_cast<size_t>(k)];
+        EXPECT_EQ(s.op, StepOp::kSendRecvReduce) << p.describe();
+        EXPECT_EQ(s.sendPeer, (r + k) % n);
+        EXPECT_EQ(s.recvPeer, (r - k + n) % n);
+        EXPECT_EQ(s.count, collie::balancedChunk(count, n, (r + k) % n).count);
+        EXPECT_EQ(s.recvCount, own.count);
+        EXPECT_EQ(s.dst.offset, own.offset);
+        EXPECT_EQ(s.joined, k % collie::kMaxJoinedSteps != 0) << "step " << k;
+        EXPECT_EQ(s.finalize, k == n - 1);
+        const Step& g = p.steps[static_cast<size_t>(n - 1 + k)];
+        EXPECT_EQ(g.op, StepOp::kSendRecv);
+        EXPECT_FALSE(g.joined);
       }
+      // Groups of at most kMaxJoinedSteps, whatever n.
+      for (int head = 0; head < static_cast<int>(p.steps.size());) {
+        const int end = collie::joinedGroupEnd(p.steps.data(), static_cast<int>(p.steps.size()), head);
+        EXPECT_LE(end - head, collie::kMaxJoinedSteps);
+        head = end;
+      }
+    }
+    // Joined or one step after another, in place or not, with two slots of one element: no deadlock, every
+    // contribution once.
+    for (int mode = 0; mode < 4; ++mode) {
+      collie::VerifyOptions o;
+      o.joinReceives = mode < 2;
+      o.inPlace = (mode & 1) != 0;
+      o.nslots = 2;
+      o.sliceElems = 1;
+      const collie::Status st = collie::verifyPrograms(programs, o);
+      EXPECT_TRUE(st.ok()) << "n " << n << " mode " << mode << ": " << st.message();
     }
   }
 }
@@ -144,9 +195,10 @@ TEST(DirectAllReduce, StepCounts) {
     EXPECT_EQ(countOps(a, StepOp::kSendRecv), static_cast<size_t>(n - 1));
     EXPECT_EQ(countOps(a, StepOp::kReduce), static_cast<size_t>(n - 1));
     EXPECT_EQ(a.scratchCount, (n - 1 + ownCopy) * 40);
-    EXPECT_EQ(b.steps.size(), ownCopy + 2 * (n - 1) + 1 + (n - 1)) << b.describe();
-    EXPECT_EQ(countOps(b, StepOp::kSendRecv), static_cast<size_t>(2 * (n - 1)));
-    EXPECT_EQ(b.scratchCount, (n - 1 + ownCopy) * 8);
+    EXPECT_EQ(b.steps.size(), static_cast<size_t>(2 * n - 1)) << b.describe();
+    EXPECT_EQ(countOps(b, StepOp::kSendRecv), static_cast<size_t>(n - 1));
+    EXPECT_EQ(countOps(b, StepOp::kSendRecvReduce), static_cast<size_t>(n - 1));
+    EXPECT_EQ(b.scratchCount, 0u);
     // Pairwise order: step k sends to rank+k and receives from rank-k.
     for (int k = 1; k < n; ++k) {
       const Step& s = a.steps[ownCopy + static_cast<size_t>(k - 1)];

@@ -102,6 +102,13 @@ TEST(MemoryTraffic, MatchesClosedFormsOfRingsAndPairwise) {
       EXPECT_EQ(collie::memoryTrafficElems(build(Collective::kAllToAll, "pairwise", n, r, c)),
                 c * (2 + 4 * (static_cast<uint64_t>(n) - 1)))
           << "pairwise alltoall n=" << n << " rank " << r;
+      // Two-shot allreduce, chunks of k: its own chunk copied (2k, heading the joined exchanges), n-1 joined
+      // exchanges that send (2k) and read what they receive once (k), n-1 allgather exchanges (4k): k(7n-5),
+      // and 2k more for a second group's head at 9 ranks (a group holds at most kMaxJoinedSteps steps).
+      const uint64_t un = static_cast<uint64_t>(n), heads = (un - 1) / collie::kMaxJoinedSteps;
+      EXPECT_EQ(collie::memoryTrafficElems(build(Collective::kAllReduce, "twoshot", n, r, c)),
+                c / un * (7 * un - 5 + 2 * heads))
+          << "twoshot allreduce n=" << n << " rank " << r;
     }
   }
 }
@@ -136,6 +143,15 @@ TEST(MemoryTraffic, SendsReadInPlaceCostTheSenderNothing) {
       // Pairwise all-to-all: its own block copied (2c), n-1 exchanges that only receive (2c).
       EXPECT_EQ(traffic(build(Collective::kAllToAll, "pairwise", n, r, c), false, 0), c * 2 * un)
           << "pairwise alltoall n=" << n << " rank " << r;
+      // Two-shot allreduce, chunks of k: the joined reduce-scatter reads its own chunk and the n-1 received ones
+      // once and writes the result once ((n+1)k), the allgather's n-1 exchanges only receive (2k each): k(3n-1).
+      // In place too: the causal order shows each rank's allgather writes a chunk only after the rank that
+      // reduced it had read it. A group holds at most kMaxJoinedSteps steps: at 9 ranks the eighth exchange
+      // heads a second one, reading and writing the chunk again (2k).
+      const Program two = build(Collective::kAllReduce, "twoshot", n, r, c);
+      const uint64_t heads = (un - 1) / collie::kMaxJoinedSteps;
+      EXPECT_EQ(traffic(two, false, 0), c / un * (3 * un - 1 + 2 * heads)) << "twoshot n=" << n << " rank " << r;
+      EXPECT_EQ(traffic(two, true, 0), c / un * (3 * un - 1 + 2 * heads)) << "in place, n=" << n << " rank " << r;
     }
   }
 }

@@ -31,6 +31,7 @@ std::vector<Step> makeProgram(size_t n, uint64_t tag, int junk = 0) {
     s.count = tag + i;
     s.recvCount = 0;
     s.finalize = i + 1 == n;
+    s.joined = false;
   }
   return steps;
 }
@@ -67,6 +68,7 @@ TEST(ProgramCache, FoundByContentNotByPaddingBytes) {
       [](Step& s) { s.src.offset += 1; },    [](Step& s) { s.dst.buffer = Buffer::kScratch; },
       [](Step& s) { s.dst.offset += 1; },    [](Step& s) { s.count += 1; },
       [](Step& s) { s.recvCount += 1; },     [](Step& s) { s.finalize = !s.finalize; },
+      [](Step& s) { s.joined = !s.joined; },
   };
   for (size_t i = 0; i < changes.size(); ++i) {
     std::vector<Step> c = a;

@@ -110,3 +110,92 @@ TEST(Verifier, CatchesAWrongBlock) {
 }
 
 }  // namespace
+
+namespace {
+
+using collie::Buffer;
+using collie::Range;
+using collie::Step;
+using collie::StepOp;
+
+std::vector<collie::Program> twoShotPrograms(int n, uint64_t count) {
+  std::vector<collie::Program> programs;
+  for (int r = 0; r < n; ++r) {
+    collie::ProgramArgs a;
+    a.nranks = n;
+    a.rank = r;
+    a.count = count;
+    programs.push_back(collie::findAlgorithm(collie::Collective::kAllReduce, "twoshot")->build(a));
+  }
+  return programs;
+}
+
+// Joined steps (program.h) must form a group the executors can run as one; each broken rule is named.
+TEST(Verifier, CatchesMalformedJoinedSteps) {
+  const struct {
+    const char* what;
+    void (*breakIt)(collie::Program*);
+    const char* message;
+  } cases[] = {
+      {"a joined allgather exchange", [](collie::Program* p) { p->steps.back().joined = true; }, "joined, but"},
+      {"a joined first step", [](collie::Program* p) { p->steps[0].joined = true; }, "joined, but"},
+      {"another destination", [](collie::Program* p) { p->steps[2].dst.offset += 1; }, "writes another range"},
+      {"an early division", [](collie::Program* p) { p->steps[1].finalize = true; }, "finalizes before the last"},
+      {"one peer twice", [](collie::Program* p) { p->steps[2].recvPeer = p->steps[1].recvPeer; }, "earlier step"},
+      {"a send heading a group",
+       [](collie::Program* p) {
+         p->steps[0].op = StepOp::kSend;
+         p->steps[0].sendPeer = (p->rank + 1) % p->nranks;
+       },
+       "heads a group"},
+  };
+  for (const auto& c : cases) {
+    for (bool joinReceives : {true, false}) {
+      std::vector<collie::Program> programs = twoShotPrograms(4, 40);
+      ASSERT_TRUE(programs[0].steps[1].joined && programs[0].steps[2].joined) << programs[0].describe();
+      c.breakIt(&programs[0]);
+      collie::VerifyOptions o;
+      o.joinReceives = joinReceives;
+      const collie::Status s = collie::verifyPrograms(programs, o);
+      EXPECT_NE(s.message().find(c.message), std::string::npos)
+          << c.what << (joinReceives ? ", joined" : ", one after another") << ": " << s.message();
+    }
+  }
+}
+
+// A group holds every receive's slot until the same slice has arrived from all its peers: a peer that sends to
+// us only after another has finished its exchange with us waits forever, though the steps one after another
+// would not. Rank 0 joins its exchanges with ranks 1 and 2; rank 2 waits for rank 1 before it sends to rank 0,
+// and rank 1 finishes only once rank 0 takes its slices. One slot of one element per connection.
+TEST(Verifier, JoinedStepsThatWaitOnEachOtherDeadlock) {
+  std::vector<collie::Program> programs(3);
+  for (int r = 0; r < 3; ++r) {
+    programs[r].nranks = 3;
+    programs[r].rank = r;
+    programs[r].count = 4;
+  }
+  const Range in{Buffer::kInput, 0}, out{Buffer::kOutput, 0};
+  programs[0].steps.push_back(collie::makeStep(StepOp::kCopy, -1, -1, in, out, 4));
+  for (int peer : {1, 2}) {
+    Step s = collie::exchangeStep(StepOp::kSendRecvReduce, peer, peer, in, 4, out, 4);
+    s.joined = true;
+    s.finalize = peer == 2;
+    programs[0].steps.push_back(s);
+  }
+  programs[1].steps.push_back(collie::exchangeStep(StepOp::kSendRecv, 0, 0, in, 4, out, 4));
+  programs[1].steps.push_back(collie::makeStep(StepOp::kSend, 2, -1, in, out, 4));
+  programs[2].steps.push_back(collie::makeStep(StepOp::kRecv, -1, 1, in, out, 4));
+  programs[2].steps.push_back(collie::exchangeStep(StepOp::kSendRecv, 0, 0, in, 4, out, 4));
+  collie::VerifyOptions o;
+  o.nslots = 1;
+  o.sliceElems = 1;
+  collie::Status s = collie::verifyPrograms(programs, o);
+  EXPECT_NE(s.message().find("deadlock: joined steps wait"), std::string::npos) << s.message();
+  // One after another, rank 0 finishes with rank 1 first, and the calls end (with outputs no allreduce has).
+  o.joinReceives = false;
+  s = collie::verifyPrograms(programs, o);
+  EXPECT_EQ(s.message().find("deadlock"), std::string::npos) << s.message();
+  EXPECT_FALSE(s.ok());
+}
+
+}  // namespace
