@@ -42,9 +42,20 @@ export COLLIE_SOAK_SECONDS=20
 #                             only add oversubscription (3 minutes here)
 #   algorithms_proxy          every algorithm through the proxy thread (about 50 s unsanitized); the proxy's
 #                             memory use is covered by remote_proxy_test, p2p_proxy and ucx_mp_*_proxy
-#   collectives_emulated      the emulated kernels (kernels/emulator.h) over the collectives the algorithms_emulated*
-#                             entries already run, which stay in
+#   collectives_emulated      the emulated kernels (kernels/emulator.h) over the collectives the algorithms_emulated
+#                             entry already runs, which stays in
+#   algorithms_emulated_ll    LL for every size on 5 ranks: algorithms_emulated runs LL below 64 KiB (and Simple
+#                             above) on 3 ranks and with tiny slots, soak_emulated mixes both
+# and in part, run below on one rank count (these four took 6 minutes of test time here, and CI ran 82 of its 90
+# minutes on 2026-11-27):
+#   algorithms_direct, collectives_direct   every send read in place: 3 and 4 ranks and tiny slots; here the
+#                             algorithms on 4 ranks, the collectives on 3
+#   algorithms_staged         the staged path's memcpy: 3 ranks and tiny slots, here 3 ranks
 ctest --test-dir "$build" --output-on-failure -j 2 --timeout 600 -L 'unit|mp' \
-  -E 'VerifiedForOneTo64Ranks|collie_sim_smoke|AllReduceLarge|mp_collectives_np[678]$|algorithms_proxy|collectives_emulated'
+  -E 'VerifiedForOneTo64Ranks|collie_sim_smoke|AllReduceLarge|mp_collectives_np[678]$|algorithms_proxy|collectives_emulated|algorithms_emulated_ll|algorithms_direct|collectives_direct|algorithms_staged'
+source scripts/bounded.sh
+COLLIE_DIRECT_READ_BYTES=0 bounded "$build/tests/algorithms_api_test" --gtest_brief=1 --gtest_filter='*_n4'
+COLLIE_DIRECT_READ_BYTES=0 bounded "$build/tests/collectives_test" --gtest_brief=1 --gtest_filter='*/n3:Collectives.*'
+COLLIE_STAGE_HOST=1 bounded "$build/tests/algorithms_api_test" --gtest_brief=1 --gtest_filter='*_n3'
 echo "address+undefined sanitizer: clean; build $((built - start)) s, tests $(($(date +%s) - built)) s," \
   "total $(($(date +%s) - start)) s"
