@@ -157,8 +157,9 @@ COLLIE_HD StepFailure runSteps(P& p, const Step* steps, int nsteps, T* const* bu
     T* const dst = bufs[static_cast<int>(s.dst.buffer)] + s.dst.offset;
     const int from = s.recvPeer, to = s.sendPeer;
     if constexpr (P::kJoinsReceives) {
+      // A group longer than kMaxJoinedSteps (no builder makes one; the verifier refuses it) runs step by step.
       const int end = joinedGroupEnd(steps, nsteps, si);
-      if (end > si + 1) {
+      if (end > si + 1 && end - si <= kMaxJoinedSteps) {
         fail = runJoined<T>(p, steps, si, end, bufs, perSlice, divisor, channel, nchannels, align, direct);
         if (fail.code != 0) return fail;
         for (; si < end; ++si) p.stepDone(si);  // the group's time is its head's

@@ -187,6 +187,28 @@ TEST(DirectSends, TheCausalOrderFollowsChainsThroughOtherRanks) {
   EXPECT_TRUE(readOrderFrom({zero, readsThenSends}, 0).stepDone.empty());
 }
 
+// A group of joined steps (program.h) runs as one step: its later steps send while its earlier ones still read.
+// Rank 1 reduces what rank 0 and rank 2 send into one range; rank 2 sends to rank 0 once it has what rank 1 sent
+// it. Run one after another, rank 1's step with rank 2 begins after it read rank 0's send, so rank 0 may write
+// its buffer once rank 2's data is in; joined, rank 1 sends to rank 2 while it reads, and nothing orders it.
+TEST(DirectSends, TheStepsOfAJoinedGroupStartTogether) {
+  const Range buf{Buffer::kOutput, 0}, out{Buffer::kOutput, 0}, scratch{Buffer::kScratch, 0};
+  const int n = 3;
+  const Program zero = program(
+      n, 0,
+      {exchangeStep(StepOp::kSendRecv, 1, 1, buf, 64, scratch, 64), makeStep(StepOp::kRecv, -1, 2, Range{}, buf, 64)});
+  Program one = program(n, 1,
+                        {makeStep(StepOp::kCopy, -1, -1, Range{Buffer::kInput, 0}, out, 64),
+                         exchangeStep(StepOp::kSendRecvReduce, 0, 0, Range{Buffer::kInput, 64}, 64, out, 64),
+                         exchangeStep(StepOp::kSendRecvReduce, 2, 2, Range{Buffer::kInput, 128}, 64, out, 64)});
+  const Program two = program(n, 2,
+                              {exchangeStep(StepOp::kSendRecv, 1, 1, Range{Buffer::kInput, 0}, 64, scratch, 64),
+                               makeStep(StepOp::kSend, 0, -1, Range{Buffer::kInput, 0}, Range{}, 64)});
+  EXPECT_EQ(readOrderFrom({zero, one, two}, 0).stepDone[0], 1);
+  one.steps[1].joined = one.steps[2].joined = true;
+  EXPECT_EQ(readOrderFrom({zero, one, two}, 0).stepDone[0], INT_MAX);
+}
+
 TEST(DirectSends, EveryRanksProgramIsRebuiltOnlyWhereItCanBe) {
   std::vector<Program> all;
   const Program ring = buildAllReduceRing(allReduce(4, 2, 4096));
