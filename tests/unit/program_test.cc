@@ -4,6 +4,7 @@
 
 #include "algorithms/registry.h"
 #include "algorithms/verifier.h"
+#include "common/programs.h"
 
 namespace {
 
@@ -118,18 +119,6 @@ using collie::Range;
 using collie::Step;
 using collie::StepOp;
 
-std::vector<collie::Program> twoShotPrograms(int n, uint64_t count) {
-  std::vector<collie::Program> programs;
-  for (int r = 0; r < n; ++r) {
-    collie::ProgramArgs a;
-    a.nranks = n;
-    a.rank = r;
-    a.count = count;
-    programs.push_back(collie::findAlgorithm(collie::Collective::kAllReduce, "twoshot")->build(a));
-  }
-  return programs;
-}
-
 // Joined steps (program.h) must form a group the executors can run as one; each broken rule is named.
 TEST(Verifier, CatchesMalformedJoinedSteps) {
   const struct {
@@ -151,7 +140,8 @@ TEST(Verifier, CatchesMalformedJoinedSteps) {
   };
   for (const auto& c : cases) {
     for (bool joinReceives : {true, false}) {
-      std::vector<collie::Program> programs = twoShotPrograms(4, 40);
+      std::vector<collie::Program> programs =
+          collie::test::buildPrograms(collie::Collective::kAllReduce, "twoshot", 4, 40);
       ASSERT_TRUE(programs[0].steps[1].joined && programs[0].steps[2].joined) << programs[0].describe();
       c.breakIt(&programs[0]);
       collie::VerifyOptions o;
