@@ -33,7 +33,7 @@ void appendJoinedReduce(int n, int r, Buffer input, const std::vector<Chunk>& pa
     const Chunk& theirs = parts[static_cast<size_t>(to)];
     Step s =
         exchangeStep(StepOp::kSendRecvReduce, to, from, Range{input, theirs.offset}, theirs.count, result, own.count);
-    // A new group every kMaxJoinedSteps steps: its head is the last group's last exchange.
+    // A new group every kMaxJoinedSteps steps, headed by an exchange that joins nothing.
     s.joined = k % kMaxJoinedSteps != 0;
     s.finalize = k == n - 1;
     steps->push_back(s);

@@ -52,7 +52,7 @@ uint64_t memoryTrafficElems(const Program& p, bool inPlace, int64_t outputShift,
       elems += 2 * c;  // the group's one read of the copy's source and one write of dst, even onto itself
       continue;
     }
-    if (direct != nullptr && i < direct->size() && (*direct)[i] != 0) {
+    if (marked) {
       elems += directStepElems(s, inPlace, outputShift);
       continue;
     }

@@ -115,6 +115,12 @@ struct Step {
 /// instead of 3(n-1) (algorithms/allreduce_twoshot.cc).
 constexpr int kMaxJoinedSteps = 8;
 
+/// The elements of the range a group of joined steps headed by `head` writes: a copy's count, an exchange's
+/// receive count.
+COLLIE_PROGRAM_HD uint64_t joinedGroupCount(const Step& head) {
+  return head.op == StepOp::kCopy ? head.count : head.recvCount;
+}
+
 /// One past the last step of the group that starts at `head` (head + 1 when none joins it).
 COLLIE_PROGRAM_HD int joinedGroupEnd(const Step* steps, int nsteps, int head) {
   int end = head + 1;

@@ -187,7 +187,7 @@ Status Machine::checkGroup(int r, int end) {
     return violation(p, head, "heads a group of joined steps, which only a kCopy or a kSendRecvReduce may", 0);
   if (end - static_cast<int>(head) > kMaxJoinedSteps)
     return violation(p, head, "heads more joined steps than kMaxJoinedSteps", 0);
-  const uint64_t total = h.op == StepOp::kCopy ? h.count : h.recvCount;
+  const uint64_t total = joinedGroupCount(h);
   if (h.op == StepOp::kCopy && h.src.buffer == h.dst.buffer && h.src.offset != h.dst.offset &&
       h.src.offset < h.dst.offset + total && h.dst.offset < h.src.offset + total)
     return violation(p, head, "heads joined steps with a copy onto part of its own source", h.src.offset);
@@ -212,7 +212,7 @@ Status Machine::advanceGroup(int r, int end, bool* moved, bool* done) {
   const Step& h = p.steps[head];
   const size_t first = h.op == StepOp::kCopy ? head + 1 : head;
   const size_t m = static_cast<size_t>(end) - first;
-  const uint64_t total = h.op == StepOp::kCopy ? h.count : h.recvCount;
+  const uint64_t total = joinedGroupCount(h);
   if (s.groupSent.empty() && s.received == 0) {
     COLLIE_RETURN_IF_ERROR(checkGroup(r, end));
     s.groupSent.assign(m, 0);

@@ -77,8 +77,7 @@ COLLIE_HD StepFailure runJoined(P& p, const Step* steps, int head, int end, T* c
   StepFailure fail;
   fail.step = head;
   const Step& h = steps[head];
-  const uint64_t total = h.op == StepOp::kCopy ? h.count : h.recvCount;  // every step's dst range
-  const ChannelPart in = channelPart(total, channel, nchannels, align);
+  const ChannelPart in = channelPart(joinedGroupCount(h), channel, nchannels, align);
   T* const dst = bufs[static_cast<int>(h.dst.buffer)] + h.dst.offset + in.offset;
   const T* const base = h.op == StepOp::kCopy ? bufs[static_cast<int>(h.src.buffer)] + h.src.offset + in.offset : dst;
   const int div = steps[end - 1].finalize ? divisor : 0;
