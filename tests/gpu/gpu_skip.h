@@ -1,11 +1,12 @@
 // Whether a GPU is usable, and the skip every GPU test starts with: without
 // one, the test is skipped with the reason printed (the CUDA runtime's error,
-// or 0 devices).
+// or 0 devices). Also the COLLIE_TIMEOUT the tests of several ranks set.
 #pragma once
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 namespace collie {
@@ -20,6 +21,13 @@ inline bool gpuUsable(std::string* why) {
     return false;
   }
   return true;
+}
+
+// COLLIE_TIMEOUT for the GPU tests: 60 s unless the caller chose (tests/gpu/run.sh: 30 s, so a hang costs
+// less of a lent machine).
+inline std::string timeoutSeconds() {
+  const char* chosen = getenv("COLLIE_TIMEOUT");
+  return chosen != nullptr ? chosen : "60";
 }
 
 }  // namespace test

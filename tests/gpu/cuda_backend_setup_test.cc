@@ -1,0 +1,319 @@
+// The CUDA backend's set-up and its errors, ranks as threads: buffers, streams
+// and devices in the wrong place (errors naming the argument, not faults), more
+// blocks than the GPU holds, the staged path (COLLIE_P2P=0, or GPUs without
+// P2P) against device windows, a bad COLLIE_P2P, ranks sharing a GPU (their
+// tuning, and the streams they need), and a rank that never joins (the
+// kernel's bounded wait becomes collieCommGetAsyncError's collieTimeout).
+// Built into collectives_gpu_test with collectives_gpu_test.cc, whose cases
+// run the collectives themselves. Every test skips, saying why, when no GPU is
+// usable; scripts/fake_gpu.sh runs them on the fake CUDA runtime.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "algorithms/tuner.h"
+#include "collie.h"
+#include "common/collective_case.h"
+#include "common/test_util.h"
+#include "core/comm.h"
+#include "executor/cuda_executor.h"
+#include "gpu/gpu_skip.h"
+
+namespace {
+
+using collie::test::Coll;
+using collie::test::Memory;
+using collie::test::ScopedEnv;
+using collie::test::timeoutSeconds;
+
+// Buffers the executor cannot reach are errors naming the argument, not faults.
+TEST(CudaBackend, BuffersInTheWrongPlaceAreErrors) {
+  SKIP_WITHOUT_GPU();
+  collie::test::Comms host(1);  // the tests' default: COLLIE_DEVICE=host
+  ASSERT_EQ(host.result, collieSuccess) << collieGetLastError(nullptr);
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  collie::test::Comms gpu(1);
+  ASSERT_EQ(gpu.result, collieSuccess) << collieGetLastError(nullptr);
+  std::vector<float> hostBuf(16);
+  float* devBuf = nullptr;
+  ASSERT_EQ(cudaMalloc(&devBuf, 16 * sizeof(float)), cudaSuccess);
+  EXPECT_EQ(collieAllReduce(hostBuf.data(), devBuf, 16, collieFloat32, collieSum, gpu[0], nullptr),
+            collieInvalidArgument);
+  EXPECT_NE(std::string(collieGetLastError(gpu[0])).find("sendbuff is host memory"), std::string::npos)
+      << collieGetLastError(gpu[0]);
+  EXPECT_EQ(collieAllReduce(devBuf, devBuf, 16, collieFloat32, collieSum, host[0], nullptr), collieInvalidArgument);
+  EXPECT_NE(std::string(collieGetLastError(host[0])).find("host backend"), std::string::npos)
+      << collieGetLastError(host[0]);
+  cudaFree(devBuf);
+}
+
+// A stream of another GPU than the communicator's is an error naming it, not a
+// kernel launched where the windows are not (needs two GPUs).
+TEST(CudaBackend, AStreamOfAnotherGpuIsAnError) {
+  SKIP_WITHOUT_GPU();
+  int gpus = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&gpus), cudaSuccess);
+  if (gpus < 2) GTEST_SKIP() << "needs two GPUs; this machine has " << gpus;
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  collie::test::Comms gpu(1);
+  ASSERT_EQ(gpu.result, collieSuccess) << collieGetLastError(nullptr);
+  float* buf = nullptr;
+  ASSERT_EQ(cudaMalloc(&buf, 16 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  cudaStream_t other = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&other), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  EXPECT_EQ(collieAllReduce(buf, buf, 16, collieFloat32, collieSum, gpu[0], other), collieInvalidArgument);
+  EXPECT_NE(std::string(collieGetLastError(gpu[0])).find("belongs to GPU 1"), std::string::npos)
+      << collieGetLastError(gpu[0]);
+  cudaStreamDestroy(other);
+  cudaFree(buf);
+}
+
+// More blocks than the GPU can hold at once (COLLIE_CHANNELS x ranks sharing
+// it): the ranks' kernels wait for each other, so init refuses, naming the
+// numbers, instead of kernels that would wait until COLLIE_TIMEOUT.
+TEST(CudaBackend, MoreBlocksThanTheGpuHoldsIsAnError) {
+  SKIP_WITHOUT_GPU();
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv channels("COLLIE_CHANNELS", "32");
+  const int n = sms / 32 + 1;  // n x 32 blocks > sms
+  collie::test::Comms comms(n);
+  EXPECT_EQ(comms.result, collieInvalidUsage);
+  EXPECT_NE(std::string(collieGetLastError(nullptr)).find("lower COLLIE_CHANNELS"), std::string::npos)
+      << collieGetLastError(nullptr);
+}
+
+// Runs every collective on device buffers (two types, counts 0, odd and several rounds, in place and not) and
+// says whether each rank took the staged path (pinned host memory, the host executor) instead of device windows.
+void expectExactEverywhere(const collie::test::Comms& comms, bool staged) {
+  const uint64_t seed = collie::test::testSeed();
+  for (int r = 0; r < comms.size(); ++r) {
+    EXPECT_EQ(comms[r]->deviceWindows == nullptr, staged) << "rank " << r;
+    EXPECT_EQ(dynamic_cast<collie::CudaExecutor*>(comms[r]->executor.get()) == nullptr, staged) << "rank " << r;
+  }
+  int cases = 0;
+  for (Coll coll : {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce,
+                    Coll::kAllToAll, Coll::kGather, Coll::kScatter}) {
+    for (collieDataType_t type : {collieFloat32, collieBfloat16}) {
+      const collieRedOp_t op = type == collieFloat32 ? collieSum : collieMax;
+      for (size_t count : {size_t{0}, size_t{4099}, size_t{1} << 20}) {
+        for (bool inPlace : {false, true}) {
+          if (inPlace && !collie::test::collHasInPlace(coll)) continue;
+          const int root = (cases + 1) % comms.size();
+          ASSERT_EQ(collie::test::runCollectiveCase(comms, coll, type, op, count, inPlace, root, seed, Memory::kDevice),
+                    "")
+              << collie::test::collName(coll) << " " << collie::typeName(type) << " count " << count
+              << (inPlace ? " in place" : "") << " (seed " << seed << ")";
+          ++cases;
+        }
+      }
+    }
+  }
+  printf("%d ranks, %s: %d cases exact\n", comms.size(), staged ? "staged through host memory" : "device windows",
+         cases);
+}
+
+// COLLIE_P2P=0: device buffers go through pinned host memory (the path of GPUs that cannot reach each other by
+// P2P), every collective exact; a capture into a CUDA graph is refused before anything is recorded.
+TEST(CudaBackend, P2POffStagesThroughHostMemory) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv p2p("COLLIE_P2P", "0");
+  ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
+  collie::test::Comms comms(3);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  expectExactEverywhere(comms, true);
+  int device0 = 0;
+  ASSERT_EQ(collieCommCuDevice(comms[0], &device0), collieSuccess);
+  ASSERT_EQ(cudaSetDevice(device0), cudaSuccess);
+  float* buf = nullptr;
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaMalloc(&buf, 64 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  EXPECT_EQ(collieAllReduce(buf, buf, 64, collieFloat32, collieSum, comms[0], s), collieInvalidUsage);
+  EXPECT_NE(std::string(collieGetLastError(comms[0])).find("cannot be captured"), std::string::npos)
+      << collieGetLastError(comms[0]);
+  cudaGraph_t graph = nullptr;
+  EXPECT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  if (graph != nullptr) cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+  cudaFree(buf);
+}
+
+// A COLLIE_P2P that is neither 0 nor 1 is refused at init, on every rank, with a sentence naming it.
+TEST(CudaBackend, ABadCollieP2PIsRefusedAtInit) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
+  for (const char* bad : {"2", "-1", "yes"}) {
+    ScopedEnv p2p("COLLIE_P2P", bad);
+    collie::test::Comms comms(2);
+    EXPECT_EQ(comms.result, collieInvalidArgument) << "COLLIE_P2P='" << bad << "'";
+    EXPECT_NE(std::string(collieGetLastError(nullptr)).find("COLLIE_P2P must be 0"), std::string::npos)
+        << collieGetLastError(nullptr);
+  }
+}
+
+// collieCommInitAll naming a GPU this process does not see fails before any rank starts, with a sentence naming
+// the entry (not a CUDA error from the middle of init); the host backend ignores devlist.
+TEST(CudaBackend, InitAllRefusesADeviceThatIsNotThere) {
+  SKIP_WITHOUT_GPU();
+  int gpus = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&gpus), cudaSuccess);
+  const int devices[2] = {0, gpus};
+  const std::string want =
+      "devlist[1] = " + std::to_string(gpus) + " is not a device (this process sees " + std::to_string(gpus) + ")";
+  {
+    ScopedEnv device("COLLIE_DEVICE", "cuda");
+    collie::test::Comms comms(2, devices);
+    EXPECT_EQ(comms.result, collieInvalidArgument);
+    EXPECT_NE(std::string(collieGetLastError(nullptr)).find(want), std::string::npos) << collieGetLastError(nullptr);
+    EXPECT_EQ(comms[0], nullptr);
+    EXPECT_EQ(comms[1], nullptr);
+  }
+  ScopedEnv device("COLLIE_DEVICE", "host");
+  collie::test::Comms comms(2, devices);
+  EXPECT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+}
+
+// Ranks that all share one GPU tune with a model of its memory, which they share (algorithms/topology.h,
+// sharedGpuTopology): at 128 MiB and 2 ranks the ring, which reads and writes 4 bytes per busbw byte, beats
+// rhd's 6.5. A slice costs little bandwidth there, so fewer, larger steps win longer than
+// where each rank has a link of its own: at 64 KiB rd, where the host model with the same slots picks ring. The
+// simulator's round is the executor's: one slot of every channel.
+TEST(CudaBackend, RanksSharingAGpuTuneForItsMemory) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  const int devices[2] = {0, 0};
+  collie::test::Comms comms(2, devices);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  const uint64_t bytes = uint64_t{128} << 20;
+  for (int r = 0; r < 2; ++r) {
+    collieComm_t c = comms[r];
+    EXPECT_GT(c->topology.sharedMemoryBeta, 0);
+    EXPECT_EQ(c->topology.intra, collie::LinkClass::kSharedGpu);
+    EXPECT_EQ(c->topology.slotBytes, c->executor->roundElems(1));
+    EXPECT_STREQ(c->algorithmFor(collie::Collective::kAllReduce, bytes)->name, "ring");
+    EXPECT_STREQ(c->algorithmFor(collie::Collective::kAllReduce, 64 << 10)->name, "rd");
+  }
+  collie::Topology host = *collie::findTopology("host");
+  host.nranks = host.ranksPerNode = 2;
+  host.slotBytes = comms[0]->topology.slotBytes;
+  host.slots = comms[0]->topology.slots;
+  EXPECT_STREQ(collie::tunedAlgorithm(collie::Collective::kAllReduce, 64 << 10, 2, host)->name, "ring");
+}
+
+// Two ranks that are threads of this process on one GPU put one collective on streams CUDA runs one after the
+// other (one stream, or the legacy default stream and a blocking one): the second rank's enqueue is refused,
+// saying why, where both would wait until COLLIE_TIMEOUT; streams that run side by side pass.
+TEST(CudaBackend, RanksSharingAGpuNeedStreamsThatRunSideBySide) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv timeout("COLLIE_TIMEOUT", "2");  // what the refused case's first kernel waits before giving up
+  const int devices[2] = {0, 0};
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  cudaStream_t blocking = nullptr, own[2] = {nullptr, nullptr};
+  ASSERT_EQ(cudaStreamCreate(&blocking), cudaSuccess);
+  for (cudaStream_t& s : own) ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  const size_t count = 1000;
+  float* buf[2] = {nullptr, nullptr};
+  for (float*& b : buf) ASSERT_EQ(cudaMalloc(&b, count * sizeof(float)), cudaSuccess);
+  struct Case {
+    const char* name;
+    cudaStream_t s0, s1;
+    const char* refusal;  // nullptr: the call runs
+  };
+  const Case cases[] = {
+      {"one stream for both", blocking, blocking, "went to blocking stream"},
+      {"the legacy default stream for both", nullptr, nullptr, "went to the legacy default stream, which CUDA runs"},
+      {"legacy and blocking", nullptr, blocking, "the legacy default stream (rank 0) and blocking stream"},
+      {"legacy and non-blocking", nullptr, own[1], nullptr},
+      {"a stream each", own[0], own[1], nullptr},
+  };
+  const std::vector<float> ones(count, 1.0f);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    for (float* b : buf) ASSERT_EQ(cudaMemcpy(b, ones.data(), count * sizeof(float), cudaMemcpyDefault), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    collie::test::Comms comms(2, devices);
+    ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+    ASSERT_EQ(collieGroupStart(), collieSuccess);
+    EXPECT_EQ(collieAllReduce(buf[0], buf[0], count, collieFloat32, collieSum, comms[0], c.s0), collieSuccess);
+    EXPECT_EQ(collieAllReduce(buf[1], buf[1], count, collieFloat32, collieSum, comms[1], c.s1), collieSuccess);
+    const collieResult_t end = collieGroupEnd();
+    const std::string said = collieGetLastError(nullptr);
+    if (c.refusal != nullptr) {
+      EXPECT_EQ(end, collieInvalidUsage);
+      EXPECT_NE(said.find("ranks 0 and 1 are threads of this process on GPU 0"), std::string::npos) << said;
+      EXPECT_NE(said.find(c.refusal), std::string::npos) << said;
+    } else {
+      EXPECT_EQ(end, collieSuccess) << said;
+    }
+    // The refused case's first kernel gives up after COLLIE_TIMEOUT; then the communicators go.
+    for (cudaStream_t s : {c.s0, c.s1}) (void)cudaStreamSynchronize(s);
+    if (c.refusal == nullptr)
+      for (float* b : buf) {
+        std::vector<float> got(count);
+        ASSERT_EQ(cudaMemcpy(got.data(), b, count * sizeof(float), cudaMemcpyDefault), cudaSuccess);
+        EXPECT_EQ(got, std::vector<float>(count, 2.0f));
+      }
+    (void)cudaGetLastError();
+  }
+  for (float* b : buf) cudaFree(b);
+  for (cudaStream_t s : {blocking, own[0], own[1]}) cudaStreamDestroy(s);
+}
+
+// Ranks on two GPUs (alternating): device windows when the GPUs reach each other by P2P, else the staged path,
+// chosen by init with no setting (the fake runtime plays both: COLLIE_FAKE_CUDA_P2P). Needs two GPUs.
+TEST(CudaBackend, RanksOnTwoGpusStageOnlyWithoutP2P) {
+  SKIP_WITHOUT_GPU();
+  int gpus = 0, can = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&gpus), cudaSuccess);
+  if (gpus < 2) GTEST_SKIP() << "needs two GPUs; this machine has " << gpus;
+  ASSERT_EQ(cudaDeviceCanAccessPeer(&can, 0, 1), cudaSuccess);
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv p2p("COLLIE_P2P", nullptr);
+  ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
+  const int devices[4] = {0, 1, 0, 1};
+  collie::test::Comms comms(4, devices);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  printf("GPUs 0 and 1 %s by P2P\n", can ? "reach each other" : "cannot reach each other");
+  expectExactEverywhere(comms, can == 0);
+}
+
+// Rank 1 never calls: rank 0's kernel gives up after COLLIE_TIMEOUT and the
+// error, naming the peer, comes back through collieCommGetAsyncError.
+TEST(CudaBackend, MissingPeerTimesOutWithAsyncError) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv timeout("COLLIE_TIMEOUT", "2");
+  collie::test::Comms comms(2);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  float* buf = nullptr;
+  ASSERT_EQ(cudaMalloc(&buf, 1024 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(collieAllReduce(buf, buf, 1024, collieFloat32, collieSum, comms[0], nullptr), collieSuccess);
+  collieResult_t async = collieSuccess;
+  for (int i = 0; i < 200 && async == collieSuccess; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_EQ(collieCommGetAsyncError(comms[0], &async), collieSuccess);
+  }
+  EXPECT_EQ(async, collieTimeout);
+  EXPECT_NE(std::string(collieGetLastError(comms[0])).find("waiting on rank 1"), std::string::npos)
+      << collieGetLastError(comms[0]);
+  // Rank 1 never launched anything: the report says its kernel never began.
+  EXPECT_NE(std::string(collieGetLastError(comms[0])).find("rank 1 had started no kernel yet"), std::string::npos)
+      << collieGetLastError(comms[0]);
+  cudaDeviceSynchronize();
+  cudaFree(buf);
+}
+
+}  // namespace
