@@ -16,7 +16,7 @@ start=$(date +%s)
 # load that validates the argument.
 san="-fsanitize=address,undefined -fno-sanitize=enum -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 # Configured every time (a few seconds) so a change of the flags above reaches an existing build-asan/.
-# No device code (kernels/no_device_code.cc): no kernel runs here, and nvcc took about three minutes of the build.
+# No device code (kernels/no_device_code.cc): no kernel runs here, and nvcc took about three minutes of CPU.
 # The kernels' code is still built for the CPU and tested through COLLIE_EMULATE_KERNELS.
 # Tests are discovered when ctest runs (PRE_TEST), under the sanitizer options set below, not at link time.
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCOLLIE_BUILD_BENCH=OFF -DCOLLIE_DEVICE_CODE=OFF \
