@@ -4,7 +4,7 @@
 // each row, a correct call on the same communicator still works.
 //
 // Rows that need a GPU (device buffers on a host communicator, host buffers on
-// a GPU one, a stream of another device) are in tests/gpu/collectives_gpu_test.cc.
+// a GPU one, a stream of another device) are in tests/gpu/cuda_backend_setup_test.cc.
 #include <gtest/gtest.h>
 
 #include <cstdint>
