@@ -146,6 +146,12 @@ void teardownCudaBackend(collieComm* comm);
 /// Creates rank `rank` of `nranks` of the communicator named by `id`.
 Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOptions& options, collieComm** out);
 
+/// The options a child of `comm` (collieCommSplit, collieCommShrink) inherits when no config is given.
+InitOptions inheritedOptions(collieComm* comm);
+/// Where a child's rendezvous root listens: loopback when every rank of `comm` is on this host (no interface
+/// choice needed), else "" (the default interface).
+std::string splitRendezvousHost(collieComm* comm);
+
 /// Reads rank, size, rendezvous and secret from a launcher's environment.
 struct EnvInit {
   int rank = 0;

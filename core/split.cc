@@ -38,10 +38,7 @@ using collie::api::guarded;
 
 namespace collie {
 
-namespace {
-
-// The parent's options, as the child inherits them when no config is given.
-InitOptions inherited(collieComm_t comm) {
+InitOptions inheritedOptions(collieComm_t comm) {
   InitOptions o;
   o.backend = comm->backend;
   o.cudaDevice = comm->cudaDevice;
@@ -54,12 +51,13 @@ InitOptions inherited(collieComm_t comm) {
   return o;
 }
 
-// Loopback is enough, and needs no interface choice, when every rank of the parent is on this host.
-std::string rendezvousHost(collieComm_t comm) {
+std::string splitRendezvousHost(collieComm_t comm) {
   for (const PeerInfo& p : comm->peers)
     if (strncmp(p.hostId, comm->peers[static_cast<size_t>(comm->rank)].hostId, sizeof(p.hostId)) != 0) return "";
   return "127.0.0.1";
 }
+
+namespace {
 
 Status splitNow(collieComm_t comm, int color, int key, const InitOptions& options, collieComm_t* newcomm) {
   if (!commIsLive(comm))
@@ -93,8 +91,8 @@ Status splitNow(collieComm_t comm, int color, int key, const InitOptions& option
     Secret secret;
     leaderStatus = randomSecret(&secret);
     if (leaderStatus.ok())
-      leaderStatus =
-          startRendezvousRoot(rendezvousHost(comm), 0, secret, options.initTimeoutSec, &ids[static_cast<size_t>(me)]);
+      leaderStatus = startRendezvousRoot(splitRendezvousHost(comm), 0, secret, options.initTimeoutSec,
+                                         &ids[static_cast<size_t>(me)]);
   }
   COLLIE_RETURN_IF_ERROR(comm->bootstrap->allGather(ids.data(), sizeof(collieUniqueId)));
   COLLIE_RETURN_IF_ERROR(leaderStatus);
@@ -129,7 +127,7 @@ extern "C" collieResult_t collieCommSplit(collieComm_t comm, int color, int key,
     if (color < 0 && color != COLLIE_SPLIT_NOCOLOR)
       return Status::error(collieInvalidArgument, "%s: color %d must be >= 0 or COLLIE_SPLIT_NOCOLOR (-1)", call,
                            color);
-    collie::InitOptions options = collie::inherited(comm);
+    collie::InitOptions options = collie::inheritedOptions(comm);
     if (config != nullptr) {
       COLLIE_RETURN_IF_ERROR(collie::resolveConfig(config, &options).withContext(call));
       options.cudaDevice = comm->cudaDevice;  // a config has no device: children stay on the parent's GPU

@@ -191,6 +191,23 @@ collieResult_t collieCommInitFromEnv(collieComm_t* comm, collieConfig_t* config)
 #define COLLIE_SPLIT_NOCOLOR (-1)
 collieResult_t collieCommSplit(collieComm_t comm, int color, int key, collieComm_t* newcomm, collieConfig_t* config);
 
+/**
+ * A new communicator of comm's ranks less the excludeRanksCount ranks in
+ * excludeRanksList, as NCCL's ncclCommShrink. Only the ranks that stay call it,
+ * each with the same list (in any order); the excluded ranks may be dead, which
+ * is what it is for: going on after a rank failed. The ranks that stay keep
+ * comm's order as ranks 0..m-1. COLLIE_SHRINK_ABORT first stops comm's work in
+ * flight (kernels and waits) and leaves comm good only for collieCommDestroy;
+ * COLLIE_SHRINK_DEFAULT leaves comm as it is. A comm broken by a failed
+ * collective may be shrunk. config NULL: the new communicator inherits comm's
+ * options. Inside a group it is queued on comm and *newcomm is set at
+ * collieGroupEnd.
+ */
+#define COLLIE_SHRINK_DEFAULT 0x00
+#define COLLIE_SHRINK_ABORT 0x01
+collieResult_t collieCommShrink(collieComm_t comm, const int* excludeRanksList, int excludeRanksCount,
+                                collieComm_t* newcomm, collieConfig_t* config, int shrinkFlags);
+
 /** Waits for outstanding work; afterwards only destroy is allowed. */
 collieResult_t collieCommFinalize(collieComm_t comm);
 

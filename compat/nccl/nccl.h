@@ -351,7 +351,9 @@ ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, n
 ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
 ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
 
-/** (2.27) Shrinking a communicator: not supported; ncclInvalidUsage, *newcomm = NULL. */
+/** (2.27) A communicator of comm's ranks less excludeRanksList, called by the ranks that stay (those left out
+ * may be dead); they are renumbered in comm's order. NCCL_SHRINK_ABORT first stops comm's work in flight and
+ * leaves comm only for ncclCommDestroy. config NULL: the new communicator inherits comm's options. */
 #define NCCL_SHRINK_DEFAULT 0x00
 #define NCCL_SHRINK_ABORT 0x01
 ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,

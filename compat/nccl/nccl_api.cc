@@ -214,6 +214,19 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   return R(collieCommSplit(C(comm), color, key, CP(newcomm), config != nullptr ? &cc : nullptr));
 }
 
+ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
+                            ncclConfig_t* config, int shrinkFlags) {
+  if (newcomm != nullptr) *newcomm = nullptr;
+  collieConfig_t cc;
+  if (config != nullptr) {
+    Status st = toCollieConfig(config, &cc, "ncclCommShrink");  // shrinkShare: nothing is shared in any case
+    if (!st.ok()) return fail(st, comm);
+  }
+  // NCCL_SHRINK_DEFAULT and NCCL_SHRINK_ABORT are COLLIE_SHRINK_DEFAULT and COLLIE_SHRINK_ABORT.
+  return R(collieCommShrink(C(comm), excludeRanksList, excludeRanksCount, CP(newcomm),
+                            config != nullptr ? &cc : nullptr, shrinkFlags));
+}
+
 const char* ncclGetErrorString(ncclResult_t result) {
   switch (result) {
     case ncclSuccess:
@@ -333,6 +346,9 @@ COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommDestroy, (ncclComm_t comm));
 COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommAbort, (ncclComm_t comm));
 COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommSplit,
                   (ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config));
+COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommShrink,
+                  (ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
+                   ncclConfig_t* config, int shrinkFlags));
 COLLIE_NCCL_ALIAS(const char*, ncclGetErrorString, (ncclResult_t result));
 COLLIE_NCCL_ALIAS(const char*, ncclGetLastError, (ncclComm_t comm));
 COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommGetAsyncError, (ncclComm_t comm, ncclResult_t* asyncError));

@@ -84,11 +84,6 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myran
   return ncclCommInitRankConfig(newcomm, nranks, commIds[0], myrank, config);
 }
 
-ncclResult_t ncclCommShrink(ncclComm_t comm, int*, int, ncclComm_t* newcomm, ncclConfig_t*, int) {
-  if (newcomm != nullptr) *newcomm = nullptr;
-  return unsupported("ncclCommShrink", "shrinking a communicator is", comm);
-}
-
 ncclResult_t ncclCommRevoke(ncclComm_t comm, int) {
   return unsupported("ncclCommRevoke", "revoking a communicator is", comm);
 }
@@ -219,9 +214,6 @@ int ncclTeamRankToLsa(ncclComm_t comm, Team team, int rank) {
 
 COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommInitRankScalable,
                   (ncclComm_t * newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds, ncclConfig_t* config));
-COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommShrink,
-                  (ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
-                   ncclConfig_t* config, int shrinkFlags));
 COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommRevoke, (ncclComm_t comm, int revokeFlags));
 COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommGetUniqueId, (ncclComm_t comm, ncclUniqueId* uniqueId));
 COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommGrow,

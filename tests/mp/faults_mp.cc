@@ -11,6 +11,8 @@
 //   never   the victim stays alive but never calls the collective (its peers time out)
 //   exit    the victim returns from main after a collective, without destroying
 //   init    only init: the script kills the rendezvous root (rank 0) meanwhile
+//   shrink  as after; then each survivor shrinks the communicator without the victim
+//           (collieCommShrink, COLLIE_SHRINK_ABORT) and allreduces over the new one
 //
 // Prints one line per outcome; exit code 0 when this rank behaved as required.
 #include <signal.h>
@@ -57,11 +59,41 @@ int survivorVerdict(int rank, const char* what, collieResult_t rc, double took, 
   return ok ? 0 : 1;
 }
 
+// A survivor of mode "shrink": its failing call as in survivorVerdict, then a communicator without the victim,
+// whose allreduce must give the count of survivors in every element.
+int shrinkAndGoOn(int rank, int victim, const char* what, collieResult_t rc, double took, collieComm_t comm,
+                  double bound) {
+  printf("rank %d: %s returned %s after %.2f s\n", rank, what, collieGetErrorString(rc), took);
+  if ((rc != collieRemoteError && rc != collieTimeout) || took > bound) {
+    printf("rank %d: FAIL (error remote/timeout within %.0f s expected)\n", rank, bound);
+    return 1;
+  }
+  int n = 0;
+  collieCommCount(comm, &n);
+  collieComm_t child = nullptr;
+  const Clock::time_point s = Clock::now();
+  const collieResult_t shrunk = collieCommShrink(comm, &victim, 1, &child, nullptr, COLLIE_SHRINK_ABORT);
+  printf("rank %d: shrink without rank %d returned %s after %.2f s %s\n", rank, victim, collieGetErrorString(shrunk),
+         since(s), shrunk == collieSuccess ? "" : collieGetLastError(comm));
+  if (shrunk != collieSuccess) return 1;
+  int newRank = -1, m = 0;
+  collieCommUserRank(child, &newRank);
+  collieCommCount(child, &m);
+  std::vector<float> buf(4096, 1.0f);
+  const collieResult_t again = allreduce(child, &buf);
+  bool right = again == collieSuccess && m == n - 1 && newRank == (rank < victim ? rank : rank - 1);
+  for (float v : buf) right = right && v == static_cast<float>(m);
+  printf("rank %d: now rank %d of %d; allreduce %s, %s\n", rank, newRank, m, collieGetErrorString(again),
+         right ? "every element right" : "FAIL: wrong rank, size or sums");
+  const collieResult_t d1 = collieCommDestroy(child), d2 = collieCommDestroy(comm);
+  return right && d1 == collieSuccess && d2 == collieSuccess ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: faults_mp before|during|after|never|exit|init VICTIM\n");
+    fprintf(stderr, "usage: faults_mp before|during|after|never|exit|init|shrink VICTIM\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -98,7 +130,7 @@ int main(int argc, char** argv) {
     collieCommDestroy(comm);
     return 0;
   }
-  if (mode == "after" || mode == "exit") {
+  if (mode == "after" || mode == "exit" || mode == "shrink") {
     const collieResult_t rc = allreduce(comm, &buf);
     if (rc != collieSuccess) {
       printf("rank %d: the first allreduce failed: %s\n", rank, collieGetLastError(comm));
@@ -106,7 +138,7 @@ int main(int argc, char** argv) {
     }
     if (isVictim) {
       printf("rank %d: leaving after one allreduce (%s)\n", rank, mode.c_str());
-      if (mode == "after") raise(SIGKILL);
+      if (mode == "after" || mode == "shrink") raise(SIGKILL);
       return 0;  // "exit": no collieCommDestroy; the process ends with the communicator alive
     }
     // Let the victim go first, so the next call finds it gone.
@@ -126,6 +158,7 @@ int main(int argc, char** argv) {
     const collieResult_t rc = allreduce(comm, &buf);
     if (rc != collieSuccess) {
       const std::string what = "allreduce #" + std::to_string(iter) + " (" + mode + ")";
+      if (mode == "shrink") return shrinkAndGoOn(rank, victim, what.c_str(), rc, since(callStart), comm, bound);
       return survivorVerdict(rank, what.c_str(), rc, since(callStart), comm, bound);
     }
     for (float& v : buf) v = 1.0f;  // keep values small and exact

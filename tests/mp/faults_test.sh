@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Faults on one host (shared-memory windows), each rank a process of its own
 # started by tests/mp/local_ranks.sh. See tests/mp/faults_mp.cc for the modes. Passes when every
-# survivor returns an error within COLLIE_TIMEOUT (+5 s) and destroys promptly,
+# survivor returns an error within COLLIE_TIMEOUT (+5 s) and destroys promptly (in mode shrink: then goes on
+# without the victim on a shrunk communicator),
 # no process is left behind, and no Collie shm segment outlives the job.
 # $1 = faults_mp, $2 = mode, $3 = ranks, $4 = victim rank.
 set -euo pipefail

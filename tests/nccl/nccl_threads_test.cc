@@ -313,11 +313,17 @@ void callsOfLaterVersions() {
   EXPECT(win == nullptr, "no window handed out");
   EXPECT(std::string(ncclGetLastError(comms[0])).find("not supported by Collie") != std::string::npos,
          ncclGetLastError(comms[0]));
-  ncclComm_t shrunk = comms[0];
+  // Rank 0 goes on alone: ncclCommShrink is collieCommShrink (tests/unit/shrink_test.cc has the many-rank cases).
+  ncclComm_t shrunk = nullptr;
   int exclude = 1;
-  EXPECT(ncclCommShrink(comms[0], &exclude, 1, &shrunk, nullptr, NCCL_SHRINK_DEFAULT) == ncclInvalidUsage,
-         "shrink unsupported");
-  EXPECT(shrunk == nullptr, "no communicator handed out");
+  EXPECT(ncclCommShrink(comms[0], &exclude, 1, &shrunk, nullptr, 7) == ncclInvalidArgument && shrunk == nullptr,
+         "shrink with unknown flags");
+  NCCLCHECK(ncclCommShrink(comms[0], &exclude, 1, &shrunk, nullptr, NCCL_SHRINK_DEFAULT));
+  int count = 0, alone = 5;
+  NCCLCHECK(ncclCommCount(shrunk, &count));
+  NCCLCHECK(ncclAllReduce(&alone, &alone, 1, ncclInt32, ncclSum, shrunk, nullptr));
+  EXPECT(count == 1 && alone == 5, "allreduce on a communicator from ncclCommShrink");
+  NCCLCHECK(ncclCommDestroy(shrunk));
   deviceApiHostCalls(comms);
 #if defined(NCCL_COLLIE) || NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
   groupSimulateEndRunsNothing(comms);

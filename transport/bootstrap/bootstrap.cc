@@ -84,8 +84,14 @@ Status BootstrapBuilder::rendezvous(Bootstrap* b, const UniqueIdInfo& rootInfo, 
   COLLIE_RETURN_IF_ERROR(wire::parseTable(payload.data(), len, b->nranks_, b->infoBytes_, root, &table));
   b->infos_ = std::move(table.infos);
   b->addrs_.resize(b->nranks_);
+  b->hosts_.resize(b->nranks_);
+  b->ports_.resize(b->nranks_);
   if (b->nranks_ > 1)
-    for (int r = 0; r < b->nranks_; ++r) b->addrs_[r] = table.peers[r].toString();
+    for (int r = 0; r < b->nranks_; ++r) {
+      b->addrs_[r] = table.peers[r].toString();
+      b->hosts_[r] = table.peers[r].host();
+      b->ports_[r] = table.peers[r].port();
+    }
   *peers = std::move(table.peers);
   return Status();
 }
@@ -173,6 +179,7 @@ Status BootstrapBuilder::create(const collieUniqueId& id, int rank, int nranks, 
   std::vector<SockAddr> peers;
   COLLIE_RETURN_IF_ERROR(rendezvous(b.get(), rootInfo, listener, listenAddr, info, timeoutSec, &peers));
   if (nranks > 1) COLLIE_RETURN_IF_ERROR(buildRing(b.get(), listener, peers, timeoutSec));
+  b->listenFd_ = listener.release();  // for recvFrom, until the communicator is destroyed
   COLLIE_INFO("bootstrap: rank %d of %d is connected", rank, nranks);
   *out = std::move(b);
   return Status();
@@ -189,6 +196,7 @@ Bootstrap::~Bootstrap() {
   // Adopted by Sockets only to be closed by them.
   Socket next(nextFd_);
   Socket prev(prevFd_);
+  Socket listener(listenFd_);
 }
 
 std::string Bootstrap::peerName(int r) const {
@@ -275,6 +283,69 @@ Status Bootstrap::broadcast(void* data, size_t bytes, int root) {
     if (!st.ok()) return st.withContext(context);
   }
   return Status();
+}
+
+// ---------------------------------------------------------------- direct messages
+
+Status Bootstrap::sendTo(int to, uint32_t tag, const void* data, size_t bytes, double timeoutSec) {
+  COLLIE_RETURN_IF_ERROR(checkUsable("sendTo"));
+  if (to < 0 || to >= nranks_ || to == rank_ || to >= static_cast<int>(hosts_.size()) || hosts_[to].empty())
+    return Status::error(collieInvalidArgument, "bootstrap sendTo: rank %d is not a peer of rank %d of %d", to, rank_,
+                         nranks_);
+  if (data == nullptr && bytes > 0) return Status::error(collieInvalidArgument, "bootstrap sendTo: data is NULL");
+  const std::string name = peerName(to);
+  const std::string context = "bootstrap message to " + name;
+  const Deadline deadline = deadlineAfter(timeoutSec);
+  SockAddr addr;
+  COLLIE_RETURN_IF_ERROR(resolveAddress(hosts_[to], ports_[to], &addr).withContext(context));
+  Socket sock;
+  COLLIE_RETURN_IF_ERROR(connectTo(addr, deadline, &aborted_, &sock).withContext(context));
+  const std::vector<uint8_t> auth = wire::ringAuth(secret_, rank_, to, nranks_);
+  uint8_t header[wire::kRingHeaderBytes];
+  wire::ringHeader(header, wire::kOpDirect, tag, bytes);
+  Status st = sendAll(sock.fd(), auth.data(), auth.size(), deadline, &aborted_, name);
+  if (st.ok()) st = sendAll(sock.fd(), header, sizeof(header), deadline, &aborted_, name);
+  if (st.ok()) st = sendAll(sock.fd(), data, bytes, deadline, &aborted_, name);
+  return st.withContext(context);
+}
+
+Status Bootstrap::recvFrom(int from, uint32_t tag, void* data, size_t bytes, double timeoutSec) {
+  COLLIE_RETURN_IF_ERROR(checkUsable("recvFrom"));
+  if (from < 0 || from >= nranks_ || from == rank_ || listenFd_ < 0)
+    return Status::error(collieInvalidArgument, "bootstrap recvFrom: rank %d is not a peer of rank %d of %d", from,
+                         rank_, nranks_);
+  if (data == nullptr && bytes > 0) return Status::error(collieInvalidArgument, "bootstrap recvFrom: data is NULL");
+  const std::string name = peerName(from);
+  const Deadline deadline = deadlineAfter(timeoutSec);
+  // Borrowed for the wait: the Bootstrap owns the descriptor.
+  Socket listener(listenFd_);
+  struct GiveBack {
+    Socket& s;
+    ~GiveBack() { s.release(); }
+  } giveBack{listener};
+  for (;;) {
+    Socket conn;
+    SockAddr peer;
+    Status st = acceptOne(listener, deadline, &aborted_, &conn, &peer);
+    if (st.code() == collieTimeout)
+      return Status::error(collieTimeout, "bootstrap: %s sent nothing within %.1f s", name.c_str(), timeoutSec);
+    COLLIE_RETURN_IF_ERROR(st.withContext("bootstrap message from " + name));
+    uint8_t got[wire::kRingAuthBytes];
+    const Deadline authDeadline = std::min(deadline, deadlineAfter(kRingAuthTimeoutSec));
+    st = recvAll(conn.fd(), got, sizeof(got), authDeadline, &aborted_, peer.toString());
+    if (st.ok()) st = wire::checkRingAuth(got, secret_, from, rank_, nranks_);
+    if (!st.ok()) {
+      if (aborted_.load()) return Status::error(collieRemoteError, "bootstrap recvFrom was aborted");
+      COLLIE_WARN("bootstrap rank %d: dropped a connection from %s while waiting for %s: %s", rank_,
+                  peer.toString().c_str(), name.c_str(), st.message().c_str());
+      continue;
+    }
+    uint8_t header[wire::kRingHeaderBytes];
+    st = recvAll(conn.fd(), header, sizeof(header), deadline, &aborted_, name);
+    if (st.ok()) st = wire::checkRingHeader(header, wire::kOpDirect, tag, bytes, name);
+    if (st.ok()) st = recvAll(conn.fd(), data, bytes, deadline, &aborted_, name);
+    return st.withContext("bootstrap message from " + name);
+  }
 }
 
 }  // namespace collie

@@ -13,6 +13,12 @@
 // with the secret, and the ring carries the out-of-band allgather, broadcast
 // and barrier that later layers use to exchange transport addresses.
 //
+// Each rank keeps its listening socket open for the communicator's life. The
+// ring needs every rank, so when some ranks leave (collieCommShrink) the others
+// reach each other with messages of their own: sendTo connects to the peer's
+// listener, and recvFrom accepts there. Such a connection starts with the
+// secret, as a ring connection does.
+//
 // Every message is length-prefixed and bounded; a connection with a wrong
 // secret, a short, oversized or malformed message is dropped and logged, and
 // the root goes on serving. Every blocking operation has a deadline.
@@ -96,6 +102,13 @@ class Bootstrap {
   Status broadcast(void* data, size_t bytes, int root);
   Status barrier();
 
+  /// Sends `bytes` at `data` to rank `to` over a connection of its own (to's listener), tagged with `tag`;
+  /// retries while `to` refuses, until timeoutSec. For ranks that cannot use the ring (collieCommShrink).
+  Status sendTo(int to, uint32_t tag, const void* data, size_t bytes, double timeoutSec);
+  /// Waits on our listener for rank `from`'s sendTo with `tag` and exactly `bytes`. A connection that does not
+  /// present the secret as `from` is dropped and logged, and the wait goes on; a mismatched tag or size fails.
+  Status recvFrom(int from, uint32_t tag, void* data, size_t bytes, double timeoutSec);
+
   /// Makes every pending and future operation fail promptly (with collieRemoteError/InvalidUsage).
   void abort() { aborted_.store(true); }
 
@@ -119,8 +132,11 @@ class Bootstrap {
   std::vector<uint8_t> infos_;
   std::vector<std::string> addrs_;  // every rank's listen address, for error sentences
   Secret secret_{};
-  int nextFd_ = -1;  // connection to rank+1
-  int prevFd_ = -1;  // connection from rank-1
+  int nextFd_ = -1;                 // connection to rank+1
+  int prevFd_ = -1;                 // connection from rank-1
+  int listenFd_ = -1;               // our listener, kept for recvFrom (none for one rank)
+  std::vector<std::string> hosts_;  // every rank's listen host and port, for sendTo
+  std::vector<int> ports_;
   double timeoutSec_ = 300;
   std::atomic<bool> aborted_{false};
 

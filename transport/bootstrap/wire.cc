@@ -9,8 +9,8 @@ namespace collie {
 namespace wire {
 
 const char* opName(uint32_t op) {
-  static const char* const kNames[] = {"an unknown operation", "allGather", "broadcast", "barrier"};
-  return op <= kOpBarrier ? kNames[op] : kNames[0];
+  static const char* const kNames[] = {"an unknown operation", "allGather", "broadcast", "barrier", "a direct message"};
+  return op <= kOpDirect ? kNames[op] : kNames[0];
 }
 
 // ---------------------------------------------------------------- root side: the hello
@@ -206,7 +206,7 @@ Status checkRingHeader(const uint8_t h[kRingHeaderBytes], uint32_t op, uint32_t 
                          peer.c_str(), opName(getBe32(h + 4)), opName(op));
   }
   if (getBe32(h + 8) != aux) {
-    const char* what = op == kOpBroadcast ? "root" : "step";
+    const char* what = op == kOpBroadcast ? "root" : op == kOpDirect ? "tag" : "step";
     return Status::error(collieInternalError, "%s used %s %u where this rank used %u; ranks disagree", peer.c_str(),
                          what, getBe32(h + 8), aux);
   }

@@ -34,7 +34,7 @@ inline constexpr uint32_t kReplyMagic = 0x434c4252;     // "CLBR"
 inline constexpr uint32_t kRingAuthMagic = 0x434c4241;  // "CLBA"
 inline constexpr uint32_t kRingMsgMagic = 0x434c424d;   // "CLBM"
 inline constexpr uint32_t kTypeHello = 1, kTypeTable = 2, kTypeError = 3;
-inline constexpr uint32_t kOpAllGather = 1, kOpBroadcast = 2, kOpBarrier = 3;
+inline constexpr uint32_t kOpAllGather = 1, kOpBroadcast = 2, kOpBarrier = 3, kOpDirect = 4;
 
 inline constexpr size_t kFrameHeaderBytes = 12;
 inline constexpr size_t kHelloFixedBytes = 16 + 4 + 4 + 4 + 2 + 2 + 16;
