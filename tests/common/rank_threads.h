@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "collie.h"
@@ -27,6 +28,8 @@ struct Comms {
   explicit Comms(int n, const int* devlist = nullptr) : comms(static_cast<size_t>(n), nullptr) {
     result = collieCommInitAll(comms.data(), n, devlist);
   }
+  /// Takes communicators made otherwise (collieCommSplit, collieCommShrink), in rank order.
+  explicit Comms(std::vector<collieComm_t> made) : comms(std::move(made)), result(collieSuccess) {}
   ~Comms() {
     for (collieComm_t c : comms) collieCommDestroy(c);
   }

@@ -2,8 +2,9 @@
 // and devices in the wrong place (errors naming the argument, not faults), more
 // blocks than the GPU holds, the staged path (COLLIE_P2P=0, or GPUs without
 // P2P) against device windows, a bad COLLIE_P2P, ranks sharing a GPU (their
-// tuning, and the streams they need), and a rank that never joins (the
-// kernel's bounded wait becomes collieCommGetAsyncError's collieTimeout).
+// tuning, and the streams they need), a rank that never joins (the kernel's
+// bounded wait becomes collieCommGetAsyncError's collieTimeout), and going on
+// without it (collieCommShrink stops the waiting kernels).
 // Built into collectives_gpu_test with collectives_gpu_test.cc, whose cases
 // run the collectives themselves. Every test skips, saying why, when no GPU is
 // usable; scripts/fake_gpu.sh runs them on the fake CUDA runtime.
@@ -314,6 +315,51 @@ TEST(CudaBackend, MissingPeerTimesOutWithAsyncError) {
       << collieGetLastError(comms[0]);
   cudaDeviceSynchronize();
   cudaFree(buf);
+}
+
+// Kernels left waiting for a rank that never calls are stopped by a shrink with COLLIE_SHRINK_ABORT, long before
+// COLLIE_TIMEOUT; the ranks that stay go on, on the same GPU and streams, with exact results.
+TEST(CudaBackend, ShrinkWithAbortStopsKernelsWaitingForTheMissingRank) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv timeout("COLLIE_TIMEOUT", "60");
+  collie::test::Comms comms(3);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  const int gone = 1;
+  float* buf[3] = {};
+  cudaStream_t streams[3] = {};
+  for (int r : {0, 2}) {
+    ASSERT_EQ(cudaMalloc(&buf[r], 1024 * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(collieAllReduce(buf[r], buf[r], 1024, collieFloat32, collieSum, comms[r], streams[r]), collieSuccess)
+        << collieGetLastError(comms[r]);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<collieComm_t> children(3, nullptr);
+  collie::test::onRanks(3, [&](int r) {
+    if (r == gone) return;
+    EXPECT_EQ(collieCommShrink(comms[r], &gone, 1, &children[r], nullptr, COLLIE_SHRINK_ABORT), collieSuccess)
+        << collieGetLastError(comms[r]);
+  });
+  for (int r : {0, 2}) EXPECT_EQ(cudaStreamSynchronize(streams[r]), cudaSuccess);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(took, 30.0) << "the parent's kernels waited for rank " << gone << " instead of stopping";
+  collieResult_t async = collieSuccess;
+  EXPECT_EQ(collieCommGetAsyncError(comms[0], &async), collieSuccess);
+  EXPECT_NE(async, collieSuccess) << "the stopped kernel reported nothing";
+  ASSERT_NE(children[0], nullptr);
+  ASSERT_NE(children[2], nullptr);
+  const collie::test::Comms kids(std::vector<collieComm_t>{children[0], children[2]});
+  const uint64_t seed = collie::test::testSeed();
+  for (bool inPlace : {false, true})
+    EXPECT_EQ(collie::test::runCollectiveCase(kids, Coll::kAllReduce, collieFloat32, collieSum, 4099, inPlace, 0, seed,
+                                              Memory::kDevice),
+              "")
+        << (inPlace ? "in place" : "out of place") << " (seed " << seed << ")";
+  for (int r : {0, 2}) {
+    cudaStreamDestroy(streams[r]);
+    cudaFree(buf[r]);
+  }
 }
 
 }  // namespace
