@@ -144,7 +144,7 @@ part_build() {
   step configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_ARCHITECTURES="$arch" \
     -DCOLLIE_WITH_MPI=OFF -DCMAKE_PREFIX_PATH="$prefix" -DGTest_DIR="$prefix/lib/x86_64-linux-gnu/cmake/GTest"
   step build cmake --build "$build" -j 16 --target collectives_gpu_test program_cache_gpu_test reduce_ops_gpu_test \
-    collectives_gpu_mp collie-run nccl_gpu_test collie-bench soak_test
+    collectives_gpu_mp collie-run nccl_gpu_test collie-bench soak_test launch_floor
 }
 part_test() {
   # First, with every stream in one hardware queue: calls of several rounds and a grouped send/recv, each one
@@ -238,6 +238,10 @@ part_bench() {
     step "bench_small_t${t}_graphs" "$bench" allreduce -t "$t" --backend cuda -b 8 -e 64K -f 2 -G 20 \
       --json "$logs/small_t${t}_graphs.json"
   done
+  # The floor of a call made of one launch per rank, without a collective: T threads each launching a tiny kernel
+  # on a stream of its own (and with the event record and capture query each Collie enqueue adds, and as graphs).
+  # If launches into one context serialize, this alone is near the small calls' times at 4 and 8 ranks.
+  step bench_launch_floor "$build/tests/launch_floor" 2000 1 2 4 8
   # Where a small call's kernel time goes: each rank logs its blocks' mean setup, steps, drain and store
   # (COLLIE_KERNEL_TIMING, kernels/launch.h) as its communicator goes; one size per run, so each mean is its own.
   for c in 8 64K; do
