@@ -3,7 +3,7 @@
 // shared-memory segment (name under /dev/shm or mapping), no resident memory
 // beyond a fixed slack. Ranks are threads: collieCommInitAll of several ranks,
 // collieCommInitRank by unique id (the id's root thread and its socket), and
-// collieCommSplit of a long-lived communicator. Each cycle runs one allreduce
+// collieCommSplit and collieCommShrink of a long-lived communicator. Each cycle runs one allreduce
 // so the windows are touched, not only mapped. The figures are printed.
 // The same across processes: tests/mp/init_destroy_cycles_mp.cc.
 #include <gtest/gtest.h>
@@ -125,6 +125,27 @@ TEST(InitDestroyCycles, SplitOfFiveIntoTwoColours) {
     std::vector<collieComm_t> even, odd;
     for (int r = 0; r < n; ++r) (r % 2 ? odd : even).push_back(children[r]);
     ok = ok && allreduceRanks(even) && allreduceRanks(odd);
+    for (collieComm_t c : children) collieCommDestroy(c);
+    return ok;
+  });
+}
+
+// Each shrink also opens a connection from the first rank that stays to each of the others (Bootstrap::sendTo),
+// besides the new communicator's rendezvous: none may stay open.
+TEST(InitDestroyCycles, ShrinkOfFiveWithoutTwo) {
+  const int n = 5;
+  Comms parent(n);
+  ASSERT_EQ(parent.result, collieSuccess) << collieGetLastError(nullptr);
+  const int excluded[] = {3, 1};
+  expectNoGrowth("collieCommShrink 5 -> 3", [&] {
+    std::vector<collieComm_t> children(n, nullptr);
+    std::vector<collieResult_t> rc(n, collieSuccess);
+    onRanks(n, [&](int r) {
+      if (r != 1 && r != 3) rc[r] = collieCommShrink(parent[r], excluded, 2, &children[r], nullptr, 0);
+    });
+    bool ok = true;
+    for (collieResult_t x : rc) ok = ok && x == collieSuccess;
+    ok = ok && allreduceRanks({children[0], children[2], children[4]});
     for (collieComm_t c : children) collieCommDestroy(c);
     return ok;
   });
