@@ -158,9 +158,7 @@ extern "C" collieResult_t collieCommShrink(collieComm_t comm, const int* exclude
     for (int i = 0; i < excludeRanksCount; ++i) {
       const int r = excluded[static_cast<size_t>(i)];
       if (r < 0 || r >= n)
-        return Status::error(collieInvalidArgument,
-                             "%s: excludeRanksList[%d] = %d is not a rank of this %d-rank "
-                             "communicator",
+        return Status::error(collieInvalidArgument, "%s: excludeRanksList[%d] = %d is not a rank of this %d-rank comm",
                              call, i, r, n);
       if (r == comm->rank)
         return Status::error(collieInvalidArgument,
