@@ -9,6 +9,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <mutex>
@@ -216,8 +217,41 @@ collieResult_t collieCommAbort(collieComm_t comm) {
   });
 }
 
+collieResult_t collieCommRevoke(collieComm_t comm, int revokeFlags) {
+  return guarded(comm, [&] {
+    const char* call = "collieCommRevoke";
+    if (comm == nullptr) return Status::error(collieInvalidArgument, "%s: comm is NULL", call);
+    if (comm != collie::api::CommPin::pinned())
+      return Status::error(collieInvalidArgument, "%s: comm %p is not a live communicator", call,
+                           static_cast<void*>(comm));
+    if (revokeFlags != COLLIE_REVOKE_DEFAULT)
+      return Status::error(collieInvalidArgument, "%s: revokeFlags %d is not COLLIE_REVOKE_DEFAULT (0)", call,
+                           revokeFlags);
+    if (comm->finalized)
+      return Status::error(collieInvalidUsage, "%s: comm was finalized; only collieCommDestroy may follow", call);
+    // As an abort, but the bootstrap stays up for a split or shrink, and the communicator is not freed.
+    comm->revoked.store(true);
+    comm->aborted.store(true);
+    if (comm->executor) comm->executor->abort();
+    // Quiescent before returning: every other thread's call has left the comm (a host wait sees the abort at
+    // its next poll; a bootstrap exchange of COLLIE_CHECK ends within the timeout), and the GPU's kernels have
+    // stopped. What they failed with is not this call's error.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(comm->timeoutSec + 1);
+    while (comm->users.load() > 1) {
+      if (std::chrono::steady_clock::now() > deadline)
+        return Status::error(collieTimeout, "%s: a call of another thread still runs on comm after %.0f s", call,
+                             comm->timeoutSec + 1);
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    if (comm->executor) (void)comm->executor->synchronize();
+    return Status();
+  });
+}
+
 collieResult_t collieCommGetAsyncError(collieComm_t comm, collieResult_t* asyncError) {
   return query(comm, asyncError, "collieCommGetAsyncError", "asyncError", [](collieComm_t c) {
+    // A revoked communicator is quiescent: NCCL reports success for it, whatever its stopped work failed with.
+    if (c->revoked.load()) return static_cast<collieResult_t>(collieSuccess);
     // A kernel's failure surfaces here, after the call that queued it returned.
     if (c->asyncError.load() == collieSuccess) {
       collie::Status st = c->executor ? c->executor->asyncStatus() : collie::Status();

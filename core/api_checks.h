@@ -64,7 +64,13 @@ inline Status checkComm(collieComm_t comm, const char* call) {
   if (comm != CommPin::pinned() && !collie::commIsLive(comm))
     return Status::error(collieInvalidArgument, "%s: comm %p is not a live communicator (destroyed or never created)",
                          call, static_cast<void*>(comm));
-  if (comm->aborted.load()) return Status::error(collieInvalidUsage, "%s: comm was aborted", call);
+  if (comm->aborted.load())
+    return Status::error(collieInvalidUsage,
+                         comm->revoked.load()
+                             ? "%s: comm was revoked; only collieCommDestroy, collieCommSplit or collieCommShrink may "
+                               "follow"
+                             : "%s: comm was aborted",
+                         call);
   if (comm->finalized)
     return Status::error(collieInvalidUsage, "%s: comm was finalized; only collieCommDestroy may follow", call);
   // A kernel's failure (CUDA backend) breaks the communicator for the next call too.

@@ -68,7 +68,8 @@ struct collieComm {
   uint64_t llMaxBytes = 0;                 // CUDA backend: calls up to this size use the LL protocol (COLLIE_PROTO)
 
   std::atomic<bool> aborted{false};
-  std::atomic<int> users{0};  // API calls running on this comm now (pinComm): abort and destroy wait for them
+  std::atomic<bool> revoked{false};  // collieCommRevoke: aborted too, but split and shrink may follow
+  std::atomic<int> users{0};         // API calls running on this comm now (pinComm): abort and destroy wait for them
   std::atomic<int> asyncError{collieSuccess};  // set when a collective fails mid-way: the comm is broken
   bool finalized = false;
   uint64_t seq = 0;           // collectives and send/receive groups issued so far

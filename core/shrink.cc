@@ -137,9 +137,10 @@ extern "C" collieResult_t collieCommShrink(collieComm_t comm, const int* exclude
     if (comm != collie::api::CommPin::pinned() && !collie::commIsLive(comm))
       return Status::error(collieInvalidArgument, "%s: comm %p is not a live communicator (destroyed or never created)",
                            call, static_cast<void*>(comm));
-    // A broken communicator (a failed collective) is what shrinking is for: only an aborted or finalized one is
-    // refused.
-    if (comm->aborted.load()) return Status::error(collieInvalidUsage, "%s: comm was aborted", call);
+    // A broken communicator (a failed collective) is what shrinking is for, and a revoked one (collieCommRevoke)
+    // is the way NCCL prepares it: only an aborted or finalized one is refused.
+    if (comm->aborted.load() && !comm->revoked.load())
+      return Status::error(collieInvalidUsage, "%s: comm was aborted", call);
     if (comm->finalized)
       return Status::error(collieInvalidUsage, "%s: comm was finalized; only collieCommDestroy may follow", call);
     if (shrinkFlags != COLLIE_SHRINK_DEFAULT && shrinkFlags != COLLIE_SHRINK_ABORT)

@@ -214,6 +214,16 @@ collieResult_t collieCommFinalize(collieComm_t comm);
 /** Frees every resource of comm. NULL is accepted and ignored. */
 collieResult_t collieCommDestroy(collieComm_t comm);
 
+/**
+ * Stops comm's work in flight (kernels and waits, in this and other threads)
+ * and returns once it has stopped, as NCCL's ncclCommRevoke (2.28). Afterwards
+ * collieCommGetAsyncError reports success, and only collieCommDestroy,
+ * collieCommSplit and collieCommShrink may follow. revokeFlags must be
+ * COLLIE_REVOKE_DEFAULT.
+ */
+#define COLLIE_REVOKE_DEFAULT 0x00
+collieResult_t collieCommRevoke(collieComm_t comm, int revokeFlags);
+
 /** Stops outstanding work on comm and frees it. */
 collieResult_t collieCommAbort(collieComm_t comm);
 

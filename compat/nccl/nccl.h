@@ -361,7 +361,8 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
 ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
                              ncclConfig_t* config, int shrinkFlags);
 
-/** (2.28) Revoking a communicator: not supported (ncclCommAbort stops and frees one); ncclInvalidUsage. */
+/** (2.28) Stops comm's work in flight and returns once it has stopped (so never ncclInProgress); afterwards
+ * ncclCommGetAsyncError reports ncclSuccess, and only destroy, split and shrink may follow. */
 #define NCCL_REVOKE_DEFAULT 0x00
 ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags);
 ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags);

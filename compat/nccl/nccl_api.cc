@@ -227,6 +227,10 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
                             config != nullptr ? &cc : nullptr, shrinkFlags));
 }
 
+// NCCL_REVOKE_DEFAULT is COLLIE_REVOKE_DEFAULT. A blocking call: it returns once the work has stopped, so the
+// communicator never shows ncclInProgress.
+ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) { return R(collieCommRevoke(C(comm), revokeFlags)); }
+
 const char* ncclGetErrorString(ncclResult_t result) {
   switch (result) {
     case ncclSuccess:
@@ -349,6 +353,7 @@ COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommSplit,
 COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommShrink,
                   (ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
                    ncclConfig_t* config, int shrinkFlags));
+COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommRevoke, (ncclComm_t comm, int revokeFlags));
 COLLIE_NCCL_ALIAS(const char*, ncclGetErrorString, (ncclResult_t result));
 COLLIE_NCCL_ALIAS(const char*, ncclGetLastError, (ncclComm_t comm));
 COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommGetAsyncError, (ncclComm_t comm, ncclResult_t* asyncError));

@@ -84,10 +84,6 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myran
   return ncclCommInitRankConfig(newcomm, nranks, commIds[0], myrank, config);
 }
 
-ncclResult_t ncclCommRevoke(ncclComm_t comm, int) {
-  return unsupported("ncclCommRevoke", "revoking a communicator is", comm);
-}
-
 ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId*) {
   return unsupported("ncclCommGetUniqueId", "growing a communicator is", comm);
 }
@@ -214,7 +210,6 @@ int ncclTeamRankToLsa(ncclComm_t comm, Team team, int rank) {
 
 COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommInitRankScalable,
                   (ncclComm_t * newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds, ncclConfig_t* config));
-COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommRevoke, (ncclComm_t comm, int revokeFlags));
 COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommGetUniqueId, (ncclComm_t comm, ncclUniqueId* uniqueId));
 COLLIE_NCCL_ALIAS(ncclResult_t, ncclCommGrow,
                   (ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank, ncclComm_t* newcomm,

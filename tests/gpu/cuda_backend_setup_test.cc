@@ -3,8 +3,8 @@
 // blocks than the GPU holds, the staged path (COLLIE_P2P=0, or GPUs without
 // P2P) against device windows, a bad COLLIE_P2P, ranks sharing a GPU (their
 // tuning, and the streams they need), a rank that never joins (the kernel's
-// bounded wait becomes collieCommGetAsyncError's collieTimeout), and going on
-// without it (collieCommShrink stops the waiting kernels).
+// bounded wait becomes collieCommGetAsyncError's collieTimeout), and stopping
+// the kernels that wait for it (collieCommRevoke, collieCommShrink).
 // Built into collectives_gpu_test with collectives_gpu_test.cc, whose cases
 // run the collectives themselves. Every test skips, saying why, when no GPU is
 // usable; scripts/fake_gpu.sh runs them on the fake CUDA runtime.
@@ -315,6 +315,39 @@ TEST(CudaBackend, MissingPeerTimesOutWithAsyncError) {
       << collieGetLastError(comms[0]);
   cudaDeviceSynchronize();
   cudaFree(buf);
+}
+
+// Kernels left waiting for a rank that never calls are stopped by collieCommRevoke, which returns once they have:
+// the streams are then idle, the revoked communicators report success, and take no more collectives.
+TEST(CudaBackend, RevokeStopsKernelsWaitingForTheMissingRank) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv timeout("COLLIE_TIMEOUT", "60");
+  collie::test::Comms comms(3);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  float* buf[2] = {};
+  cudaStream_t streams[2] = {};
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(cudaMalloc(&buf[r], 1024 * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(collieAllReduce(buf[r], buf[r], 1024, collieFloat32, collieSum, comms[r], streams[r]), collieSuccess)
+        << collieGetLastError(comms[r]);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(collieCommRevoke(comms[r], COLLIE_REVOKE_DEFAULT), collieSuccess) << collieGetLastError(comms[r]);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(took, 30.0) << "revoke waited for the kernels' timeout";
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(cudaStreamQuery(streams[r]), cudaSuccess) << "rank " << r << ": a kernel still runs after the revoke";
+    collieResult_t async = collieInternalError;
+    EXPECT_EQ(collieCommGetAsyncError(comms[r], &async), collieSuccess);
+    EXPECT_EQ(async, collieSuccess);
+    EXPECT_EQ(collieAllReduce(buf[r], buf[r], 1024, collieFloat32, collieSum, comms[r], streams[r]),
+              collieInvalidUsage);
+    cudaStreamDestroy(streams[r]);
+    cudaFree(buf[r]);
+  }
 }
 
 // Kernels left waiting for a rank that never calls are stopped by a shrink with COLLIE_SHRINK_ABORT, long before

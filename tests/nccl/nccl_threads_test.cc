@@ -264,7 +264,6 @@ void groupSimulateEndRunsNothing(const std::vector<ncclComm_t>& comms) {
   EXPECT(ncclGroupSimulateEnd(&bad) == ncclInvalidArgument, "a simInfo without its initializer is refused");
   NCCLCHECK(ncclGroupEnd());
   EXPECT(v[0] == 7 && v[1] == 7, "the group a bad simInfo left open ran at ncclGroupEnd");
-  EXPECT(refusedAsUnsupported(ncclCommRevoke(comms[0], NCCL_REVOKE_DEFAULT), comms[0]), "revoke");
 }
 #endif
 
@@ -334,6 +333,14 @@ void callsOfLaterVersions() {
   // The pnccl names are the same functions.
   int version = 0;
   EXPECT(pncclGetVersion(&version) == ncclSuccess && version == 21903, "pncclGetVersion");
+  // Revoked, a communicator reports success and takes no more collectives (tests/unit/revoke_test.cc has more).
+  EXPECT(ncclCommRevoke(comms[0], 3) == ncclInvalidArgument, "revoke with unknown flags");
+  NCCLCHECK(ncclCommRevoke(comms[0], NCCL_REVOKE_DEFAULT));
+  ncclResult_t async = ncclInternalError;
+  NCCLCHECK(ncclCommGetAsyncError(comms[0], &async));
+  EXPECT(async == ncclSuccess, "a revoked communicator is quiescent");
+  EXPECT(ncclAllReduce(&v[0], &v[0], 1, ncclInt32, ncclSum, comms[0], nullptr) == ncclInvalidUsage,
+         "no collective after revoke");
   for (ncclComm_t c : comms) NCCLCHECK(ncclCommDestroy(c));
 }
 
