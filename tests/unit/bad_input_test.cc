@@ -305,6 +305,54 @@ std::vector<Row> rows() {
          collieComm_t n;
          return collieCommSplit(c, -5, 0, &n, nullptr);
        }},
+      {"CommSplit_NullComm",
+       kInvalid,
+       {"collieCommSplit", "comm is NULL"},
+       [](collieComm_t) {
+         collieComm_t n;
+         return collieCommSplit(nullptr, 0, 0, &n, nullptr);
+       }},
+      {"CommSplit_DestroyedComm",
+       kInvalid,
+       {"collieCommSplit", "not a live communicator"},
+       [](collieComm_t) {
+         collieComm_t n;
+         return collieCommSplit(deadComm(), 0, 0, &n, nullptr);
+       }},
+      {"CommShrink_NullComm",
+       kInvalid,
+       {"collieCommShrink", "comm is NULL"},
+       [](collieComm_t) {
+         collieComm_t n;
+         return collieCommShrink(nullptr, nullptr, 0, &n, nullptr, COLLIE_SHRINK_DEFAULT);
+       }},
+      {"CommShrink_DestroyedComm",
+       kInvalid,
+       {"collieCommShrink", "not a live communicator"},
+       [](collieComm_t) {
+         collieComm_t n;
+         return collieCommShrink(deadComm(), nullptr, 0, &n, nullptr, COLLIE_SHRINK_DEFAULT);
+       }},
+      {"CommShrink_ExcludesEveryRank",
+       kInvalid,
+       {"collieCommShrink", "excludeRanksCount 1 is not in [0, 1)"},
+       [](collieComm_t c) {
+         const int self = 0;
+         collieComm_t n;
+         return collieCommShrink(c, &self, 1, &n, nullptr, COLLIE_SHRINK_DEFAULT);
+       }},
+      {"CommRevoke_NullComm",
+       kInvalid,
+       {"collieCommRevoke", "comm is NULL"},
+       [](collieComm_t) { return collieCommRevoke(nullptr, COLLIE_REVOKE_DEFAULT); }},
+      {"CommRevoke_DestroyedComm",
+       kInvalid,
+       {"collieCommRevoke", "not a live communicator"},
+       [](collieComm_t) { return collieCommRevoke(deadComm(), COLLIE_REVOKE_DEFAULT); }},
+      {"CommRevoke_UnknownFlags",
+       kInvalid,
+       {"collieCommRevoke", "revokeFlags 4 is not COLLIE_REVOKE_DEFAULT"},
+       [](collieComm_t c) { return collieCommRevoke(c, 4); }},
       {"CommSplit_NullNewcomm",
        kInvalid,
        {"collieCommSplit", "newcomm is NULL"},
