@@ -16,7 +16,7 @@ if [ ! -f "$build/build.ninja" ]; then
     -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread >/dev/null
 fi
 cmake --build "$build" --target allreduce_test collectives_test bootstrap_test shm_window_test p2p_test algorithms_api_test \
-  comm_create_test shrink_test premulsum_test call_check_test abort_test remote_proxy_test emulator_test ll_flags_test \
+  comm_create_test shrink_test revoke_test premulsum_test call_check_test abort_test remote_proxy_test emulator_test ll_flags_test \
   direct_sends_test soak_test
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 # The tests link UCX, whose libucm patches mmap at load time; under TSan, which
@@ -47,6 +47,8 @@ bounded "$build/tests/direct_sends_test" --gtest_brief=1 --gtest_filter='*ACallR
 # Split, shrink and init inside groups (a thread per queued init), pre-multiplied sums queued in groups.
 bounded "$build/tests/comm_create_test" --gtest_brief=1
 bounded "$build/tests/shrink_test" --gtest_brief=1
+# collieCommRevoke from other threads while calls wait.
+bounded "$build/tests/revoke_test" --gtest_brief=1
 bounded "$build/tests/premulsum_test" --gtest_brief=1
 # COLLIE_CHECK's comparison (inside groups too) and collieCommAbort from another thread while a call waits.
 bounded "$build/tests/call_check_test" --gtest_brief=1
