@@ -31,15 +31,14 @@ class BootstrapBuilder {
                        double timeoutSec, std::unique_ptr<Bootstrap>* out);
 
  private:
-  // Hello to the root, then the table: fills b's infos_ and addrs_, and `peers` with every listen address.
+  // Hello to the root, then the table: fills b's infos_, addrs_ and peerAddrs_ (every listen address).
   static Status rendezvous(Bootstrap* b, const UniqueIdInfo& root, const Socket& listener, const SockAddr& listenAddr,
-                           const void* info, double timeoutSec, std::vector<SockAddr>* peers);
-  static Status buildRing(Bootstrap* b, const Socket& listener, const std::vector<SockAddr>& peers, double timeoutSec);
+                           const void* info, double timeoutSec);
+  static Status buildRing(Bootstrap* b, const Socket& listener, double timeoutSec);
 };
 
 Status BootstrapBuilder::rendezvous(Bootstrap* b, const UniqueIdInfo& rootInfo, const Socket& listener,
-                                    const SockAddr& listenAddr, const void* info, double timeoutSec,
-                                    std::vector<SockAddr>* peers) {
+                                    const SockAddr& listenAddr, const void* info, double timeoutSec) {
   SockAddr rootAddr;
   COLLIE_RETURN_IF_ERROR(resolveAddress(rootInfo.host, rootInfo.port, &rootAddr));
   const std::string root = "the rendezvous root at " + rootAddr.toString();
@@ -84,20 +83,13 @@ Status BootstrapBuilder::rendezvous(Bootstrap* b, const UniqueIdInfo& rootInfo, 
   COLLIE_RETURN_IF_ERROR(wire::parseTable(payload.data(), len, b->nranks_, b->infoBytes_, root, &table));
   b->infos_ = std::move(table.infos);
   b->addrs_.resize(b->nranks_);
-  b->hosts_.resize(b->nranks_);
-  b->ports_.resize(b->nranks_);
   if (b->nranks_ > 1)
-    for (int r = 0; r < b->nranks_; ++r) {
-      b->addrs_[r] = table.peers[r].toString();
-      b->hosts_[r] = table.peers[r].host();
-      b->ports_[r] = table.peers[r].port();
-    }
-  *peers = std::move(table.peers);
+    for (int r = 0; r < b->nranks_; ++r) b->addrs_[r] = table.peers[r].toString();
+  b->peerAddrs_ = std::move(table.peers);
   return Status();
 }
 
-Status BootstrapBuilder::buildRing(Bootstrap* b, const Socket& listener, const std::vector<SockAddr>& peers,
-                                   double timeoutSec) {
+Status BootstrapBuilder::buildRing(Bootstrap* b, const Socket& listener, double timeoutSec) {
   const int n = b->nranks_;
   const int next = (b->rank_ + 1) % n;
   const int prev = (b->rank_ + n - 1) % n;
@@ -107,35 +99,18 @@ Status BootstrapBuilder::buildRing(Bootstrap* b, const Socket& listener, const s
   // Connect first: the connection completes in next's backlog and the small hello fits in the socket
   // buffer, so this does not wait for next to accept, and every rank can then go on to accept.
   Socket nextSock;
-  COLLIE_RETURN_IF_ERROR(connectTo(peers[next], deadline, &b->aborted_, &nextSock)
+  COLLIE_RETURN_IF_ERROR(connectTo(b->peerAddrs_[next], deadline, &b->aborted_, &nextSock)
                              .withContext("cannot connect to " + b->peerName(next) + ", next in the ring"));
   std::vector<uint8_t> auth = wire::ringAuth(b->secret_, b->rank_, next, n);
   COLLIE_RETURN_IF_ERROR(sendAll(nextSock.fd(), auth.data(), auth.size(), deadline, &b->aborted_, b->peerName(next))
                              .withContext("ring setup"));
 
   Socket prevSock;
-  for (;;) {
-    Socket conn;
-    SockAddr from;
-    Status st = acceptOne(listener, deadline, &b->aborted_, &conn, &from);
-    if (st.code() == collieTimeout) {
-      return Status::error(collieTimeout, "%s, previous in the ring, did not connect within %.1f s",
-                           b->peerName(prev).c_str(), timeoutSec);
-    }
-    COLLIE_RETURN_IF_ERROR(st.withContext("ring setup"));
-    uint8_t got[wire::kRingAuthBytes];
-    const Deadline authDeadline = std::min(deadline, deadlineAfter(kRingAuthTimeoutSec));
-    st = recvAll(conn.fd(), got, sizeof(got), authDeadline, &b->aborted_, from.toString());
-    if (st.ok()) st = wire::checkRingAuth(got, b->secret_, prev, b->rank_, n);
-    const std::string reason = st.ok() ? "" : st.message();
-    if (reason.empty()) {
-      prevSock = std::move(conn);
-      break;
-    }
-    if (b->aborted_.load()) return Status::error(collieRemoteError, "ring setup was aborted");
-    COLLIE_WARN("bootstrap rank %d: dropped a ring connection from %s: %s", b->rank_, from.toString().c_str(),
-                reason.c_str());
-  }
+  const Status st = b->acceptFrom(listener, prev, deadline, "ring setup", &prevSock);
+  if (st.code() == collieTimeout)
+    return Status::error(collieTimeout, "%s, previous in the ring, did not connect within %.1f s",
+                         b->peerName(prev).c_str(), timeoutSec);
+  COLLIE_RETURN_IF_ERROR(st);
   b->nextFd_ = nextSock.release();
   b->prevFd_ = prevSock.release();
   return Status();
@@ -176,10 +151,9 @@ Status BootstrapBuilder::create(const collieUniqueId& id, int rank, int nranks, 
     COLLIE_RETURN_IF_ERROR(defaultInterfaceAddress(&iface).withContext("bootstrap"));
     COLLIE_RETURN_IF_ERROR(listenOn(iface, 64, &listener, &listenAddr).withContext("bootstrap"));
   }
-  std::vector<SockAddr> peers;
-  COLLIE_RETURN_IF_ERROR(rendezvous(b.get(), rootInfo, listener, listenAddr, info, timeoutSec, &peers));
-  if (nranks > 1) COLLIE_RETURN_IF_ERROR(buildRing(b.get(), listener, peers, timeoutSec));
-  b->listenFd_ = listener.release();  // for recvFrom, until the communicator is destroyed
+  COLLIE_RETURN_IF_ERROR(rendezvous(b.get(), rootInfo, listener, listenAddr, info, timeoutSec));
+  if (nranks > 1) COLLIE_RETURN_IF_ERROR(buildRing(b.get(), listener, timeoutSec));
+  b->listener_ = std::move(listener);  // for recvFrom, until the communicator is destroyed
   COLLIE_INFO("bootstrap: rank %d of %d is connected", rank, nranks);
   *out = std::move(b);
   return Status();
@@ -196,7 +170,6 @@ Bootstrap::~Bootstrap() {
   // Adopted by Sockets only to be closed by them.
   Socket next(nextFd_);
   Socket prev(prevFd_);
-  Socket listener(listenFd_);
 }
 
 std::string Bootstrap::peerName(int r) const {
@@ -287,19 +260,38 @@ Status Bootstrap::broadcast(void* data, size_t bytes, int root) {
 
 // ---------------------------------------------------------------- direct messages
 
+Status Bootstrap::acceptFrom(const Socket& listener, int from, Deadline deadline, const char* what, Socket* out) {
+  for (;;) {
+    Socket conn;
+    SockAddr peer;
+    Status st = acceptOne(listener, deadline, &aborted_, &conn, &peer);
+    if (st.code() == collieTimeout) return st;
+    COLLIE_RETURN_IF_ERROR(st.withContext(what));
+    uint8_t got[wire::kRingAuthBytes];
+    const Deadline authDeadline = std::min(deadline, deadlineAfter(kRingAuthTimeoutSec));
+    st = recvAll(conn.fd(), got, sizeof(got), authDeadline, &aborted_, peer.toString());
+    if (st.ok()) st = wire::checkRingAuth(got, secret_, from, rank_, nranks_);
+    if (st.ok()) {
+      *out = std::move(conn);
+      return Status();
+    }
+    if (aborted_.load()) return Status::error(collieRemoteError, "%s was aborted", what);
+    COLLIE_WARN("bootstrap rank %d: dropped a connection from %s during %s: %s", rank_, peer.toString().c_str(), what,
+                st.message().c_str());
+  }
+}
+
 Status Bootstrap::sendTo(int to, uint32_t tag, const void* data, size_t bytes, double timeoutSec) {
   COLLIE_RETURN_IF_ERROR(checkUsable("sendTo"));
-  if (to < 0 || to >= nranks_ || to == rank_ || to >= static_cast<int>(hosts_.size()) || hosts_[to].empty())
+  if (to < 0 || to >= nranks_ || to == rank_ || to >= static_cast<int>(peerAddrs_.size()))
     return Status::error(collieInvalidArgument, "bootstrap sendTo: rank %d is not a peer of rank %d of %d", to, rank_,
                          nranks_);
   if (data == nullptr && bytes > 0) return Status::error(collieInvalidArgument, "bootstrap sendTo: data is NULL");
   const std::string name = peerName(to);
   const std::string context = "bootstrap message to " + name;
   const Deadline deadline = deadlineAfter(timeoutSec);
-  SockAddr addr;
-  COLLIE_RETURN_IF_ERROR(resolveAddress(hosts_[to], ports_[to], &addr).withContext(context));
   Socket sock;
-  COLLIE_RETURN_IF_ERROR(connectTo(addr, deadline, &aborted_, &sock).withContext(context));
+  COLLIE_RETURN_IF_ERROR(connectTo(peerAddrs_[to], deadline, &aborted_, &sock).withContext(context));
   const std::vector<uint8_t> auth = wire::ringAuth(secret_, rank_, to, nranks_);
   uint8_t header[wire::kRingHeaderBytes];
   wire::ringHeader(header, wire::kOpDirect, tag, bytes);
@@ -311,41 +303,23 @@ Status Bootstrap::sendTo(int to, uint32_t tag, const void* data, size_t bytes, d
 
 Status Bootstrap::recvFrom(int from, uint32_t tag, void* data, size_t bytes, double timeoutSec) {
   COLLIE_RETURN_IF_ERROR(checkUsable("recvFrom"));
-  if (from < 0 || from >= nranks_ || from == rank_ || listenFd_ < 0)
+  if (from < 0 || from >= nranks_ || from == rank_ || !listener_.valid())
     return Status::error(collieInvalidArgument, "bootstrap recvFrom: rank %d is not a peer of rank %d of %d", from,
                          rank_, nranks_);
   if (data == nullptr && bytes > 0) return Status::error(collieInvalidArgument, "bootstrap recvFrom: data is NULL");
   const std::string name = peerName(from);
   const Deadline deadline = deadlineAfter(timeoutSec);
-  // Borrowed for the wait: the Bootstrap owns the descriptor.
-  Socket listener(listenFd_);
-  struct GiveBack {
-    Socket& s;
-    ~GiveBack() { s.release(); }
-  } giveBack{listener};
-  for (;;) {
-    Socket conn;
-    SockAddr peer;
-    Status st = acceptOne(listener, deadline, &aborted_, &conn, &peer);
-    if (st.code() == collieTimeout)
-      return Status::error(collieTimeout, "bootstrap: %s sent nothing within %.1f s", name.c_str(), timeoutSec);
-    COLLIE_RETURN_IF_ERROR(st.withContext("bootstrap message from " + name));
-    uint8_t got[wire::kRingAuthBytes];
-    const Deadline authDeadline = std::min(deadline, deadlineAfter(kRingAuthTimeoutSec));
-    st = recvAll(conn.fd(), got, sizeof(got), authDeadline, &aborted_, peer.toString());
-    if (st.ok()) st = wire::checkRingAuth(got, secret_, from, rank_, nranks_);
-    if (!st.ok()) {
-      if (aborted_.load()) return Status::error(collieRemoteError, "bootstrap recvFrom was aborted");
-      COLLIE_WARN("bootstrap rank %d: dropped a connection from %s while waiting for %s: %s", rank_,
-                  peer.toString().c_str(), name.c_str(), st.message().c_str());
-      continue;
-    }
-    uint8_t header[wire::kRingHeaderBytes];
-    st = recvAll(conn.fd(), header, sizeof(header), deadline, &aborted_, name);
-    if (st.ok()) st = wire::checkRingHeader(header, wire::kOpDirect, tag, bytes, name);
-    if (st.ok()) st = recvAll(conn.fd(), data, bytes, deadline, &aborted_, name);
-    return st.withContext("bootstrap message from " + name);
-  }
+  const std::string context = "bootstrap message from " + name;
+  Socket conn;
+  Status st = acceptFrom(listener_, from, deadline, context.c_str(), &conn);
+  if (st.code() == collieTimeout)
+    return Status::error(collieTimeout, "bootstrap: %s sent nothing within %.1f s", name.c_str(), timeoutSec);
+  COLLIE_RETURN_IF_ERROR(st);
+  uint8_t header[wire::kRingHeaderBytes];
+  st = recvAll(conn.fd(), header, sizeof(header), deadline, &aborted_, name);
+  if (st.ok()) st = wire::checkRingHeader(header, wire::kOpDirect, tag, bytes, name);
+  if (st.ok()) st = recvAll(conn.fd(), data, bytes, deadline, &aborted_, name);
+  return st.withContext(context);
 }
 
 }  // namespace collie

@@ -33,6 +33,7 @@
 
 #include "collie.h"
 #include "core/status.h"
+#include "transport/bootstrap/socket.h"
 
 namespace collie {
 
@@ -122,6 +123,9 @@ class Bootstrap {
   std::string peerName(int r) const;
   /// Fails when the bootstrap was aborted; `what` names the operation.
   Status checkUsable(const char* what) const;
+  /// Accepts connections on `listener` until one presents the secret as rank `from` connecting to us, dropping
+  /// (and logging) the others; collieTimeout at the deadline, as acceptOne gives it. `what` names the wait.
+  Status acceptFrom(const Socket& listener, int from, Deadline deadline, const char* what, Socket* out);
   /// The ring allgather behind allGather and barrier; `op` tags its messages so that ranks calling
   /// different operations are told so instead of exchanging mismatched bytes.
   Status ringAllGather(void* data, size_t bytesPerRank, uint32_t op, const char* what);
@@ -132,11 +136,11 @@ class Bootstrap {
   std::vector<uint8_t> infos_;
   std::vector<std::string> addrs_;  // every rank's listen address, for error sentences
   Secret secret_{};
-  int nextFd_ = -1;                 // connection to rank+1
-  int prevFd_ = -1;                 // connection from rank-1
-  int listenFd_ = -1;               // our listener, kept for recvFrom (none for one rank)
-  std::vector<std::string> hosts_;  // every rank's listen host and port, for sendTo
-  std::vector<int> ports_;
+  int nextFd_ = -1;  // connection to rank+1
+  int prevFd_ = -1;  // connection from rank-1
+  Socket listener_;  // our listener, kept for recvFrom (none for one rank)
+  // Every rank's listen address, for the ring's set-up and sendTo (none for one rank).
+  std::vector<SockAddr> peerAddrs_;
   double timeoutSec_ = 300;
   std::atomic<bool> aborted_{false};
 
