@@ -220,15 +220,10 @@ collieResult_t collieCommAbort(collieComm_t comm) {
 collieResult_t collieCommRevoke(collieComm_t comm, int revokeFlags) {
   return guarded(comm, [&] {
     const char* call = "collieCommRevoke";
-    if (comm == nullptr) return Status::error(collieInvalidArgument, "%s: comm is NULL", call);
-    if (comm != collie::api::CommPin::pinned())
-      return Status::error(collieInvalidArgument, "%s: comm %p is not a live communicator", call,
-                           static_cast<void*>(comm));
+    COLLIE_RETURN_IF_ERROR(checkComm(comm, call, collie::api::Accept::kStoppedOrBroken));
     if (revokeFlags != COLLIE_REVOKE_DEFAULT)
       return Status::error(collieInvalidArgument, "%s: revokeFlags %d is not COLLIE_REVOKE_DEFAULT (0)", call,
                            revokeFlags);
-    if (comm->finalized)
-      return Status::error(collieInvalidUsage, "%s: comm was finalized; only collieCommDestroy may follow", call);
     // As an abort, but the bootstrap stays up for a split or shrink, and the communicator is not freed.
     comm->revoked.store(true);
     comm->aborted.store(true);

@@ -59,20 +59,33 @@ inline collieResult_t guarded(collieComm_t comm, Body body) {
   }
 }
 
-inline Status checkComm(collieComm_t comm, const char* call) {
+/// Which communicators a call takes beyond healthy ones (every call refuses NULL, dead and finalized ones).
+enum class Accept {
+  kHealthy,          // most calls: not aborted, revoked or broken
+  kRevoked,          // collieCommSplit: a revoked one too, whatever its stopped work failed with
+  kRevokedOrBroken,  // collieCommShrink: also a broken one (going on after a failed collective is what it is for)
+  kStoppedOrBroken,  // collieCommRevoke: also an aborted one
+};
+
+inline Status checkComm(collieComm_t comm, const char* call, Accept accept = Accept::kHealthy) {
   if (comm == nullptr) return Status::error(collieInvalidArgument, "%s: comm is NULL", call);
   if (comm != CommPin::pinned() && !collie::commIsLive(comm))
     return Status::error(collieInvalidArgument, "%s: comm %p is not a live communicator (destroyed or never created)",
                          call, static_cast<void*>(comm));
-  if (comm->aborted.load())
+  const bool revoked = comm->revoked.load();
+  const bool stopped = accept == Accept::kStoppedOrBroken || (revoked && accept != Accept::kHealthy);
+  if (comm->aborted.load() && !stopped)
     return Status::error(collieInvalidUsage,
-                         comm->revoked.load()
+                         revoked
                              ? "%s: comm was revoked; only collieCommDestroy, collieCommSplit or collieCommShrink may "
                                "follow"
                              : "%s: comm was aborted",
                          call);
   if (comm->finalized)
     return Status::error(collieInvalidUsage, "%s: comm was finalized; only collieCommDestroy may follow", call);
+  if (accept == Accept::kRevokedOrBroken || accept == Accept::kStoppedOrBroken ||
+      (revoked && accept == Accept::kRevoked))
+    return Status();
   // A kernel's failure (CUDA backend) breaks the communicator for the next call too.
   if (comm->asyncError.load() == collieSuccess && comm->executor) {
     const Status st = comm->executor->asyncStatus();

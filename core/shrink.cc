@@ -133,16 +133,9 @@ extern "C" collieResult_t collieCommShrink(collieComm_t comm, const int* exclude
     const char* call = "collieCommShrink";
     if (newcomm == nullptr) return Status::error(collieInvalidArgument, "%s: newcomm is NULL", call);
     *newcomm = nullptr;
-    if (comm == nullptr) return Status::error(collieInvalidArgument, "%s: comm is NULL", call);
-    if (comm != collie::api::CommPin::pinned() && !collie::commIsLive(comm))
-      return Status::error(collieInvalidArgument, "%s: comm %p is not a live communicator (destroyed or never created)",
-                           call, static_cast<void*>(comm));
     // A broken communicator (a failed collective) is what shrinking is for, and a revoked one (collieCommRevoke)
     // is the way NCCL prepares it: only an aborted or finalized one is refused.
-    if (comm->aborted.load() && !comm->revoked.load())
-      return Status::error(collieInvalidUsage, "%s: comm was aborted", call);
-    if (comm->finalized)
-      return Status::error(collieInvalidUsage, "%s: comm was finalized; only collieCommDestroy may follow", call);
+    COLLIE_RETURN_IF_ERROR(collie::api::checkComm(comm, call, collie::api::Accept::kRevokedOrBroken));
     if (shrinkFlags != COLLIE_SHRINK_DEFAULT && shrinkFlags != COLLIE_SHRINK_ABORT)
       return Status::error(collieInvalidArgument,
                            "%s: shrinkFlags %d is neither COLLIE_SHRINK_DEFAULT (0) nor COLLIE_SHRINK_ABORT (1)", call,

@@ -124,9 +124,7 @@ extern "C" collieResult_t collieCommSplit(collieComm_t comm, int color, int key,
     if (newcomm == nullptr) return Status::error(collieInvalidArgument, "%s: newcomm is NULL", call);
     *newcomm = nullptr;
     // A revoked communicator (collieCommRevoke) may be split: its work has stopped, and the split needs none of it.
-    // Pinned is live, so only then is comm read.
-    if (comm == nullptr || comm != collie::api::CommPin::pinned() || !comm->revoked.load())
-      COLLIE_RETURN_IF_ERROR(checkComm(comm, call));
+    COLLIE_RETURN_IF_ERROR(checkComm(comm, call, collie::api::Accept::kRevoked));
     if (color < 0 && color != COLLIE_SPLIT_NOCOLOR)
       return Status::error(collieInvalidArgument, "%s: color %d must be >= 0 or COLLIE_SPLIT_NOCOLOR (-1)", call,
                            color);
