@@ -317,6 +317,30 @@ TEST(CudaBackend, MissingPeerTimesOutWithAsyncError) {
   cudaFree(buf);
 }
 
+// Every rank of `comms` but `missing` queues an allreduce on a stream of its own; each kernel then waits for the
+// missing rank. Buffers and streams are freed with the object.
+struct KernelsWaitingForOneRank {
+  void start(const collie::test::Comms& comms, int missing) {
+    bufs.assign(static_cast<size_t>(comms.size()), nullptr);
+    streams.assign(static_cast<size_t>(comms.size()), nullptr);
+    for (int r = 0; r < comms.size(); ++r) {
+      if (r == missing) continue;
+      ASSERT_EQ(cudaMalloc(&bufs[r], 1024 * sizeof(float)), cudaSuccess);
+      ASSERT_EQ(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking), cudaSuccess);
+      ASSERT_EQ(collieAllReduce(bufs[r], bufs[r], 1024, collieFloat32, collieSum, comms[r], streams[r]), collieSuccess)
+          << collieGetLastError(comms[r]);
+    }
+  }
+  ~KernelsWaitingForOneRank() {
+    for (size_t r = 0; r < bufs.size(); ++r) {
+      if (streams[r] != nullptr) cudaStreamDestroy(streams[r]);
+      if (bufs[r] != nullptr) cudaFree(bufs[r]);
+    }
+  }
+  std::vector<float*> bufs;
+  std::vector<cudaStream_t> streams;
+};
+
 // Kernels left waiting for a rank that never calls are stopped by collieCommRevoke, which returns once they have:
 // the streams are then idle, the revoked communicators report success, and take no more collectives.
 TEST(CudaBackend, RevokeStopsKernelsWaitingForTheMissingRank) {
@@ -325,28 +349,23 @@ TEST(CudaBackend, RevokeStopsKernelsWaitingForTheMissingRank) {
   ScopedEnv timeout("COLLIE_TIMEOUT", "60");
   collie::test::Comms comms(3);
   ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
-  float* buf[2] = {};
-  cudaStream_t streams[2] = {};
-  for (int r = 0; r < 2; ++r) {
-    ASSERT_EQ(cudaMalloc(&buf[r], 1024 * sizeof(float)), cudaSuccess);
-    ASSERT_EQ(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking), cudaSuccess);
-    ASSERT_EQ(collieAllReduce(buf[r], buf[r], 1024, collieFloat32, collieSum, comms[r], streams[r]), collieSuccess)
-        << collieGetLastError(comms[r]);
-  }
+  const int gone = 1;
+  KernelsWaitingForOneRank waiting;
+  ASSERT_NO_FATAL_FAILURE(waiting.start(comms, gone));
   const auto t0 = std::chrono::steady_clock::now();
-  for (int r = 0; r < 2; ++r)
+  for (int r : {0, 2})
     EXPECT_EQ(collieCommRevoke(comms[r], COLLIE_REVOKE_DEFAULT), collieSuccess) << collieGetLastError(comms[r]);
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(took, 30.0) << "revoke waited for the kernels' timeout";
-  for (int r = 0; r < 2; ++r) {
-    EXPECT_EQ(cudaStreamQuery(streams[r]), cudaSuccess) << "rank " << r << ": a kernel still runs after the revoke";
+  for (int r : {0, 2}) {
+    EXPECT_EQ(cudaStreamQuery(waiting.streams[r]), cudaSuccess)
+        << "rank " << r << ": a kernel still runs after the revoke";
     collieResult_t async = collieInternalError;
     EXPECT_EQ(collieCommGetAsyncError(comms[r], &async), collieSuccess);
     EXPECT_EQ(async, collieSuccess);
-    EXPECT_EQ(collieAllReduce(buf[r], buf[r], 1024, collieFloat32, collieSum, comms[r], streams[r]),
-              collieInvalidUsage);
-    cudaStreamDestroy(streams[r]);
-    cudaFree(buf[r]);
+    EXPECT_EQ(
+        collieAllReduce(waiting.bufs[r], waiting.bufs[r], 1024, collieFloat32, collieSum, comms[r], waiting.streams[r]),
+        collieInvalidUsage);
   }
 }
 
@@ -359,14 +378,8 @@ TEST(CudaBackend, ShrinkWithAbortStopsKernelsWaitingForTheMissingRank) {
   collie::test::Comms comms(3);
   ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
   const int gone = 1;
-  float* buf[3] = {};
-  cudaStream_t streams[3] = {};
-  for (int r : {0, 2}) {
-    ASSERT_EQ(cudaMalloc(&buf[r], 1024 * sizeof(float)), cudaSuccess);
-    ASSERT_EQ(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking), cudaSuccess);
-    ASSERT_EQ(collieAllReduce(buf[r], buf[r], 1024, collieFloat32, collieSum, comms[r], streams[r]), collieSuccess)
-        << collieGetLastError(comms[r]);
-  }
+  KernelsWaitingForOneRank waiting;
+  ASSERT_NO_FATAL_FAILURE(waiting.start(comms, gone));
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<collieComm_t> children(3, nullptr);
   collie::test::onRanks(3, [&](int r) {
@@ -374,7 +387,7 @@ TEST(CudaBackend, ShrinkWithAbortStopsKernelsWaitingForTheMissingRank) {
     EXPECT_EQ(collieCommShrink(comms[r], &gone, 1, &children[r], nullptr, COLLIE_SHRINK_ABORT), collieSuccess)
         << collieGetLastError(comms[r]);
   });
-  for (int r : {0, 2}) EXPECT_EQ(cudaStreamSynchronize(streams[r]), cudaSuccess);
+  for (int r : {0, 2}) EXPECT_EQ(cudaStreamSynchronize(waiting.streams[r]), cudaSuccess);
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(took, 30.0) << "the parent's kernels waited for rank " << gone << " instead of stopping";
   collieResult_t async = collieSuccess;
@@ -389,10 +402,6 @@ TEST(CudaBackend, ShrinkWithAbortStopsKernelsWaitingForTheMissingRank) {
                                               Memory::kDevice),
               "")
         << (inPlace ? "in place" : "out of place") << " (seed " << seed << ")";
-  for (int r : {0, 2}) {
-    cudaStreamDestroy(streams[r]);
-    cudaFree(buf[r]);
-  }
 }
 
 }  // namespace
