@@ -182,7 +182,7 @@ Status executeScaled(collieComm_t comm, const Call& call, const collie::ScaleArg
     // The scaling kernel and its staging on the communicator's GPU (a group's threads start on device 0).
     collie::DeviceGuard guard(comm->cudaDevice);
     void* staging = nullptr;
-    Status st = collie::scaleInputDevice(scale, call.input, n, call.stream, &staging);
+    Status st = collie::scaleInputDevice(scale, call.input, n, call.stream, comm->executor->devicePool(), &staging);
     if (!st.ok()) {
       comm->asyncError.store(st.code());  // the peers go on without this rank
       return st.withContext(call.name);

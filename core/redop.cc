@@ -86,7 +86,8 @@ Status scaleInput(const ScaleArgs& scale, const void* input, size_t count, std::
   return Status();
 }
 
-Status scaleInputDevice(const ScaleArgs& scale, const void* input, size_t count, void* stream, void** staging) {
+Status scaleInputDevice(const ScaleArgs& scale, const void* input, size_t count, void* stream, void* pool,
+                        void** staging) {
   *staging = nullptr;
   if (count == 0) return Status();
   const size_t es = typeSize(scale.op.type);
@@ -107,9 +108,16 @@ Status scaleInputDevice(const ScaleArgs& scale, const void* input, size_t count,
     memcpy(scalar, scale.op.value, es);
   }
   // Stream-ordered: the staging lives from here to the sum that reads it, and
-  // both allocation and free can be captured into a CUDA graph.
+  // both allocation and free can be captured into a CUDA graph. From the
+  // executor's own pool, which never makes an allocation wait for another
+  // stream: from the default pool, a block another rank of this process freed
+  // after its kernel could come with a wait for that kernel, which waits for ours.
   cudaStream_t s = static_cast<cudaStream_t>(stream);
-  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMallocAsync(staging, count * es, s), "cudaMallocAsync of the scaled input"));
+  const size_t bytes = count * es;
+  COLLIE_RETURN_IF_ERROR(cudaStatus(pool != nullptr
+                                        ? cudaMallocFromPoolAsync(staging, bytes, static_cast<cudaMemPool_t>(pool), s)
+                                        : cudaMallocAsync(staging, bytes, s),
+                                    "cudaMallocAsync of the scaled input"));
   const cudaError_t e = static_cast<cudaError_t>(
       launchScale(scale.op.type, *staging, input, count, deviceScalar ? nullptr : scalar, deviceScalar, stream));
   if (e != cudaSuccess) {

@@ -49,8 +49,10 @@ Status scaleInput(const ScaleArgs& scale, const void* input, size_t count, std::
 /// memory, in memory allocated and filled in order on `stream` (a
 /// cudaStream_t); a device-resident scalar the GPU can read is read when the
 /// kernel runs. The caller hands *staging back with releaseInputDevice on the
-/// same stream after enqueueing the sum that reads it. count == 0: null.
-Status scaleInputDevice(const ScaleArgs& scale, const void* input, size_t count, void* stream, void** staging);
+/// same stream after enqueueing the sum that reads it. count == 0: null. `pool`: the cudaMemPool_t to take it
+/// from (Executor::devicePool), or null for the device's default pool.
+Status scaleInputDevice(const ScaleArgs& scale, const void* input, size_t count, void* stream, void* pool,
+                        void** staging);
 Status releaseInputDevice(void* staging, void* stream);
 
 }  // namespace collie

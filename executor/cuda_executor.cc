@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "core/cuda_check.h"
 #include "core/env.h"
@@ -13,6 +14,7 @@
 #include "executor/direct_sends.h"
 #include "executor/launch_plan.h"
 #include "executor/remote_proxy.h"
+#include "kernels/store.h"
 #include "transport/cuda_ipc/device_windows.h"
 
 namespace collie {
@@ -50,6 +52,8 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
   e->layout_ = layout;
   DeviceGuard guard(device);
   COLLIE_RETURN_IF_ERROR(cudaStatus(static_cast<cudaError_t>(preloadProgramKernels()), "loading the program kernels"));
+  COLLIE_RETURN_IF_ERROR(cudaStatus(static_cast<cudaError_t>(preloadStoreKernel()), "loading the store kernel"));
+  COLLIE_RETURN_IF_ERROR(e->createPool());
   const size_t n = layout.nranks;
   e->windows_.resize(n);
   for (size_t r = 0; r < n; ++r) e->windows_[r] = windows.window(static_cast<int>(r));
@@ -120,6 +124,74 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
   return Status();
 }
 
+Status CudaExecutor::createPool() {
+  // Device memory an enqueue needs (program blocks, scratch) comes from a stream-ordered pool of our own.
+  // cudaMalloc may wait for every running kernel of the device (CUDA's "implicit synchronization"), among them
+  // a peer's kernel waiting for the launch this enqueue is about to make. Our own pool: another library's
+  // cudaFreeAsync into a shared one could add a dependency on its stream to our allocation.
+  int supported = 0;
+  if (cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device_) != cudaSuccess || supported == 0) {
+    (void)cudaGetLastError();
+    if (rank_ == 0)
+      COLLIE_INFO(
+          "GPU %d has no memory pools: programs and scratch come from cudaMalloc, which may wait for the "
+          "device while a peer's kernel waits for this rank",
+          device_);
+    return Status();
+  }
+  cudaMemPoolProps props;
+  memset(&props, 0, sizeof(props));
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypeNone;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = device_;
+  cudaMemPool_t pool = nullptr;
+  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMemPoolCreate(&pool, &props), "cudaMemPoolCreate"));
+  pool_ = pool;
+  // Nothing is freed before destroy, so these only make sure of it: memory stays in the pool, and no allocation
+  // waits for a free on another stream.
+  uint64_t keep = UINT64_MAX;
+  int no = 0;
+  COLLIE_RETURN_IF_ERROR(
+      cudaStatus(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute"));
+  return cudaStatus(cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &no),
+                    "cudaMemPoolSetAttribute");
+}
+
+Status CudaExecutor::deviceBlock(size_t bytes, void** out) {
+  RelaxedCapture relaxed;  // while another thread captures in global mode
+  if (pool_ == nullptr) return cudaStatus(cudaMalloc(out, bytes), "cudaMalloc");
+  cudaMemPool_t pool = static_cast<cudaMemPool_t>(pool_);
+  if (!capturing_) {
+    // In the order of the launch's stream, before it; later launches on other streams are ordered after this
+    // one (waitForPrevious), so after the allocation too.
+    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMallocFromPoolAsync(out, bytes, pool, static_cast<cudaStream_t>(planStream_)),
+                                      "cudaMallocFromPoolAsync"));
+    planQueued_ = true;
+    return Status();
+  }
+  // On the capture's stream the allocation would become the graph's, made and freed with each replay. So on a
+  // stream of our own that carries nothing else, whose query says when the memory may be used from any stream:
+  // at once, since nothing in our pool waits for other work.
+  if (allocStream_ == nullptr) {
+    cudaStream_t s = nullptr;
+    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"));
+    allocStream_ = s;
+  }
+  cudaStream_t s = static_cast<cudaStream_t>(allocStream_);
+  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMallocFromPoolAsync(out, bytes, pool, s), "cudaMallocFromPoolAsync"));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(tables_.timeoutSec);
+  for (;;) {
+    const cudaError_t e = cudaStreamQuery(s);
+    if (e == cudaSuccess) return Status();
+    if (e != cudaErrorNotReady) return cudaStatus(e, "cudaStreamQuery after cudaMallocFromPoolAsync");
+    if (std::chrono::steady_clock::now() > deadline)
+      return Status::error(collieTimeout, "rank %d: allocating %zu bytes of device memory took over %.1f s", rank_,
+                           bytes, tables_.timeoutSec);
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
 CudaExecutor::~CudaExecutor() {
   DeviceGuard guard(device_);
   // Kernels still running use everything below; each wait in them is bounded.
@@ -145,13 +217,25 @@ CudaExecutor::~CudaExecutor() {
           static_cast<double>(planNs_) / static_cast<double>(enqueues_) / 1e3);
     (void)cudaFree(phaseNs_);
   }
-  if (programs_ != nullptr)
-    for (void* b : programs_->blocks()) (void)cudaFree(b);
-  for (auto& m : mirrors_)
-    if (m.second != nullptr) (void)cudaFreeHost(m.second);
+  // Program blocks and scratch: back to the pool in the order of a stream of our own (every launch that used them
+  // has finished), then the pool goes, once those frees are done. A cudaFree would wait for the whole device.
+  std::vector<void*> blocks = programs_ != nullptr ? programs_->blocks() : std::vector<void*>();
+  blocks.insert(blocks.end(), scratch_.begin(), scratch_.end());
+  if (pool_ != nullptr && !blocks.empty() && allocStream_ == nullptr) {
+    cudaStream_t s = nullptr;
+    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess) allocStream_ = s;
+  }
+  for (void* b : blocks)
+    if (pool_ == nullptr || allocStream_ == nullptr ||
+        cudaFreeAsync(b, static_cast<cudaStream_t>(allocStream_)) != cudaSuccess)
+      (void)cudaFree(b);
+  if (allocStream_ != nullptr) {
+    (void)cudaStreamSynchronize(static_cast<cudaStream_t>(allocStream_));
+    (void)cudaStreamDestroy(static_cast<cudaStream_t>(allocStream_));
+  }
+  if (pool_ != nullptr) (void)cudaMemPoolDestroy(static_cast<cudaMemPool_t>(pool_));
   for (auto& c : checkpoints_) spareEvents_.push_back(c.second);
   for (void* ev : spareEvents_) (void)cudaEventDestroy(static_cast<cudaEvent_t>(ev));
-  for (void* s : scratch_) (void)cudaFree(s);
   if (lastDone_ != nullptr) (void)cudaEventDestroy(static_cast<cudaEvent_t>(lastDone_));
   if (status_ != nullptr) (void)cudaFreeHost(status_);
   if (counters_ != nullptr) (void)cudaFree(counters_);
@@ -228,36 +312,25 @@ Status CudaExecutor::program(const Program& program, const Step** out) {
     return Status();
   }
   const size_t n = program.steps.size();
-  RelaxedCapture relaxed;
   size_t bytes = 0;
   void* block = programs_->takeFree(n, &bytes);
   if (block == nullptr) {
     bytes = ProgramCache::blockBytes(n);
-    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&block, bytes), "cudaMalloc of a program"));
+    COLLIE_RETURN_IF_ERROR(deviceBlock(bytes, &block).withContext("a program's device memory"));
     extraBytes_ += bytes;
   }
-  // The copy's source: pinned host memory of the block's own, so the copy is truly asynchronous. It is
-  // rewritten only with the block, once every launch that read the block (each queued after its copy) is done.
-  void*& mirror = mirrors_[block];
-  Status st;
-  if (mirror == nullptr) {
-    void* pinned = nullptr;
-    st = cudaStatus(cudaHostAlloc(&pinned, bytes, cudaHostAllocDefault), "cudaHostAlloc of a program");
-    if (st.ok()) mirror = pinned;
-  }
-  // The copy goes on the launch's own stream, right before it, and is never waited for here: a host wait for a
-  // copy on another stream deadlocked on an H200 (2026-11-27), where with more streams than hardware queues the
-  // copy queued behind a peer's kernel that waited for this rank's launch (docs/cuda-executor.md, "Launch state").
-  // During a capture the copy becomes a node of the graph, made at each replay; the block is then the graph's own
-  // (ProgramCache::insert), since before the first replay it holds nothing for another launch to find.
-  if (st.ok()) st = orderPlannedLaunch();
-  if (st.ok()) {
-    memcpy(mirror, program.steps.data(), n * sizeof(Step));
-    st = cudaStatus(cudaMemcpyAsync(block, mirror, n * sizeof(Step), cudaMemcpyHostToDevice,
-                                    static_cast<cudaStream_t>(planStream_)),
+  // The steps travel in the parameters of store kernels on the launch's own stream, right before it, and are
+  // never waited for here: a host wait for a copy on another stream deadlocked on an H200 (2026-11-27), where
+  // with more streams than hardware queues the copy queued behind a peer's kernel that waited for this rank's
+  // launch (docs/cuda-executor.md, "Launch state"); and a copy from host memory would need pinned memory, whose
+  // allocation may wait for the device ("No allocation in an enqueue"). During a capture the stores become
+  // nodes of the graph, run at each replay; the block is then the graph's own (ProgramCache::insert), since
+  // before the first replay it holds nothing for another launch to find.
+  Status st = orderPlannedLaunch();
+  if (st.ok())
+    st = cudaStatus(static_cast<cudaError_t>(launchStore(block, program.steps.data(), n * sizeof(Step), planStream_)),
                     "uploading a program");
-  }
-  if (st.ok()) uploadQueued_ = true;
+  if (st.ok()) planQueued_ = true;
   if (!st.ok()) {
     programs_->release(block, bytes);
     return st;
@@ -366,9 +439,8 @@ Status CudaExecutor::scratch(size_t bytes, void** out) {
   if (bytes > scratchBytes_) {
     // Grown, never shrunk or freed early: launches still queued may use the
     // old buffer, so it lives until the communicator does.
-    RelaxedCapture relaxed;
     void* p = nullptr;
-    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&p, bytes), "cudaMalloc of scratch"));
+    COLLIE_RETURN_IF_ERROR(deviceBlock(bytes, &p).withContext("scratch"));
     scratch_.push_back(p);
     scratchBytes_ = bytes;
     extraBytes_ += bytes;
@@ -433,13 +505,13 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   bool empty = true;
   planStream_ = args.stream;
   planOrdered_ = false;
-  uploadQueued_ = false;
+  planQueued_ = false;
   Status planned = planLaunch(plan, args, tables_, this, &a, &empty);
   tPlan = Clock::now();
   // Program copies already queued for a launch that will not come are the communicator's work all the same:
   // a later launch elsewhere must not overtake them, nor a reused block be rewritten under them.
   auto withoutLaunch = [&](const Status& why) {
-    if (!uploadQueued_) return why;
+    if (!planQueued_) return why;
     enqueued(args.stream);
     const Status recorded = recordDone(args.stream, capturing_);
     return why.ok() ? recorded : why;

@@ -70,6 +70,7 @@ class CudaExecutor : public Executor, private LaunchStorage {
   Status asyncStatus() const override;
   /// Waits for the communicator's last launch (or graph replay) enqueued so far.
   Status synchronize() override;
+  void* devicePool() const override { return pool_; }
   bool directSends(const Program& p, void* const* bufs, size_t elemSize, int divisor,
                    std::vector<uint8_t>* marks) const override {
     return directSendsOf(tables_, p, bufs, elemSize, divisor, marks);
@@ -88,6 +89,11 @@ class CudaExecutor : public Executor, private LaunchStorage {
   Status program(const Program& program, const Step** out) override;
   Status scratch(size_t bytes, void** out) override;
   Status uploadWindowTable();
+  // The pool deviceBlock takes from (none where the GPU has no memory pools).
+  Status createPool();
+  // Device memory for the launch being planned, without waiting for the device: from pool_, in the order of the
+  // launch's stream (during a capture, of allocStream_); with no pool, cudaMalloc. Freed at destroy.
+  Status deviceBlock(size_t bytes, void** out);
   // Learns, without waiting, which launches have finished, so the program cache can reuse their programs' blocks.
   void pollCheckpoints();
   void recordCheckpoint(void* stream);
@@ -127,16 +133,17 @@ class CudaExecutor : public Executor, private LaunchStorage {
   bool everCaptured_ = false;     // a launch was captured: a replay may come between any two launches
   void* lastDone_ = nullptr;      // cudaEvent_t recorded after the last launch or copy
   bool launched_ = false;         // a launch or copy was made
-  // The launch being planned: its stream, whether waitForPrevious ran for it, and whether a program copy was
-  // queued on that stream for it.
+  // The launch being planned: its stream, whether waitForPrevious ran for it, and whether work was queued on that
+  // stream for it (an allocation, a program's store).
   void* planStream_ = nullptr;
   bool planOrdered_ = false;
-  bool uploadQueued_ = false;
+  bool planQueued_ = false;
+  void* pool_ = nullptr;         // cudaMemPool_t of this executor's own, or null
+  void* allocStream_ = nullptr;  // cudaStream_t for allocations during a capture, made at the first
   // Long programs in device memory, reused once no launch reads them (executor/program_cache.h). Launches are
   // numbered; a checkpoint is an event recorded after launch `first`, queried (never waited for): launches run
   // one after another, so when it has happened every launch up to `first` has finished.
   std::unique_ptr<ProgramCache> programs_;
-  std::unordered_map<void*, void*> mirrors_;            // program block -> pinned host memory its copies come from
   uint64_t launchSeq_ = 0;                              // launches made so far; the one being planned is launchSeq_ + 1
   bool capturing_ = false;                              // the launch being planned is captured into a graph
   void* captureGraph_ = nullptr;                        // cudaGraph_t being captured, while capturing_

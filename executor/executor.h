@@ -94,6 +94,9 @@ class Executor {
   virtual Status asyncStatus() const { return Status(); }
   /// Waits until everything enqueued so far has finished.
   virtual Status synchronize() { return Status(); }
+  /// A cudaMemPool_t of the executor's own for the device memory a call takes in stream order (core/redop.cc's
+  /// staging), or null: the device's default pool.
+  virtual void* devicePool() const { return nullptr; }
   /// The steps of `p` whose sends the peers would read in place (markDirectSends' marks, executor/
   /// direct_sends.h) were it run by this executor, as one channel, on `bufs` (input, output, scratch: Buffer
   /// order; only their addresses are used) with elements of `elemSize` and the Simple protocol. False when none

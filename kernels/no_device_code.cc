@@ -14,6 +14,7 @@
 #include "kernels/launch.h"
 #include "kernels/reduce_check.h"
 #include "kernels/scale.h"
+#include "kernels/store.h"
 
 namespace collie {
 
@@ -24,6 +25,8 @@ constexpr int kNoImage = static_cast<int>(cudaErrorNoKernelImageForDevice);
 int preloadProgramKernels() { return kNoImage; }
 int launchProgram(const KernelArgs&, collieDataType_t, ReduceOp, void*) { return kNoImage; }
 int launchScale(collieDataType_t, void*, const void*, size_t, const void*, const void*, void*) { return kNoImage; }
+int preloadStoreKernel() { return kNoImage; }
+int launchStore(void*, const void*, size_t, void*) { return kNoImage; }
 int launchReduceCheck(collieDataType_t, collieRedOp_t, const void*, const void*, void*, size_t, int, void*) {
   return kNoImage;
 }

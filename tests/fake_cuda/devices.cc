@@ -60,6 +60,8 @@ int hardwareQueues() { return setting("COLLIE_FAKE_CUDA_QUEUES", 0, 128); }
 
 bool peerAccess() { return setting("COLLIE_FAKE_CUDA_P2P", 1, 1) != 0; }
 
+bool allocationsSynchronize() { return setting("COLLIE_FAKE_CUDA_ALLOC_SYNC", 1, 1) != 0; }
+
 bool validDevice(int device) { return device >= 0 && device < deviceCount(); }
 
 cudaError_t report(cudaError_t e) {
@@ -181,6 +183,7 @@ cudaError_t deviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
     case cudaDevAttrUnifiedAddressing:
     case cudaDevAttrCanMapHostMemory:
     case cudaDevAttrConcurrentKernels:
+    case cudaDevAttrMemoryPoolsSupported:
       *value = 1;
       break;
     default:

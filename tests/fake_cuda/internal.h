@@ -186,6 +186,8 @@ int deviceCount();
 int hardwareQueues();
 /// COLLIE_FAKE_CUDA_P2P (default 1; 0: no two devices reach each other, as GPUs without P2P).
 bool peerAccess();
+/// COLLIE_FAKE_CUDA_ALLOC_SYNC (default 1; 0: cudaMalloc and cudaHostAlloc do not wait for the device).
+bool allocationsSynchronize();
 /// Records a failure as the thread's last error (cudaErrorNotReady is not an error) and returns it.
 cudaError_t report(cudaError_t e);
 /// Counts a call that may block the calling thread on device work (fakecudaHostWaitsOfThisThread).

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -252,7 +253,12 @@ using fakecuda::Work;
 namespace {
 
 // cudaMalloc, cudaMallocManaged, cudaHostAlloc: not stream-ordered, so "potentially unsafe" while a
-// capture is in progress.
+// capture is in progress. And, as the CUDA programming guide allows ("Implicit Synchronization": a device or
+// page-locked host memory allocation keeps commands of different streams from running at once; "cudaMalloc
+// and cudaFree cause the GPU to synchronize across all executing CUDA streams"), each waits here for the work
+// queued on the device (every device, for host memory) and counts as a host wait: an allocation in an
+// enqueue, while a peer's kernel waits for this rank's launch, deadlocks as it may on a GPU.
+// COLLIE_FAKE_CUDA_ALLOC_SYNC=0 turns the wait off (the count stays).
 cudaError_t allocate(Kind kind, void** out, size_t size) {
   if (out == nullptr) return cudaErrorInvalidValue;
   *out = nullptr;
@@ -264,6 +270,8 @@ cudaError_t allocate(Kind kind, void** out, size_t size) {
     if (const cudaError_t e = unsafeCallCheck(st)) return e;
     if (kind != Kind::kHost)
       if (const cudaError_t e = deviceState(st, device).sticky) return e;
+    countHostWait();
+    if (allocationsSynchronize()) drainDevice(st, lock, kind == Kind::kHost ? -1 : device);
   }
   return createAllocation(kind, size, device, false, out);
 }
@@ -301,7 +309,46 @@ cudaError_t hostGetDevicePointer(void** out, void* host, unsigned int flags) {
   return cudaSuccess;
 }
 
-cudaError_t mallocAsync(void** out, size_t size, cudaStream_t handle) {
+// A memory pool of cudaMemPoolCreate: only its device matters here (allocations are fresh mappings, never
+// reused, so its attributes change nothing). Handles are checked against the live ones.
+struct Pool {
+  int device = 0;
+};
+std::set<const void*>& livePools() {
+  static auto* pools = new std::set<const void*>;  // under the state's lock
+  return *pools;
+}
+
+cudaError_t memPoolCreate(cudaMemPool_t* out, const cudaMemPoolProps* props) {
+  if (out == nullptr || props == nullptr) return cudaErrorInvalidValue;
+  if (const cudaError_t e = begin()) return e;
+  if (props->allocType != cudaMemAllocationTypePinned || props->location.type != cudaMemLocationTypeDevice ||
+      !validDevice(props->location.id))
+    return cudaErrorInvalidValue;
+  auto* pool = new Pool{props->location.id};
+  auto lock = lockState();
+  livePools().insert(pool);
+  *out = reinterpret_cast<cudaMemPool_t>(pool);
+  return cudaSuccess;
+}
+
+cudaError_t findPool(cudaMemPool_t handle, int* device) {
+  auto lock = lockState();
+  if (livePools().count(handle) == 0) return cudaErrorInvalidValue;
+  *device = reinterpret_cast<const Pool*>(handle)->device;
+  return cudaSuccess;
+}
+
+cudaError_t memPoolDestroy(cudaMemPool_t handle) {
+  if (const cudaError_t e = begin()) return e;
+  auto lock = lockState();
+  if (livePools().erase(handle) == 0) return cudaErrorInvalidValue;
+  delete reinterpret_cast<Pool*>(handle);
+  return cudaSuccess;
+}
+
+// `poolDevice` < 0: the stream's device's default pool (cudaMallocAsync).
+cudaError_t mallocAsync(void** out, size_t size, cudaStream_t handle, int poolDevice = -1) {
   if (out == nullptr) return cudaErrorInvalidValue;
   *out = nullptr;
   if (const cudaError_t e = begin()) return e;
@@ -315,7 +362,7 @@ cudaError_t mallocAsync(void** out, size_t size, cudaStream_t handle) {
     if (!s->capture)
       if (const cudaError_t e = legacyCaptureCheck(st, *s)) return e;
     if (const cudaError_t e = deviceState(st, s->device).sticky) return e;
-    device = s->device;
+    device = poolDevice >= 0 ? poolDevice : s->device;
   }
   // Allocated at once (stream order only matters for reuse, which a fresh mapping never is).
   if (const cudaError_t e = createAllocation(Kind::kDevice, size, device, true, out)) return e;
@@ -524,6 +571,25 @@ cudaError_t CUDARTAPI cudaMallocAsync(void** devPtr, size_t size, cudaStream_t s
 }
 
 cudaError_t CUDARTAPI cudaFreeAsync(void* devPtr, cudaStream_t stream) { return report(freeAsync(devPtr, stream)); }
+
+cudaError_t CUDARTAPI cudaMemPoolCreate(cudaMemPool_t* memPool, const cudaMemPoolProps* poolProps) {
+  return report(memPoolCreate(memPool, poolProps));
+}
+
+cudaError_t CUDARTAPI cudaMemPoolDestroy(cudaMemPool_t memPool) { return report(memPoolDestroy(memPool)); }
+
+// Accepted and ignored (see Pool).
+cudaError_t CUDARTAPI cudaMemPoolSetAttribute(cudaMemPool_t memPool, cudaMemPoolAttr, void* value) {
+  int device = 0;
+  if (value == nullptr) return report(cudaErrorInvalidValue);
+  return report(findPool(memPool, &device));
+}
+
+cudaError_t CUDARTAPI cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream) {
+  int device = 0;
+  if (const cudaError_t e = findPool(memPool, &device)) return report(e);
+  return report(mallocAsync(ptr, size, stream, device));
+}
 
 cudaError_t CUDARTAPI cudaPointerGetAttributes(cudaPointerAttributes* attributes, const void* ptr) {
   return report(pointerGetAttributes(attributes, ptr));

@@ -318,7 +318,8 @@ TEST(CudaBackend, MissingPeerTimesOutWithAsyncError) {
 }
 
 // Every rank of `comms` but `missing` queues an allreduce on a stream of its own; each kernel then waits for the
-// missing rank. Buffers and streams are freed with the object.
+// missing rank. Buffers and streams are freed with the object. All are allocated before the first call: a
+// cudaMalloc may wait for the kernels running on the device, here the first rank's, which waits for 60 s.
 struct KernelsWaitingForOneRank {
   void start(const collie::test::Comms& comms, int missing) {
     bufs.assign(static_cast<size_t>(comms.size()), nullptr);
@@ -327,6 +328,9 @@ struct KernelsWaitingForOneRank {
       if (r == missing) continue;
       ASSERT_EQ(cudaMalloc(&bufs[r], 1024 * sizeof(float)), cudaSuccess);
       ASSERT_EQ(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking), cudaSuccess);
+    }
+    for (int r = 0; r < comms.size(); ++r) {
+      if (r == missing) continue;
       ASSERT_EQ(collieAllReduce(bufs[r], bufs[r], 1024, collieFloat32, collieSum, comms[r], streams[r]), collieSuccess)
           << collieGetLastError(comms[r]);
     }

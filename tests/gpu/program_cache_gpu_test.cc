@@ -11,7 +11,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -112,18 +114,42 @@ struct CallBuffers {
   }
 };
 
-// Runs body(r, stream, error) on n rank threads, each with a non-blocking stream of its own; returns each
-// rank's error ("" when it passed).
-std::vector<std::string> onRankStreams(int n, const std::function<void(int, cudaStream_t, std::string&)>& body) {
+// Holds each rank thread until all n have arrived (or 60 s have passed: a broken test must not hang). Every rank
+// makes its buffers before it arrives, so that none is still in cudaMalloc once a peer calls: cudaMalloc may wait
+// for the kernels running on the device (the fake runtime's does), among them the peer's, which waits for this
+// rank's call.
+class Arrival {
+ public:
+  explicit Arrival(int n) : n_(n) {}
+  void arriveAndWait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (++arrived_ == n_) all_.notify_all();
+    all_.wait_for(lock, std::chrono::seconds(60), [&] { return arrived_ >= n_; });
+  }
+
+ private:
+  const int n_;
+  int arrived_ = 0;
+  std::mutex mu_;
+  std::condition_variable all_;
+};
+
+// Runs body(r, stream, error, arrival) on n rank threads, each with a non-blocking stream of its own; the body
+// calls arrival.arriveAndWait() once its buffers are made, failed or not. Returns each rank's error ("" when it
+// passed).
+std::vector<std::string> onRankStreams(int n,
+                                       const std::function<void(int, cudaStream_t, std::string&, Arrival&)>& body) {
   std::vector<std::string> errors(n);
+  Arrival arrival(n);
   collie::test::onRanks(n, [&](int r) {
     std::string& err = errors[static_cast<size_t>(r)];
     cudaStream_t s;
     if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
       err = "cudaStreamCreate";
+      arrival.arriveAndWait();
       return;
     }
-    body(r, s, err);
+    body(r, s, err, arrival);
     cudaStreamDestroy(s);
   });
   return errors;
@@ -197,6 +223,7 @@ TEST(CudaBackend, QueuedLaunchesKeepTheirPrograms) {
   std::atomic<int> queued{0};
   std::atomic<bool> go{false};
   std::vector<std::string> errors(n);
+  Arrival arrival(n);
   collie::test::onRanks(n, [&](int r) {
     std::string& err = errors[static_cast<size_t>(r)];
     cudaStream_t s;
@@ -204,6 +231,7 @@ TEST(CudaBackend, QueuedLaunchesKeepTheirPrograms) {
     std::vector<CallBuffers> b(calls);
     for (int k = 0; k < calls && err.empty(); ++k)
       if (!b[k].make(r, k, 1001 + 16 * static_cast<size_t>(k))) err = "preparing buffers";
+    arrival.arriveAndWait();  // no rank holds its stream while another still allocates
     // Hold the stream until every rank has queued every call (bounded: a broken test must not hang).
     auto hold = [](void* flag) {
       for (int i = 0; i < 60000 && !static_cast<std::atomic<bool>*>(flag)->load(); ++i)
@@ -275,24 +303,26 @@ TEST(CudaBackend, ACapturedProgramIsNeverOverwritten) {
   const int n = 22, eager = 6;
   collie::test::Comms comms(n);
   ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
-  const std::vector<std::string> errors = onRankStreams(n, [&](int r, cudaStream_t s, std::string& err) {
-    // Every buffer made first, freed last: cudaFree may wait for the whole device, where the other ranks'
-    // kernels wait for this rank's next call.
-    // b[0]: the captured call's, larger than the eager ones, so a replay of an eager program would leave
-    // part of it unwritten.
-    std::vector<CallBuffers> b(eager + 1);
-    for (int k = 0; k <= eager && err.empty(); ++k)
-      if (!b[k].make(r, k, 1001 + 16 * static_cast<size_t>(k == 0 ? eager : k - 1))) err = "preparing buffers";
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    if (err.empty()) err = b[0].capture(comms[r], s, &graph, &exec);
-    for (int k = 1; k <= eager && err.empty(); ++k) err = b[k].call(comms[r], s, n, k);
-    if (err.empty() && (cudaGraphLaunch(exec, s) != cudaSuccess || cudaStreamSynchronize(s) != cudaSuccess))
-      err = "replay";
-    if (err.empty()) err = b[0].check(n, 0);
-    if (exec != nullptr) cudaGraphExecDestroy(exec);
-    if (graph != nullptr) cudaGraphDestroy(graph);
-  });
+  const std::vector<std::string> errors =
+      onRankStreams(n, [&](int r, cudaStream_t s, std::string& err, Arrival& arrival) {
+        // Every buffer made first, by every rank (Arrival), and freed last: cudaMalloc and cudaFree may wait for
+        // the whole device, where the other ranks' kernels wait for this rank's next call.
+        // b[0]: the captured call's, larger than the eager ones, so a replay of an eager program would leave
+        // part of it unwritten.
+        std::vector<CallBuffers> b(eager + 1);
+        for (int k = 0; k <= eager && err.empty(); ++k)
+          if (!b[k].make(r, k, 1001 + 16 * static_cast<size_t>(k == 0 ? eager : k - 1))) err = "preparing buffers";
+        arrival.arriveAndWait();
+        cudaGraph_t graph = nullptr;
+        cudaGraphExec_t exec = nullptr;
+        if (err.empty()) err = b[0].capture(comms[r], s, &graph, &exec);
+        for (int k = 1; k <= eager && err.empty(); ++k) err = b[k].call(comms[r], s, n, k);
+        if (err.empty() && (cudaGraphLaunch(exec, s) != cudaSuccess || cudaStreamSynchronize(s) != cudaSuccess))
+          err = "replay";
+        if (err.empty()) err = b[0].check(n, 0);
+        if (exec != nullptr) cudaGraphExecDestroy(exec);
+        if (graph != nullptr) cudaGraphDestroy(graph);
+      });
   for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
 }
 
@@ -307,23 +337,26 @@ TEST(CudaBackend, GraphsThatAreGoneUnpinTheirPrograms) {
   const int n = 22, graphs = 12;
   collie::test::Comms comms(n);
   ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
-  const std::vector<std::string> errors = onRankStreams(n, [&](int r, cudaStream_t s, std::string& err) {
-    // Call 2k is graph k's, call 2k + 1 an eager one; every buffer made first (see ACapturedProgramIsNeverOverwritten).
-    std::vector<CallBuffers> b(2 * graphs);
-    for (int k = 0; k < 2 * graphs && err.empty(); ++k)
-      if (!b[k].make(r, k, 1001 + 16 * static_cast<size_t>(k))) err = "preparing buffers";
-    for (int k = 0; k < graphs && err.empty(); ++k) {
-      cudaGraph_t graph = nullptr;
-      cudaGraphExec_t exec = nullptr;
-      err = b[2 * k].capture(comms[r], s, &graph, &exec);
-      if (err.empty() && (cudaGraphLaunch(exec, s) != cudaSuccess || cudaStreamSynchronize(s) != cudaSuccess))
-        err = "replay " + std::to_string(k);
-      if (err.empty()) err = b[2 * k].check(n, 2 * k);
-      if (exec != nullptr) cudaGraphExecDestroy(exec);
-      if (graph != nullptr) cudaGraphDestroy(graph);
-      if (err.empty()) err = b[2 * k + 1].call(comms[r], s, n, 2 * k + 1);
-    }
-  });
+  const std::vector<std::string> errors =
+      onRankStreams(n, [&](int r, cudaStream_t s, std::string& err, Arrival& arrival) {
+        // Call 2k is graph k's, call 2k + 1 an eager one; every buffer made first (see
+        // ACapturedProgramIsNeverOverwritten).
+        std::vector<CallBuffers> b(2 * graphs);
+        for (int k = 0; k < 2 * graphs && err.empty(); ++k)
+          if (!b[k].make(r, k, 1001 + 16 * static_cast<size_t>(k))) err = "preparing buffers";
+        arrival.arriveAndWait();
+        for (int k = 0; k < graphs && err.empty(); ++k) {
+          cudaGraph_t graph = nullptr;
+          cudaGraphExec_t exec = nullptr;
+          err = b[2 * k].capture(comms[r], s, &graph, &exec);
+          if (err.empty() && (cudaGraphLaunch(exec, s) != cudaSuccess || cudaStreamSynchronize(s) != cudaSuccess))
+            err = "replay " + std::to_string(k);
+          if (err.empty()) err = b[2 * k].check(n, 2 * k);
+          if (exec != nullptr) cudaGraphExecDestroy(exec);
+          if (graph != nullptr) cudaGraphDestroy(graph);
+          if (err.empty()) err = b[2 * k + 1].call(comms[r], s, n, 2 * k + 1);
+        }
+      });
   for (int r = 0; r < n; ++r) {
     EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
     const auto* exec = dynamic_cast<const collie::CudaExecutor*>(comms[r]->executor.get());

@@ -1,0 +1,140 @@
+// Unit tests of the fake CUDA runtime's allocations as they meet running work: cudaMalloc and
+// cudaHostAlloc wait for the device, as the CUDA programming guide allows ("Implicit Synchronization"),
+// while stream-ordered allocations, from the default pool or one of cudaMemPoolCreate, wait for nothing.
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "fake_cudart_test_util.h"
+
+extern "C" unsigned long long fakecudaHostWaitsOfThisThread(void);
+
+namespace fakecuda_test {
+namespace {
+
+using fakecuda::enqueue;
+
+// A kernel that spins until `gate` opens, standing for a peer's kernel waiting for this rank.
+struct GatedStream {
+  GatedStream() {
+    EXPECT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    EXPECT_EQ(enqueue(stream,
+                      [this] {
+                        const cudaError_t e = gated(gate)();
+                        ran = true;
+                        return e;
+                      }),
+              cudaSuccess);
+  }
+  ~GatedStream() {
+    gate = true;
+    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  }
+  // Opens the gate from another thread after `delay`.
+  std::thread openAfter(std::chrono::milliseconds delay) {
+    return std::thread([this, delay] {
+      std::this_thread::sleep_for(delay);
+      gate = true;
+    });
+  }
+  cudaStream_t stream = nullptr;
+  std::atomic<bool> gate{false};
+  std::atomic<bool> ran{false};
+};
+
+TEST_F(FakeCuda, DeviceAndPinnedAllocationsWaitForRunningWork) {
+  for (bool host : {false, true}) {
+    GatedStream busy;
+    std::thread opener = busy.openAfter(50ms);
+    const unsigned long long waits = fakecudaHostWaitsOfThisThread();
+    void* p = nullptr;
+    EXPECT_EQ(host ? cudaHostAlloc(&p, 256, cudaHostAllocDefault) : cudaMalloc(&p, 256), cudaSuccess);
+    EXPECT_TRUE(busy.ran.load()) << (host ? "cudaHostAlloc" : "cudaMalloc") << " returned while work ran";
+    EXPECT_EQ(fakecudaHostWaitsOfThisThread(), waits + 1);
+    opener.join();
+    EXPECT_EQ(host ? cudaFreeHost(p) : cudaFree(p), cudaSuccess);
+  }
+}
+
+TEST_F(FakeCuda, WithoutTheAllocationWaitOnlyTheCountStays) {
+  ASSERT_EQ(setenv("COLLIE_FAKE_CUDA_ALLOC_SYNC", "0", 1), 0);
+  {
+    GatedStream busy;
+    const unsigned long long waits = fakecudaHostWaitsOfThisThread();
+    void* p = nullptr;
+    EXPECT_EQ(cudaMalloc(&p, 256), cudaSuccess);
+    EXPECT_FALSE(busy.ran.load());
+    EXPECT_EQ(fakecudaHostWaitsOfThisThread(), waits + 1);
+    busy.gate = true;
+    EXPECT_EQ(cudaFree(p), cudaSuccess);
+  }
+  ASSERT_EQ(unsetenv("COLLIE_FAKE_CUDA_ALLOC_SYNC"), 0);
+}
+
+TEST_F(FakeCuda, StreamOrderedAllocationsWaitForNothing) {
+  GatedStream busy;
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  cudaMemPoolProps props = {};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = 0;
+  cudaMemPool_t pool = nullptr;
+  ASSERT_EQ(cudaMemPoolCreate(&pool, &props), cudaSuccess);
+  uint64_t keep = UINT64_MAX;
+  EXPECT_EQ(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), cudaSuccess);
+  const unsigned long long waits = fakecudaHostWaitsOfThisThread();
+  void *a = nullptr, *b = nullptr;
+  EXPECT_EQ(cudaMallocAsync(&a, 256, s), cudaSuccess);
+  EXPECT_EQ(cudaMallocFromPoolAsync(&b, 256, pool, s), cudaSuccess);
+  EXPECT_EQ(cudaStreamQuery(s), cudaSuccess);  // nothing queued: usable from any stream
+  EXPECT_FALSE(busy.ran.load());
+  EXPECT_EQ(fakecudaHostWaitsOfThisThread(), waits);
+  cudaPointerAttributes attr;
+  ASSERT_EQ(cudaPointerGetAttributes(&attr, b), cudaSuccess);
+  EXPECT_EQ(attr.type, cudaMemoryTypeDevice);
+  EXPECT_EQ(attr.device, 0);
+  EXPECT_EQ(cudaFreeAsync(a, s), cudaSuccess);
+  EXPECT_EQ(cudaFreeAsync(b, s), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(cudaMemPoolDestroy(pool), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+}
+
+TEST_F(FakeCuda, PoolHandlesAndPropertiesAreChecked) {
+  cudaMemPoolProps props = {};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = 9;  // 4 devices
+  cudaMemPool_t pool = nullptr;
+  EXPECT_EQ(cudaMemPoolCreate(&pool, &props), cudaErrorInvalidValue);
+  props.location.id = 1;
+  ASSERT_EQ(cudaMemPoolCreate(&pool, &props), cudaSuccess);
+  int supported = 0;
+  EXPECT_EQ(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, 1), cudaSuccess);
+  EXPECT_EQ(supported, 1);
+  // Memory of the pool's device, whatever device is current.
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  void* p = nullptr;
+  ASSERT_EQ(cudaMallocFromPoolAsync(&p, 64, pool, s), cudaSuccess);
+  cudaPointerAttributes attr;
+  ASSERT_EQ(cudaPointerGetAttributes(&attr, p), cudaSuccess);
+  EXPECT_EQ(attr.device, 1);
+  EXPECT_EQ(cudaFreeAsync(p, s), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  EXPECT_EQ(cudaMemPoolDestroy(pool), cudaSuccess);
+  int no = 0;
+  EXPECT_EQ(cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &no), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMallocFromPoolAsync(&p, 64, pool, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemPoolDestroy(pool), cudaErrorInvalidValue);
+  cudaGetLastError();
+}
+
+}  // namespace
+}  // namespace fakecuda_test
