@@ -31,7 +31,7 @@ class BootstrapBuilder {
                        double timeoutSec, std::unique_ptr<Bootstrap>* out);
 
  private:
-  // Hello to the root, then the table: fills b's infos_, addrs_ and peerAddrs_ (every listen address).
+  // Hello to the root, then the table: fills b's infos_ and peerAddrs_ (every listen address).
   static Status rendezvous(Bootstrap* b, const UniqueIdInfo& root, const Socket& listener, const SockAddr& listenAddr,
                            const void* info, double timeoutSec);
   static Status buildRing(Bootstrap* b, const Socket& listener, double timeoutSec);
@@ -82,9 +82,6 @@ Status BootstrapBuilder::rendezvous(Bootstrap* b, const UniqueIdInfo& rootInfo, 
   wire::Table table;
   COLLIE_RETURN_IF_ERROR(wire::parseTable(payload.data(), len, b->nranks_, b->infoBytes_, root, &table));
   b->infos_ = std::move(table.infos);
-  b->addrs_.resize(b->nranks_);
-  if (b->nranks_ > 1)
-    for (int r = 0; r < b->nranks_; ++r) b->addrs_[r] = table.peers[r].toString();
   b->peerAddrs_ = std::move(table.peers);
   return Status();
 }
@@ -173,9 +170,8 @@ Bootstrap::~Bootstrap() {
 }
 
 std::string Bootstrap::peerName(int r) const {
-  if (r >= 0 && r < static_cast<int>(addrs_.size()) && !addrs_[r].empty()) {
-    return "rank " + std::to_string(r) + " (" + addrs_[r] + ")";
-  }
+  if (r >= 0 && r < static_cast<int>(peerAddrs_.size()))
+    return "rank " + std::to_string(r) + " (" + peerAddrs_[r].toString() + ")";
   return "rank " + std::to_string(r);
 }
 

@@ -134,12 +134,11 @@ class Bootstrap {
   int nranks_ = 1;
   size_t infoBytes_ = 0;
   std::vector<uint8_t> infos_;
-  std::vector<std::string> addrs_;  // every rank's listen address, for error sentences
   Secret secret_{};
   int nextFd_ = -1;  // connection to rank+1
   int prevFd_ = -1;  // connection from rank-1
   Socket listener_;  // our listener, kept for recvFrom (none for one rank)
-  // Every rank's listen address, for the ring's set-up and sendTo (none for one rank).
+  // Every rank's listen address, for the ring's set-up, sendTo and error sentences (none for one rank).
   std::vector<SockAddr> peerAddrs_;
   double timeoutSec_ = 300;
   std::atomic<bool> aborted_{false};
