@@ -148,14 +148,24 @@ Status CudaExecutor::createPool() {
   cudaMemPool_t pool = nullptr;
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMemPoolCreate(&pool, &props), "cudaMemPoolCreate"));
   pool_ = pool;
-  // Nothing is freed before destroy, so these only make sure of it: memory stays in the pool, and no allocation
-  // waits for a free on another stream.
+  // Memory stays in the pool once freed (only a pre-multiplied sum's staging is freed before destroy), and no
+  // allocation waits for a free on another stream.
   uint64_t keep = UINT64_MAX;
   int no = 0;
   COLLIE_RETURN_IF_ERROR(
       cudaStatus(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute"));
   return cudaStatus(cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &no),
                     "cudaMemPoolSetAttribute");
+}
+
+Status CudaExecutor::ownStream(void** out) {
+  if (ownStream_ == nullptr) {
+    cudaStream_t s = nullptr;
+    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"));
+    ownStream_ = s;
+  }
+  *out = ownStream_;
+  return Status();
 }
 
 Status CudaExecutor::deviceBlock(size_t bytes, void** out) {
@@ -173,12 +183,9 @@ Status CudaExecutor::deviceBlock(size_t bytes, void** out) {
   // On the capture's stream the allocation would become the graph's, made and freed with each replay. So on a
   // stream of our own that carries nothing else, whose query says when the memory may be used from any stream:
   // at once, since nothing in our pool waits for other work.
-  if (allocStream_ == nullptr) {
-    cudaStream_t s = nullptr;
-    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"));
-    allocStream_ = s;
-  }
-  cudaStream_t s = static_cast<cudaStream_t>(allocStream_);
+  void* own = nullptr;
+  COLLIE_RETURN_IF_ERROR(ownStream(&own));
+  cudaStream_t s = static_cast<cudaStream_t>(own);
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMallocFromPoolAsync(out, bytes, pool, s), "cudaMallocFromPoolAsync"));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(tables_.timeoutSec);
   for (;;) {
@@ -197,16 +204,14 @@ CudaExecutor::~CudaExecutor() {
   // Kernels still running use everything below; each wait in them is bounded.
   if (launched_) (void)cudaEventSynchronize(static_cast<cudaEvent_t>(lastDone_));
   if (phaseNs_ != nullptr) {
-    // On a non-blocking stream of our own, made only now: a copy on the legacy stream would wait for peers'
-    // kernels too, and every stream takes one of the GPU's hardware queues (CUDA_DEVICE_MAX_CONNECTIONS).
+    // On the non-blocking stream of our own: a copy on the legacy stream would wait for peers' kernels too.
     uint64_t sums[kPhaseWords] = {};
-    cudaStream_t s = nullptr;
-    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess) {
-      if (cudaMemcpyAsync(sums, phaseNs_, sizeof(sums), cudaMemcpyDeviceToHost, s) == cudaSuccess &&
-          cudaStreamSynchronize(s) == cudaSuccess)
-        reportKernelPhases(rank_, sums);
-      (void)cudaStreamDestroy(s);
-    }
+    void* s = nullptr;
+    if (ownStream(&s).ok() &&
+        cudaMemcpyAsync(sums, phaseNs_, sizeof(sums), cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(s)) ==
+            cudaSuccess &&
+        cudaStreamSynchronize(static_cast<cudaStream_t>(s)) == cudaSuccess)
+      reportKernelPhases(rank_, sums);
     if (enqueues_ > 0)
       COLLIE_WARN(
           "rank %d: host enqueue (COLLIE_KERNEL_TIMING=1), mean per launch over %llu launches: %.2f us, "
@@ -221,17 +226,13 @@ CudaExecutor::~CudaExecutor() {
   // has finished), then the pool goes, once those frees are done. A cudaFree would wait for the whole device.
   std::vector<void*> blocks = programs_ != nullptr ? programs_->blocks() : std::vector<void*>();
   blocks.insert(blocks.end(), scratch_.begin(), scratch_.end());
-  if (pool_ != nullptr && !blocks.empty() && allocStream_ == nullptr) {
-    cudaStream_t s = nullptr;
-    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess) allocStream_ = s;
-  }
+  void* own = nullptr;
+  const bool async = pool_ != nullptr && !blocks.empty() && ownStream(&own).ok();
   for (void* b : blocks)
-    if (pool_ == nullptr || allocStream_ == nullptr ||
-        cudaFreeAsync(b, static_cast<cudaStream_t>(allocStream_)) != cudaSuccess)
-      (void)cudaFree(b);
-  if (allocStream_ != nullptr) {
-    (void)cudaStreamSynchronize(static_cast<cudaStream_t>(allocStream_));
-    (void)cudaStreamDestroy(static_cast<cudaStream_t>(allocStream_));
+    if (!async || cudaFreeAsync(b, static_cast<cudaStream_t>(own)) != cudaSuccess) (void)cudaFree(b);
+  if (ownStream_ != nullptr) {
+    (void)cudaStreamSynchronize(static_cast<cudaStream_t>(ownStream_));
+    (void)cudaStreamDestroy(static_cast<cudaStream_t>(ownStream_));
   }
   if (pool_ != nullptr) (void)cudaMemPoolDestroy(static_cast<cudaMemPool_t>(pool_));
   for (auto& c : checkpoints_) spareEvents_.push_back(c.second);

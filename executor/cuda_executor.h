@@ -92,8 +92,10 @@ class CudaExecutor : public Executor, private LaunchStorage {
   // The pool deviceBlock takes from (none where the GPU has no memory pools).
   Status createPool();
   // Device memory for the launch being planned, without waiting for the device: from pool_, in the order of the
-  // launch's stream (during a capture, of allocStream_); with no pool, cudaMalloc. Freed at destroy.
+  // launch's stream (during a capture, of ownStream_); with no pool, cudaMalloc. Freed at destroy.
   Status deviceBlock(size_t bytes, void** out);
+  // ownStream_ (a cudaStream_t), made now if it is not yet.
+  Status ownStream(void** out);
   // Learns, without waiting, which launches have finished, so the program cache can reuse their programs' blocks.
   void pollCheckpoints();
   void recordCheckpoint(void* stream);
@@ -138,8 +140,10 @@ class CudaExecutor : public Executor, private LaunchStorage {
   void* planStream_ = nullptr;
   bool planOrdered_ = false;
   bool planQueued_ = false;
-  void* pool_ = nullptr;         // cudaMemPool_t of this executor's own, or null
-  void* allocStream_ = nullptr;  // cudaStream_t for allocations during a capture, made at the first
+  void* pool_ = nullptr;  // cudaMemPool_t of this executor's own, or null
+  // cudaStream_t of our own (ownStream), made at the first need: allocations during a capture, and at destroy the
+  // timing readback and the pool's frees. Every stream takes one of the GPU's hardware queues.
+  void* ownStream_ = nullptr;
   // Long programs in device memory, reused once no launch reads them (executor/program_cache.h). Launches are
   // numbered; a checkpoint is an event recorded after launch `first`, queried (never waited for): launches run
   // one after another, so when it has happened every launch up to `first` has finished.

@@ -7,7 +7,6 @@
 //
 // Host threads per emulated block: COLLIE_FAKE_CUDA_THREADS (default 2: enough
 // for the block barrier and the threads' split of a slice to matter).
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -81,19 +80,13 @@ int launchScale(collieDataType_t type, void* dst, const void* src, size_t n, con
 int preloadStoreKernel() { return static_cast<int>(cudaSuccess); }
 
 int launchStore(void* dst, const void* src, size_t bytes, void* stream) {
-  // Chunk by chunk, each taking its bytes now, as a launch copies its parameters.
-  for (size_t off = 0; off < bytes; off += kStoreChunkBytes) {
-    const size_t n = std::min(bytes - off, kStoreChunkBytes);
-    auto data = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(src) + off,
-                                                             static_cast<const unsigned char*>(src) + off + n);
-    unsigned char* to = static_cast<unsigned char*>(dst) + off;
-    const cudaError_t e = fakecuda::enqueue(static_cast<cudaStream_t>(stream), [data, to]() {
-      memcpy(to, data->data(), data->size());
-      return cudaSuccess;
-    });
-    if (e != cudaSuccess) return static_cast<int>(e);
-  }
-  return static_cast<int>(cudaSuccess);
+  // The bytes are taken now, as a launch copies its parameters; one work item stands for all the chunks' launches.
+  auto data = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(src),
+                                                           static_cast<const unsigned char*>(src) + bytes);
+  return static_cast<int>(fakecuda::enqueue(static_cast<cudaStream_t>(stream), [data, dst]() {
+    memcpy(dst, data->data(), data->size());
+    return cudaSuccess;
+  }));
 }
 
 int launchReduceCheck(collieDataType_t type, collieRedOp_t op, const void* a, const void* b, void* out, size_t n,
