@@ -485,7 +485,7 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   if (comm->backend == collieBackendCuda) {
     DeviceGuard guard(comm->cudaDevice);
     COLLIE_RETURN_IF_ERROR(guard.status());
-    COLLIE_RETURN_IF_ERROR(allocateDeviceToken(comm.get()));
+    COLLIE_RETURN_IF_ERROR(allocateDeviceToken(comm.get(), options.timeoutSec));
     comm->executor = std::make_unique<StagedExecutor>(std::move(host), cudaMover(comm->cudaDevice));
     if (comm->remote)
       COLLIE_INFO(

@@ -28,6 +28,7 @@ class Bootstrap;
 class ShmWindows;
 class RemoteWindows;
 class RemoteProxy;
+class DevicePool;
 class DeviceWindows;
 class Executor;
 struct WindowLayout;
@@ -59,6 +60,7 @@ struct collieComm {
   // `remote`; declared before it, so freed after it (the transport writes into the proxy's inbox).
   std::unique_ptr<collie::RemoteProxy> proxy;
   std::unique_ptr<collie::RemoteWindows> remote;         // UCX to ranks on other hosts; null when all share ours
+  std::shared_ptr<collie::DevicePool> devicePool;        // CUDA backend: its device memory (core/device_memory.h)
   std::unique_ptr<collie::DeviceWindows> deviceWindows;  // CUDA backend
   std::unique_ptr<collie::Executor> executor;
   size_t hostFootprint = 0;                // bytes of windows this rank owns
@@ -139,8 +141,9 @@ Status setupCudaBackend(collieComm* comm, const InitOptions& options, const std:
 /// rank set COLLIE_P2P=0. Then device buffers go through pinned host memory (the staged path), said in the log.
 /// Collective over the bootstrap.
 Status agreeOnDirectPeers(collieComm* comm, bool* direct);
-/// collieBarrier's byte in device memory (CUDA backend, also on the staged path).
-Status allocateDeviceToken(collieComm* comm);
+/// collieBarrier's byte in device memory (CUDA backend, also on the staged path), from comm->devicePool (made
+/// here if setupCudaBackend has not).
+Status allocateDeviceToken(collieComm* comm, double timeoutSec);
 /// Frees what setupCudaBackend made, after the peers stopped using it.
 void teardownCudaBackend(collieComm* comm);
 

@@ -8,6 +8,7 @@
 
 #include "core/comm.h"
 #include "core/cuda_check.h"
+#include "core/device_memory.h"
 #include "core/env.h"
 #include "core/log.h"
 #include "executor/cuda_executor.h"
@@ -218,11 +219,16 @@ Status setupCudaBackend(collieComm* comm, const InitOptions& options, const std:
   COLLIE_RETURN_IF_ERROR(deviceLayout(comm, &layout));
   const bool spans = std::find(otherHost.begin(), otherHost.end(), true) != otherHost.end();
   COLLIE_RETURN_IF_ERROR(readProtocol(spans, &comm->llMaxBytes));
+  // All device memory of the communicator comes from here, and no call of init or destroy waits for the device
+  // (core/device_memory.h). Those before the barrier below could; those after it could not, since a peer that is
+  // through may already have launched a kernel of another communicator that waits for us.
+  COLLIE_RETURN_IF_ERROR(DevicePool::create(comm->cudaDevice, comm->rank, options.timeoutSec, &comm->devicePool));
   COLLIE_RETURN_IF_ERROR(DeviceWindows::create(comm->bootstrap.get(), comm->peers, comm->cudaDevice,
-                                               layout.totalBytes(), &comm->deviceWindows));
+                                               layout.totalBytes(), comm->devicePool, &comm->deviceWindows));
   std::unique_ptr<CudaExecutor> exec;
-  COLLIE_RETURN_IF_ERROR(
-      CudaExecutor::create(comm->rank, comm->cudaDevice, layout, *comm->deviceWindows, options.timeoutSec, &exec));
+  COLLIE_RETURN_IF_ERROR(CudaExecutor::create(comm->rank, comm->cudaDevice, layout, *comm->deviceWindows,
+                                              comm->devicePool, options.timeoutSec, &exec));
+  COLLIE_RETURN_IF_ERROR(allocateDeviceToken(comm, options.timeoutSec));
   if (spans) {
     COLLIE_RETURN_IF_ERROR(
         RemoteProxy::create(comm->rank, layout, otherHost, RemoteProxy::pinnedMemory(comm->cudaDevice), &comm->proxy));
@@ -244,12 +250,6 @@ Status setupCudaBackend(collieComm* comm, const InitOptions& options, const std:
     COLLIE_RETURN_IF_ERROR(comm->bootstrap->barrier());
     COLLIE_RETURN_IF_ERROR(exec->checkPeers());
   }
-  COLLIE_RETURN_IF_ERROR(allocateDeviceToken(comm));
-  // Init wrote the window table, the counters and the token on the legacy
-  // stream (a cudaMemset, or a cudaMemcpy from pageable memory, may return
-  // before it lands), and the user's kernels may come on streams that do not
-  // wait for it.
-  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamSynchronize(cudaStreamLegacy), "synchronising init's writes"));
   comm->deviceFootprint = layout.totalBytes() + exec->deviceExtraBytes() + 16;
   if (!spans && ranksPerDevice(comm) == comm->nranks) useSharedGpuModel(comm);
   // A round spans every channel, each a complete collective on its part (core/collectives.cc): to the simulator
@@ -268,24 +268,21 @@ Status setupCudaBackend(collieComm* comm, const InitOptions& options, const std:
   return Status();
 }
 
-Status allocateDeviceToken(collieComm* comm) {
-  if (cudaMalloc(&comm->deviceToken, 16) != cudaSuccess || cudaMemset(comm->deviceToken, 0, 16) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return Status::error(collieUnhandledCudaError, "cudaMalloc of the barrier byte failed");
-  }
-  return Status();
+Status allocateDeviceToken(collieComm* comm, double timeoutSec) {
+  if (!comm->devicePool)
+    COLLIE_RETURN_IF_ERROR(DevicePool::create(comm->cudaDevice, comm->rank, timeoutSec, &comm->devicePool));
+  COLLIE_RETURN_IF_ERROR(comm->devicePool->allocate(16, &comm->deviceToken, "allocating the barrier byte"));
+  return comm->devicePool->zero(comm->deviceToken, 16, "zeroing the barrier byte");
 }
 
 void teardownCudaBackend(collieComm* comm) {
   // No barrier with the peers: every launch ends only when its slices have all
   // been consumed (DevicePrims::drain), so after our last launch (the executor
   // waited for it) no peer writes into our window any more.
-  if (comm->deviceToken != nullptr) {
-    DeviceGuard guard(comm->cudaDevice);
-    (void)cudaFree(comm->deviceToken);
-    comm->deviceToken = nullptr;
-  }
+  if (comm->deviceToken != nullptr) comm->devicePool->release(comm->deviceToken);
+  comm->deviceToken = nullptr;
   comm->deviceWindows.reset();
+  comm->devicePool.reset();
 }
 
 }  // namespace collie

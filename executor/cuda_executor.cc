@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/cuda_check.h"
+#include "core/device_memory.h"
 #include "core/env.h"
 #include "core/log.h"
 #include "executor/colocated_streams.h"
@@ -45,15 +46,15 @@ struct GraphHold {
 }  // namespace
 
 Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, const DeviceWindows& windows,
-                            double timeoutSec, std::unique_ptr<CudaExecutor>* out) {
+                            std::shared_ptr<DevicePool> pool, double timeoutSec, std::unique_ptr<CudaExecutor>* out) {
   std::unique_ptr<CudaExecutor> e(new CudaExecutor());
   e->rank_ = rank;
   e->device_ = device;
   e->layout_ = layout;
+  e->pool_ = std::move(pool);
   DeviceGuard guard(device);
   COLLIE_RETURN_IF_ERROR(cudaStatus(static_cast<cudaError_t>(preloadProgramKernels()), "loading the program kernels"));
   COLLIE_RETURN_IF_ERROR(cudaStatus(static_cast<cudaError_t>(preloadStoreKernel()), "loading the store kernel"));
-  COLLIE_RETURN_IF_ERROR(e->createPool());
   const size_t n = layout.nranks;
   e->windows_.resize(n);
   for (size_t r = 0; r < n; ++r) e->windows_[r] = windows.window(static_cast<int>(r));
@@ -63,30 +64,29 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
     e->colocated_ = std::make_unique<ColocatedStreams>(rank, device, windows.window(rank), std::move(peers));
   }
   e->inboxes_.assign(n, e->windows_[static_cast<size_t>(rank)]);
+  // Everything below comes from the communicator's pool and is written on its stream (core/device_memory.h).
   void* p = nullptr;
-  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&p, 2 * n * sizeof(uint8_t*)), "cudaMalloc of the window table"));
+  COLLIE_RETURN_IF_ERROR(e->pool_->allocate(2 * n * sizeof(uint8_t*), &p, "allocating the window table"));
   e->deviceWindows_ = static_cast<uint8_t**>(p);
   COLLIE_RETURN_IF_ERROR(e->uploadWindowTable());
   // posted, consumed and clean (the LL slots' age) per channel per peer
   const size_t counterBytes = 3 * sizeof(uint64_t) * layout.nchannels * n;
-  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&p, counterBytes + 64), "cudaMalloc of the flag counters"));
-  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMemset(p, 0, counterBytes + 64), "cudaMemset"));
+  COLLIE_RETURN_IF_ERROR(e->pool_->allocate(counterBytes + 64, &p, "allocating the flag counters"));
   e->counters_ = static_cast<uint64_t*>(p);
+  COLLIE_RETURN_IF_ERROR(e->pool_->zero(p, counterBytes + 64, "zeroing the flag counters"));
   e->failed_ = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(p) + counterBytes);
   e->extraBytes_ = 2 * n * sizeof(uint8_t*) + counterBytes + 64;
   KernelSwitches switches;
   COLLIE_RETURN_IF_ERROR(readKernelSwitches(&switches));
   if (switches.timing) {
-    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&p, kPhaseWords * sizeof(uint64_t)), "cudaMalloc of kernel timing"));
+    COLLIE_RETURN_IF_ERROR(e->pool_->allocate(kPhaseWords * sizeof(uint64_t), &p, "allocating kernel timing"));
     e->phaseNs_ = static_cast<uint64_t*>(p);
-    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMemset(p, 0, kPhaseWords * sizeof(uint64_t)), "cudaMemset"));
+    COLLIE_RETURN_IF_ERROR(e->pool_->zero(p, kPhaseWords * sizeof(uint64_t), "zeroing kernel timing"));
   }
-  COLLIE_RETURN_IF_ERROR(
-      cudaStatus(cudaHostAlloc(&p, sizeof(DeviceStatus), cudaHostAllocMapped | cudaHostAllocPortable),
-                 "cudaHostAlloc of the status block"));
-  e->status_ = static_cast<DeviceStatus*>(p);
-  memset(p, 0, sizeof(DeviceStatus));
-  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaHostGetDevicePointer(&p, e->status_, 0), "cudaHostGetDevicePointer"));
+  static_assert(sizeof(DeviceStatus) <= kPinnedBlockBytes, "the status block must fit a pinned block");
+  void* host = nullptr;
+  COLLIE_RETURN_IF_ERROR(takePinnedBlock(&host, &p));
+  e->status_ = static_cast<DeviceStatus*>(host);
   // What every launch points at (device addresses).
   LaunchTables& t = e->tables_;
   t.rank = rank;
@@ -124,55 +124,17 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
   return Status();
 }
 
-Status CudaExecutor::createPool() {
-  // Device memory an enqueue needs (program blocks, scratch) comes from a stream-ordered pool of our own.
-  // cudaMalloc may wait for every running kernel of the device (CUDA's "implicit synchronization"), among them
-  // a peer's kernel waiting for the launch this enqueue is about to make. Our own pool: another library's
-  // cudaFreeAsync into a shared one could add a dependency on its stream to our allocation.
-  int supported = 0;
-  if (cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device_) != cudaSuccess || supported == 0) {
-    (void)cudaGetLastError();
-    if (rank_ == 0)
-      COLLIE_INFO(
-          "GPU %d has no memory pools: programs and scratch come from cudaMalloc, which may wait for the "
-          "device while a peer's kernel waits for this rank",
-          device_);
-    return Status();
-  }
-  cudaMemPoolProps props;
-  memset(&props, 0, sizeof(props));
-  props.allocType = cudaMemAllocationTypePinned;
-  props.handleTypes = cudaMemHandleTypeNone;
-  props.location.type = cudaMemLocationTypeDevice;
-  props.location.id = device_;
-  cudaMemPool_t pool = nullptr;
-  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMemPoolCreate(&pool, &props), "cudaMemPoolCreate"));
-  pool_ = pool;
-  // Memory stays in the pool once freed (only a pre-multiplied sum's staging is freed before destroy), and no
-  // allocation waits for a free on another stream.
-  uint64_t keep = UINT64_MAX;
-  int no = 0;
-  COLLIE_RETURN_IF_ERROR(
-      cudaStatus(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute"));
-  return cudaStatus(cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &no),
-                    "cudaMemPoolSetAttribute");
+void CudaExecutor::setTimeout(double seconds) {
+  tables_.timeoutSec = seconds;
+  pool_->setTimeout(seconds);
 }
 
-Status CudaExecutor::ownStream(void** out) {
-  if (ownStream_ == nullptr) {
-    cudaStream_t s = nullptr;
-    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"));
-    ownStream_ = s;
-  }
-  *out = ownStream_;
-  return Status();
-}
+void* CudaExecutor::devicePool() const { return pool_->handle(); }
 
 Status CudaExecutor::deviceBlock(size_t bytes, void** out) {
   RelaxedCapture relaxed;  // while another thread captures in global mode
-  if (pool_ == nullptr) return cudaStatus(cudaMalloc(out, bytes), "cudaMalloc");
-  cudaMemPool_t pool = static_cast<cudaMemPool_t>(pool_);
-  if (!capturing_) {
+  cudaMemPool_t pool = static_cast<cudaMemPool_t>(pool_->handle());
+  if (pool != nullptr && !capturing_) {
     // In the order of the launch's stream, before it; later launches on other streams are ordered after this
     // one (waitForPrevious), so after the allocation too.
     COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMallocFromPoolAsync(out, bytes, pool, static_cast<cudaStream_t>(planStream_)),
@@ -180,23 +142,9 @@ Status CudaExecutor::deviceBlock(size_t bytes, void** out) {
     planQueued_ = true;
     return Status();
   }
-  // On the capture's stream the allocation would become the graph's, made and freed with each replay. So on a
-  // stream of our own that carries nothing else, whose query says when the memory may be used from any stream:
-  // at once, since nothing in our pool waits for other work.
-  void* own = nullptr;
-  COLLIE_RETURN_IF_ERROR(ownStream(&own));
-  cudaStream_t s = static_cast<cudaStream_t>(own);
-  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMallocFromPoolAsync(out, bytes, pool, s), "cudaMallocFromPoolAsync"));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(tables_.timeoutSec);
-  for (;;) {
-    const cudaError_t e = cudaStreamQuery(s);
-    if (e == cudaSuccess) return Status();
-    if (e != cudaErrorNotReady) return cudaStatus(e, "cudaStreamQuery after cudaMallocFromPoolAsync");
-    if (std::chrono::steady_clock::now() > deadline)
-      return Status::error(collieTimeout, "rank %d: allocating %zu bytes of device memory took over %.1f s", rank_,
-                           bytes, tables_.timeoutSec);
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
-  }
+  // On the capture's stream the allocation would become the graph's, made and freed with each replay. So on the
+  // pool's stream, which carries nothing else and is waited for (bounded). Without a pool, cudaMalloc.
+  return pool_->allocate(bytes, out, "allocating device memory for a launch");
 }
 
 CudaExecutor::~CudaExecutor() {
@@ -204,14 +152,9 @@ CudaExecutor::~CudaExecutor() {
   // Kernels still running use everything below; each wait in them is bounded.
   if (launched_) (void)cudaEventSynchronize(static_cast<cudaEvent_t>(lastDone_));
   if (phaseNs_ != nullptr) {
-    // On the non-blocking stream of our own: a copy on the legacy stream would wait for peers' kernels too.
+    // On the pool's stream: a copy on the legacy stream would wait for peers' kernels too.
     uint64_t sums[kPhaseWords] = {};
-    void* s = nullptr;
-    if (ownStream(&s).ok() &&
-        cudaMemcpyAsync(sums, phaseNs_, sizeof(sums), cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(s)) ==
-            cudaSuccess &&
-        cudaStreamSynchronize(static_cast<cudaStream_t>(s)) == cudaSuccess)
-      reportKernelPhases(rank_, sums);
+    if (pool_->copy(sums, phaseNs_, sizeof(sums), "reading the kernel timing").ok()) reportKernelPhases(rank_, sums);
     if (enqueues_ > 0)
       COLLIE_WARN(
           "rank %d: host enqueue (COLLIE_KERNEL_TIMING=1), mean per launch over %llu launches: %.2f us, "
@@ -220,27 +163,20 @@ CudaExecutor::~CudaExecutor() {
           rank_, static_cast<unsigned long long>(enqueues_),
           static_cast<double>(enqueueNs_) / static_cast<double>(enqueues_) / 1e3,
           static_cast<double>(planNs_) / static_cast<double>(enqueues_) / 1e3);
-    (void)cudaFree(phaseNs_);
+    pool_->release(phaseNs_);
   }
-  // Program blocks and scratch: back to the pool in the order of a stream of our own (every launch that used them
-  // has finished), then the pool goes, once those frees are done. A cudaFree would wait for the whole device.
+  // Back to the pool in the order of its stream (every launch that used them has finished); a cudaFree would wait
+  // for the whole device (core/device_memory.h). The status block goes back to the process's pinned blocks.
   std::vector<void*> blocks = programs_ != nullptr ? programs_->blocks() : std::vector<void*>();
   blocks.insert(blocks.end(), scratch_.begin(), scratch_.end());
-  void* own = nullptr;
-  const bool async = pool_ != nullptr && !blocks.empty() && ownStream(&own).ok();
-  for (void* b : blocks)
-    if (!async || cudaFreeAsync(b, static_cast<cudaStream_t>(own)) != cudaSuccess) (void)cudaFree(b);
-  if (ownStream_ != nullptr) {
-    (void)cudaStreamSynchronize(static_cast<cudaStream_t>(ownStream_));
-    (void)cudaStreamDestroy(static_cast<cudaStream_t>(ownStream_));
-  }
-  if (pool_ != nullptr) (void)cudaMemPoolDestroy(static_cast<cudaMemPool_t>(pool_));
+  blocks.push_back(counters_);
+  blocks.push_back(deviceWindows_);
+  if (pool_ != nullptr)
+    for (void* b : blocks) pool_->release(b);
+  givePinnedBlockBack(status_);
   for (auto& c : checkpoints_) spareEvents_.push_back(c.second);
   for (void* ev : spareEvents_) (void)cudaEventDestroy(static_cast<cudaEvent_t>(ev));
   if (lastDone_ != nullptr) (void)cudaEventDestroy(static_cast<cudaEvent_t>(lastDone_));
-  if (status_ != nullptr) (void)cudaFreeHost(status_);
-  if (counters_ != nullptr) (void)cudaFree(counters_);
-  if (deviceWindows_ != nullptr) (void)cudaFree(deviceWindows_);
   (void)cudaGetLastError();
 }
 
@@ -248,8 +184,7 @@ Status CudaExecutor::uploadWindowTable() {
   const size_t n = windows_.size();
   std::vector<uint8_t*> table(windows_);
   table.insert(table.end(), inboxes_.begin(), inboxes_.end());
-  return cudaStatus(cudaMemcpy(deviceWindows_, table.data(), 2 * n * sizeof(uint8_t*), cudaMemcpyHostToDevice),
-                    "uploading the window table");
+  return pool_->copy(deviceWindows_, table.data(), 2 * n * sizeof(uint8_t*), "uploading the window table");
 }
 
 Status CudaExecutor::attachProxy(const RemoteProxy& proxy) {
@@ -268,12 +203,10 @@ Status CudaExecutor::attachProxy(const RemoteProxy& proxy) {
 Status CudaExecutor::initWindow() {
   DeviceGuard guard(device_);
   const WindowHeader h = windowHeader(layout_);
-  COLLIE_RETURN_IF_ERROR(
-      cudaStatus(cudaMemcpy(windows_[static_cast<size_t>(rank_)], &h, sizeof(h), cudaMemcpyHostToDevice),
-                 "writing the window header"));
-  // From pageable memory cudaMemcpy may return before the copy lands; peers read the header (checkPeers)
-  // right after the next barrier. Without this wait, peer processes on an H100 read zeros now and then.
-  return cudaStatus(cudaStreamSynchronize(cudaStreamLegacy), "writing the window header");
+  // Waited for: peers read the header (checkPeers) right after the next barrier. (From pageable memory a
+  // cudaMemcpy may return before the copy lands; without a wait, peer processes on an H100 read zeros now and
+  // then.)
+  return pool_->copy(windows_[static_cast<size_t>(rank_)], &h, sizeof(h), "writing the window header");
 }
 
 Status CudaExecutor::checkPeers(const WindowHeader* gathered) const {
@@ -285,8 +218,7 @@ Status CudaExecutor::checkPeers(const WindowHeader* gathered) const {
         return Status::error(collieInternalError, "rank %zu's device window is neither mapped nor gathered", r);
       h = gathered[r];
     } else {
-      COLLIE_RETURN_IF_ERROR(
-          cudaStatus(cudaMemcpy(&h, windows_[r], sizeof(h), cudaMemcpyDeviceToHost), "reading a peer's window header"));
+      COLLIE_RETURN_IF_ERROR(pool_->copy(&h, windows_[r], sizeof(h), "reading a peer's window header"));
     }
     if (!sameLayout(h, layout_))
       return Status::error(collieInvalidUsage,

@@ -30,14 +30,16 @@ namespace collie {
 struct GraphsGone;  // cuda_executor.cc
 
 class ColocatedStreams;
+class DevicePool;
 class DeviceWindows;
 class RemoteProxy;
 
 class CudaExecutor : public Executor, private LaunchStorage {
  public:
-  /// `windows` must outlive the executor; `device` is the communicator's GPU.
+  /// `windows` must outlive the executor; `device` is the communicator's GPU, `pool` the communicator's device
+  /// memory (core/device_memory.h), from which the executor takes all of its own.
   static Status create(int rank, int device, const WindowLayout& layout, const DeviceWindows& windows,
-                       double timeoutSec, std::unique_ptr<CudaExecutor>* out);
+                       std::shared_ptr<DevicePool> pool, double timeoutSec, std::unique_ptr<CudaExecutor>* out);
   ~CudaExecutor() override;
 
   /// Writes our window header (device memory); peers check it with checkPeers().
@@ -60,7 +62,7 @@ class CudaExecutor : public Executor, private LaunchStorage {
     return tables_.lost != nullptr ? 0 : layout_.nchannels * (llPayloadBytes(layout_.llSlotBytes) / typeSize);
   }
   uint64_t roundElems(size_t typeSize) const override { return layout_.nchannels * (layout_.slotBytes / typeSize); }
-  void setTimeout(double seconds) override { tables_.timeoutSec = seconds; }
+  void setTimeout(double seconds) override;
 
   /// A copy engine's copy in place of a launch, ordered like one (one rank's collectives, a send to self).
   Status localCopy(void* dst, const void* src, size_t bytes, collieStream_t stream) override;
@@ -70,7 +72,7 @@ class CudaExecutor : public Executor, private LaunchStorage {
   Status asyncStatus() const override;
   /// Waits for the communicator's last launch (or graph replay) enqueued so far.
   Status synchronize() override;
-  void* devicePool() const override { return pool_; }
+  void* devicePool() const override;
   bool directSends(const Program& p, void* const* bufs, size_t elemSize, int divisor,
                    std::vector<uint8_t>* marks) const override {
     return directSendsOf(tables_, p, bufs, elemSize, divisor, marks);
@@ -89,13 +91,9 @@ class CudaExecutor : public Executor, private LaunchStorage {
   Status program(const Program& program, const Step** out) override;
   Status scratch(size_t bytes, void** out) override;
   Status uploadWindowTable();
-  // The pool deviceBlock takes from (none where the GPU has no memory pools).
-  Status createPool();
   // Device memory for the launch being planned, without waiting for the device: from pool_, in the order of the
-  // launch's stream (during a capture, of ownStream_); with no pool, cudaMalloc. Freed at destroy.
+  // launch's stream (during a capture, of the pool's stream); with no pool, cudaMalloc. Freed at destroy.
   Status deviceBlock(size_t bytes, void** out);
-  // ownStream_ (a cudaStream_t), made now if it is not yet.
-  Status ownStream(void** out);
   // Learns, without waiting, which launches have finished, so the program cache can reuse their programs' blocks.
   void pollCheckpoints();
   void recordCheckpoint(void* stream);
@@ -140,10 +138,9 @@ class CudaExecutor : public Executor, private LaunchStorage {
   void* planStream_ = nullptr;
   bool planOrdered_ = false;
   bool planQueued_ = false;
-  void* pool_ = nullptr;  // cudaMemPool_t of this executor's own, or null
-  // cudaStream_t of our own (ownStream), made at the first need: allocations during a capture, and at destroy the
-  // timing readback and the pool's frees. Every stream takes one of the GPU's hardware queues.
-  void* ownStream_ = nullptr;
+  // The communicator's device memory and its stream (core/device_memory.h): the window table, counters, program
+  // blocks and scratch; allocations during a capture, and at destroy the timing readback and the frees.
+  std::shared_ptr<DevicePool> pool_;
   // Long programs in device memory, reused once no launch reads them (executor/program_cache.h). Launches are
   // numbered; a checkpoint is an event recorded after launch `first`, queried (never waited for): launches run
   // one after another, so when it has happened every launch up to `first` has finished.

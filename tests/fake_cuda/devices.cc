@@ -62,6 +62,8 @@ bool peerAccess() { return setting("COLLIE_FAKE_CUDA_P2P", 1, 1) != 0; }
 
 bool allocationsSynchronize() { return setting("COLLIE_FAKE_CUDA_ALLOC_SYNC", 1, 1) != 0; }
 
+bool memoryPools() { return setting("COLLIE_FAKE_CUDA_POOLS", 1, 1) != 0; }
+
 bool validDevice(int device) { return device >= 0 && device < deviceCount(); }
 
 cudaError_t report(cudaError_t e) {
@@ -183,8 +185,10 @@ cudaError_t deviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
     case cudaDevAttrUnifiedAddressing:
     case cudaDevAttrCanMapHostMemory:
     case cudaDevAttrConcurrentKernels:
-    case cudaDevAttrMemoryPoolsSupported:
       *value = 1;
+      break;
+    case cudaDevAttrMemoryPoolsSupported:
+      *value = memoryPools() ? 1 : 0;
       break;
     default:
       *value = 0;

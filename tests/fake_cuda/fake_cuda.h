@@ -29,3 +29,9 @@ cudaError_t clearStickyErrorForTesting(int device);
 /// on the host can deadlock on a GPU, where another rank's kernel ahead in a hardware queue waits for this
 /// rank's launch (docs/cuda-executor.md, "Launch state"), while the fake's timing rarely shows it.
 extern "C" unsigned long long fakecudaHostWaitsOfThisThread(void);
+/// Test hook: how many calls that wait for the work of other streams the calling thread has made: every stream of
+/// the device (cudaMalloc, cudaFree, cudaHostAlloc and cudaFreeHost, which wait for every device, and
+/// cudaDeviceSynchronize), or every blocking one (any call on the legacy default stream). Where ranks are threads
+/// sharing a GPU, such a call in init or destroy can wait for a peer's kernel that waits for this rank
+/// (core/device_memory.h).
+extern "C" unsigned long long fakecudaDeviceWaitsOfThisThread(void);

@@ -1,14 +1,17 @@
 // Unit tests of the fake CUDA runtime's allocations as they meet running work: cudaMalloc and
 // cudaHostAlloc wait for the device, as the CUDA programming guide allows ("Implicit Synchronization"),
-// while stream-ordered allocations, from the default pool or one of cudaMemPoolCreate, wait for nothing.
+// while stream-ordered allocations, from the default pool or one of cudaMemPoolCreate, wait for nothing;
+// which calls count as waiting for other streams; a pool's access by other GPUs.
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <thread>
 
 #include "fake_cudart_test_util.h"
 
 extern "C" unsigned long long fakecudaHostWaitsOfThisThread(void);
+extern "C" unsigned long long fakecudaDeviceWaitsOfThisThread(void);
 
 namespace fakecuda_test {
 namespace {
@@ -133,6 +136,74 @@ TEST_F(FakeCuda, PoolHandlesAndPropertiesAreChecked) {
   EXPECT_EQ(cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &no), cudaErrorInvalidValue);
   EXPECT_EQ(cudaMallocFromPoolAsync(&p, 64, pool, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(cudaMemPoolDestroy(pool), cudaErrorInvalidValue);
+  cudaGetLastError();
+}
+
+// The calls that wait for other streams' work are counted (Collie's init and destroy make none where ranks share
+// a GPU, core/device_memory.h); stream-ordered allocation and work on a non-blocking stream are not.
+TEST_F(FakeCuda, DeviceWaitsAreCountedForCallsThatWaitForOtherStreams) {
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  unsigned long long before = fakecudaDeviceWaitsOfThisThread();
+  void* p = nullptr;
+  ASSERT_EQ(cudaMallocAsync(&p, 256, s), cudaSuccess);
+  EXPECT_EQ(cudaMemsetAsync(p, 0, 256, s), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(cudaFreeAsync(p, s), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(fakecudaDeviceWaitsOfThisThread(), before);
+  struct Call {
+    const char* name;
+    std::function<cudaError_t()> run;
+  };
+  void* dev = nullptr;
+  void* host = nullptr;
+  const Call calls[] = {
+      {"cudaMalloc", [&] { return cudaMalloc(&dev, 256); }},
+      {"cudaMemset", [&] { return cudaMemset(dev, 0, 256); }},
+      {"cudaStreamSynchronize of the legacy stream", [&] { return cudaStreamSynchronize(cudaStreamLegacy); }},
+      {"cudaFree", [&] { return cudaFree(dev); }},
+      {"cudaHostAlloc", [&] { return cudaHostAlloc(&host, 256, cudaHostAllocMapped); }},
+      {"cudaFreeHost", [&] { return cudaFreeHost(host); }},
+      {"cudaDeviceSynchronize", [&] { return cudaDeviceSynchronize(); }},
+  };
+  for (const Call& c : calls) {
+    before = fakecudaDeviceWaitsOfThisThread();
+    EXPECT_EQ(c.run(), cudaSuccess) << c.name;
+    EXPECT_EQ(fakecudaDeviceWaitsOfThisThread(), before + 1) << c.name;
+  }
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+}
+
+// cudaMemPoolSetAccess checks its pool and descriptors, and opens a pool to another GPU only with P2P;
+// COLLIE_FAKE_CUDA_POOLS=0 plays a GPU without memory pools.
+TEST_F(FakeCuda, PoolAccessNeedsP2PAndPoolsCanBeMissing) {
+  cudaMemPoolProps props = {};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = 0;
+  cudaMemPool_t pool = nullptr;
+  ASSERT_EQ(cudaMemPoolCreate(&pool, &props), cudaSuccess);
+  cudaMemAccessDesc desc = {};
+  desc.location.type = cudaMemLocationTypeDevice;
+  desc.location.id = 1;
+  desc.flags = cudaMemAccessFlagsProtReadWrite;
+  EXPECT_EQ(cudaMemPoolSetAccess(pool, &desc, 1), cudaSuccess);
+  EXPECT_EQ(cudaMemPoolSetAccess(pool, &desc, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemPoolSetAccess(pool, nullptr, 1), cudaErrorInvalidValue);
+  desc.location.id = 9;  // 4 devices
+  EXPECT_EQ(cudaMemPoolSetAccess(pool, &desc, 1), cudaErrorInvalidValue);
+  desc.location.id = 1;
+  ASSERT_EQ(setenv("COLLIE_FAKE_CUDA_P2P", "0", 1), 0);
+  EXPECT_EQ(cudaMemPoolSetAccess(pool, &desc, 1), cudaErrorInvalidDevice);
+  ASSERT_EQ(unsetenv("COLLIE_FAKE_CUDA_P2P"), 0);
+  EXPECT_EQ(cudaMemPoolDestroy(pool), cudaSuccess);
+  EXPECT_EQ(cudaMemPoolSetAccess(pool, &desc, 1), cudaErrorInvalidValue);
+  int supported = 1;
+  ASSERT_EQ(setenv("COLLIE_FAKE_CUDA_POOLS", "0", 1), 0);
+  EXPECT_EQ(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, 0), cudaSuccess);
+  EXPECT_EQ(supported, 0);
+  ASSERT_EQ(unsetenv("COLLIE_FAKE_CUDA_POOLS"), 0);
   cudaGetLastError();
 }
 

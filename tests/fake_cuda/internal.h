@@ -188,10 +188,14 @@ int hardwareQueues();
 bool peerAccess();
 /// COLLIE_FAKE_CUDA_ALLOC_SYNC (default 1; 0: cudaMalloc and cudaHostAlloc do not wait for the device).
 bool allocationsSynchronize();
+/// COLLIE_FAKE_CUDA_POOLS (default 1; 0: cudaDevAttrMemoryPoolsSupported says no, as on GPUs without them).
+bool memoryPools();
 /// Records a failure as the thread's last error (cudaErrorNotReady is not an error) and returns it.
 cudaError_t report(cudaError_t e);
 /// Counts a call that may block the calling thread on device work (fakecudaHostWaitsOfThisThread).
 void countHostWait();
+/// Counts a call that waits for other streams' work (fakecudaDeviceWaitsOfThisThread).
+void countDeviceWait();
 /// What every call that needs a device checks first: CUDA unusable in a child forked after the
 /// parent used it, no device, a current device beyond the count.
 cudaError_t begin();

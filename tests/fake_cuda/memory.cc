@@ -585,6 +585,23 @@ cudaError_t CUDARTAPI cudaMemPoolSetAttribute(cudaMemPool_t memPool, cudaMemPool
   return report(findPool(memPool, &device));
 }
 
+// Checked, then accepted: the fake's memory is reachable from every fake GPU anyway. A peer GPU needs P2P
+// (COLLIE_FAKE_CUDA_P2P), as on a real machine.
+cudaError_t CUDARTAPI cudaMemPoolSetAccess(cudaMemPool_t memPool, const cudaMemAccessDesc* map, size_t count) {
+  int device = 0;
+  if (const cudaError_t e = findPool(memPool, &device)) return report(e);
+  if (map == nullptr || count == 0) return report(cudaErrorInvalidValue);
+  for (size_t i = 0; i < count; ++i) {
+    const cudaMemAccessDesc& d = map[i];
+    if (d.location.type != cudaMemLocationTypeDevice || !validDevice(d.location.id) ||
+        (d.flags != cudaMemAccessFlagsProtNone && d.flags != cudaMemAccessFlagsProtRead &&
+         d.flags != cudaMemAccessFlagsProtReadWrite))
+      return report(cudaErrorInvalidValue);
+    if (d.location.id != device && !peerAccess()) return report(cudaErrorInvalidDevice);
+  }
+  return report(cudaSuccess);
+}
+
 cudaError_t CUDARTAPI cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream) {
   int device = 0;
   if (const cudaError_t e = findPool(memPool, &device)) return report(e);

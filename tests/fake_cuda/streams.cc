@@ -151,6 +151,7 @@ std::vector<Dep> orderingDeps(State& st, const std::shared_ptr<Stream>& s) {
 }
 
 uint64_t push(State& st, const std::shared_ptr<Stream>& s, Item item) {
+  if (s->isDefault) countDeviceWait();  // the legacy stream's work waits for every blocking stream's
   item.inHwQueue = s->hwQueue >= 0 && (item.work || !item.deps.empty());
   for (Dep& d : legacyDeps(st, s)) item.deps.push_back(std::move(d));
   const bool queued = item.inHwQueue;
@@ -166,6 +167,7 @@ void waitFor(State& st, std::unique_lock<std::mutex>& lock, const std::vector<De
 }
 
 void drainDevice(State& st, std::unique_lock<std::mutex>& lock, int device) {
+  countDeviceWait();
   std::vector<Dep> deps;
   for (const auto& [index, d] : st.devices)
     if (device < 0 || index == device)
@@ -250,6 +252,7 @@ cudaError_t streamSynchronize(cudaStream_t handle) {
   if (const cudaError_t e = refuseCapturing(*s)) return e;
   if (const cudaError_t e = legacyCaptureCheck(st, *s)) return e;
   if (const cudaError_t e = unsafeCallCheck(st)) return e;
+  if (s->isDefault) countDeviceWait();
   waitFor(st, lock, orderingDeps(st, s));
   return deviceState(st, s->device).sticky;
 }
@@ -417,8 +420,10 @@ cudaError_t eventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
 namespace fakecuda::detail {
 namespace {
 thread_local unsigned long long tHostWaits = 0;
+thread_local unsigned long long tDeviceWaits = 0;
 }  // namespace
 void countHostWait() { ++tHostWaits; }
+void countDeviceWait() { ++tDeviceWaits; }
 }  // namespace fakecuda::detail
 
 extern "C" {
@@ -489,5 +494,6 @@ cudaError_t CUDARTAPI cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEve
 }
 
 unsigned long long fakecudaHostWaitsOfThisThread(void) { return fakecuda::detail::tHostWaits; }
+unsigned long long fakecudaDeviceWaitsOfThisThread(void) { return fakecuda::detail::tDeviceWaits; }
 
 }  // extern "C"

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -406,6 +407,138 @@ TEST(CudaBackend, ShrinkWithAbortStopsKernelsWaitingForTheMissingRank) {
                                               Memory::kDevice),
               "")
         << (inPlace ? "in place" : "out of place") << " (seed " << seed << ")";
+}
+
+}  // namespace
+
+// On the fake runtime: the calls of this thread that waited for other streams' work (see fake_cuda.h).
+extern "C" unsigned long long fakecudaDeviceWaitsOfThisThread(void) __attribute__((weak));
+
+namespace {
+
+// Two ranks that are threads on one GPU, with a communicator of both (`world`), a stream and a buffer each, all
+// made before any call (a cudaMalloc may wait for the kernels running on the device).
+struct TwoRanksCalling {
+  TwoRanksCalling() : world(2) {
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(cudaMalloc(&bufs[r], kCount * sizeof(float)), cudaSuccess);
+      EXPECT_EQ(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking), cudaSuccess);
+    }
+  }
+  ~TwoRanksCalling() {
+    for (int r = 0; r < 2; ++r) {
+      if (streams[r] != nullptr) cudaStreamDestroy(streams[r]);
+      if (bufs[r] != nullptr) cudaFree(bufs[r]);
+    }
+  }
+  // Every element of every buffer becomes `v`.
+  void fill(float v) {
+    const std::vector<float> host(kCount, v);
+    for (float* b : bufs) ASSERT_EQ(cudaMemcpy(b, host.data(), kCount * sizeof(float), cudaMemcpyDefault), cudaSuccess);
+    // From pageable memory the copies may still be on their way; the calls come on non-blocking streams.
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    value = v;
+  }
+  // Each rank makes an allreduce on `world`, then `between` (rank 0 after a pause, so that rank 1's next kernel
+  // is already waiting for rank 0), then another allreduce, and waits for its stream. Both calls must succeed
+  // long before COLLIE_TIMEOUT; on the fake runtime, `between` must make no call that waits for other streams.
+  void run(const char* what, const std::function<void(int)>& between) {
+    const auto t0 = std::chrono::steady_clock::now();
+    collie::test::onRanks(2, [&](int r) {
+      EXPECT_EQ(collieAllReduce(bufs[r], bufs[r], kCount, collieFloat32, collieSum, world[r], streams[r]),
+                collieSuccess);
+      if (r == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      const unsigned long long before = fakecudaDeviceWaitsOfThisThread ? fakecudaDeviceWaitsOfThisThread() : 0;
+      between(r);
+      if (fakecudaDeviceWaitsOfThisThread) {
+        EXPECT_EQ(fakecudaDeviceWaitsOfThisThread() - before, 0u)
+            << "rank " << r << ": " << what << " made calls that wait for the whole device";
+      }
+      EXPECT_EQ(collieAllReduce(bufs[r], bufs[r], kCount, collieFloat32, collieSum, world[r], streams[r]),
+                collieSuccess);
+      EXPECT_EQ(cudaStreamSynchronize(streams[r]), cudaSuccess);
+    });
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(took, 4.0) << what << ": a kernel waited for a rank that waited for it";
+    for (int r = 0; r < 2; ++r) {
+      collieResult_t async = collieInternalError;
+      EXPECT_EQ(collieCommGetAsyncError(world[r], &async), collieSuccess);
+      EXPECT_EQ(async, collieSuccess) << collieGetLastError(world[r]);
+      std::vector<float> got(kCount);
+      ASSERT_EQ(cudaMemcpy(got.data(), bufs[r], kCount * sizeof(float), cudaMemcpyDefault), cudaSuccess);
+      EXPECT_EQ(got, std::vector<float>(kCount, value * 4)) << what << ", rank " << r;
+    }
+    value *= 4;
+  }
+  static constexpr size_t kCount = 1024;
+  collie::test::Comms world;
+  float* bufs[2] = {nullptr, nullptr};
+  cudaStream_t streams[2] = {nullptr, nullptr};
+  float value = 0;  // every element of every buffer, as run() left it
+};
+
+// A rank destroys a communicator, then calls on another, while its peer (a thread on the same GPU) has already
+// destroyed its own and launched that next call, whose kernel waits for this rank. Destroy must not wait for the
+// device (core/device_memory.h): before, its cudaFree waited for that kernel until COLLIE_TIMEOUT.
+TEST(CudaBackend, DestroyBesideAWaitingKernel) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv timeout("COLLIE_TIMEOUT", "8");
+  TwoRanksCalling ranks;
+  ASSERT_EQ(ranks.world.result, collieSuccess) << collieGetLastError(nullptr);
+  ASSERT_NO_FATAL_FAILURE(ranks.fill(1.0f));
+  collieComm_t sub[2] = {nullptr, nullptr};
+  collie::test::onRanks(2, [&](int r) {
+    EXPECT_EQ(collieCommSplit(ranks.world[r], 0, r, &sub[r], nullptr), collieSuccess) << collieGetLastError(nullptr);
+  });
+  ranks.run("destroy", [&](int r) { EXPECT_EQ(collieCommDestroy(sub[r]), collieSuccess); });
+}
+
+// The same for a communicator being made: once its last barrier is past, a peer may already have launched a
+// kernel of another communicator that waits for this rank, and what init does after it must not wait for that.
+TEST(CudaBackend, SplitBesideAWaitingKernel) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv timeout("COLLIE_TIMEOUT", "8");
+  TwoRanksCalling ranks;
+  ASSERT_EQ(ranks.world.result, collieSuccess) << collieGetLastError(nullptr);
+  ASSERT_NO_FATAL_FAILURE(ranks.fill(1.0f));
+  collieComm_t sub[2] = {nullptr, nullptr};
+  ranks.run("split", [&](int r) {
+    EXPECT_EQ(collieCommSplit(ranks.world[r], 0, r, &sub[r], nullptr), collieSuccess) << collieGetLastError(nullptr);
+  });
+  for (collieComm_t c : sub) collieCommDestroy(c);
+}
+
+// A rank destroys its communicator while its peer's kernel still waits for it (the rank never made the call):
+// the destroy returns at once, and the peer's kernel goes on writing slices into the rank's window and, when it
+// gives up, reads there which call the rank had started. The window stays until the peer's destroy (before, a
+// cudaFree in the rank's destroy waited for the whole device, the peer's kernel included, until its timeout).
+TEST(CudaBackend, ADestroyedRanksWindowOutlivesThePeerKernelWaitingForIt) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv timeout("COLLIE_TIMEOUT", "3");
+  collie::test::Comms comms(2);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  const size_t count = 1 << 16;
+  float* buf = nullptr;
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaMalloc(&buf, count * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(collieAllReduce(buf, buf, count, collieFloat32, collieSum, comms[0], stream), collieSuccess);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(collieCommDestroy(comms[1]), collieSuccess);
+  comms.comms[1] = nullptr;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.5)
+      << "the destroy waited for the peer's kernel";
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  collieResult_t async = collieSuccess;
+  EXPECT_EQ(collieCommGetAsyncError(comms[0], &async), collieSuccess);
+  EXPECT_EQ(async, collieTimeout);
+  EXPECT_NE(std::string(collieGetLastError(comms[0])).find("waiting on rank 1"), std::string::npos)
+      << collieGetLastError(comms[0]);
+  cudaStreamDestroy(stream);
+  cudaFree(buf);
 }
 
 }  // namespace

@@ -4,8 +4,11 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "core/cuda_check.h"
+#include "core/device_memory.h"
 #include "core/log.h"
 #include "transport/bootstrap/bootstrap.h"
 
@@ -19,32 +22,99 @@ struct WindowRecord {
   uint64_t pointer;  // valid only inside the publishing process
   int32_t pid;
   int32_t device;
+  int32_t pooled;  // from the owner's pool, held by its peers in the process (PooledWindow)
+  int32_t unused;
 };
+
+bool sameHost(const std::vector<PeerInfo>& peers, int a, int b) {
+  return memcmp(peers[static_cast<size_t>(a)].hostId, peers[static_cast<size_t>(b)].hostId, sizeof(peers[0].hostId)) ==
+         0;
+}
+
+// The same pid in the same pid namespace (containers on one host may reuse pids).
+bool sameProcess(const std::vector<PeerInfo>& peers, int a, int b) {
+  const PeerInfo& x = peers[static_cast<size_t>(a)];
+  const PeerInfo& y = peers[static_cast<size_t>(b)];
+  return x.pid == y.pid && x.pidNamespace == y.pidNamespace;
+}
 
 }  // namespace
 
+// A window from its owner's pool, and that pool: given back once the owner and every peer of the process that
+// maps it have let go. A peer's kernel may still read or write our window after we are destroyed (it waits for
+// a rank that left mid-call, until its timeout or abort); the memory must stay until the peer's destroy, which
+// waits for its kernels. A cudaFree used to give that wait by waiting for the whole device.
+struct DeviceWindows::PooledWindow {
+  std::shared_ptr<DevicePool> pool;
+  void* ptr = nullptr;
+  ~PooledWindow();
+};
+
+namespace {
+
+// The pooled windows of this process by address, for peers to find and hold.
+std::mutex gPooledMu;
+std::map<const void*, std::weak_ptr<DeviceWindows::PooledWindow>>& pooledWindows() {
+  static auto* m = new std::map<const void*, std::weak_ptr<DeviceWindows::PooledWindow>>();  // ranks may outlive main
+  return *m;
+}
+
+}  // namespace
+
+DeviceWindows::PooledWindow::~PooledWindow() {
+  {
+    // Before the release: once given back, the address may be handed out again.
+    std::lock_guard<std::mutex> lock(gPooledMu);
+    pooledWindows().erase(ptr);
+  }
+  pool->release(ptr);
+}
+
 Status DeviceWindows::create(Bootstrap* bootstrap, const std::vector<PeerInfo>& peers, int device, size_t bytes,
-                             std::unique_ptr<DeviceWindows>* out) {
+                             std::shared_ptr<DevicePool> pool, std::unique_ptr<DeviceWindows>* out) {
   std::unique_ptr<DeviceWindows> w(new DeviceWindows());
   w->device_ = device;
   w->bytes_ = bytes;
   DeviceGuard guard(device);
   COLLIE_RETURN_IF_ERROR(guard.status());
-  void* own = nullptr;
-  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&own, bytes), "cudaMalloc of the device window"));
-  w->own_ = static_cast<uint8_t*>(own);
-  // Flags start at zero, and the zeroes land before any peer can learn the
-  // window's address. (Only the legacy stream is waited for: a device-wide
-  // wait would also wait for kernels of other communicators of ranks sharing
-  // the GPU.)
-  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMemset(own, 0, bytes), "cudaMemset of the device window"));
-  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamSynchronize(cudaStreamLegacy), "synchronising the window's memset"));
-
   const int n = bootstrap->nranks(), rank = bootstrap->rank();
+  // A peer process of this host maps the window through a cudaIpc handle, which only cudaMalloc memory has. Else
+  // the window comes from the communicator's pool (core/device_memory.h), opened to the other GPUs of this
+  // process that peers run on.
+  std::vector<int> peerDevices;
+  bool ipc = false;
+  for (int r = 0; r < n; ++r) {
+    if (r == rank || !sameHost(peers, r, rank)) continue;
+    if (!sameProcess(peers, r, rank))
+      ipc = true;
+    else if (peers[static_cast<size_t>(r)].cudaDevice != device)
+      peerDevices.push_back(peers[static_cast<size_t>(r)].cudaDevice);
+  }
+  void* own = nullptr;
+  if (ipc) {
+    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&own, bytes), "cudaMalloc of the device window"));
+    w->own_ = static_cast<uint8_t*>(own);
+  } else {
+    COLLIE_RETURN_IF_ERROR(pool->allocate(bytes, &own, "allocating the device window"));
+    auto held = std::make_shared<PooledWindow>();
+    held->pool = pool;
+    held->ptr = own;
+    w->held_.push_back(held);
+    for (int d : peerDevices) COLLIE_RETURN_IF_ERROR(pool->grantAccess(d));
+  }
+  // Flags start at zero, and the zeroes land before any peer can learn the window's address. On the pool's
+  // stream: a cudaMemset would go to the legacy stream, which waits for the kernels of blocking streams.
+  COLLIE_RETURN_IF_ERROR(pool->zero(own, bytes, "zeroing the device window"));
+  if (!ipc) {
+    std::lock_guard<std::mutex> lock(gPooledMu);
+    pooledWindows()[own] = w->held_.back();
+  }
+
   std::vector<WindowRecord> records(static_cast<size_t>(n));
   WindowRecord& mine = records[static_cast<size_t>(rank)];
   memset(&mine, 0, sizeof(mine));
-  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaIpcGetMemHandle(&mine.handle, own), "cudaIpcGetMemHandle"));
+  if (ipc) COLLIE_RETURN_IF_ERROR(cudaStatus(cudaIpcGetMemHandle(&mine.handle, own), "cudaIpcGetMemHandle"));
+  mine.pooled = ipc ? 0 : 1;
   mine.pointer = reinterpret_cast<uint64_t>(own);
   mine.pid = getpid();
   mine.device = device;
@@ -54,16 +124,12 @@ Status DeviceWindows::create(Bootstrap* bootstrap, const std::vector<PeerInfo>& 
   for (int r = 0; r < n; ++r) {
     const WindowRecord& rec = records[static_cast<size_t>(r)];
     if (r == rank) {
-      w->windows_[static_cast<size_t>(r)] = w->own_;
+      w->windows_[static_cast<size_t>(r)] = static_cast<uint8_t*>(own);
       continue;
     }
     // A peer on another host (or fake node) cannot be mapped: the proxy reaches it (executor/remote_proxy.h).
-    const bool sameHost = memcmp(peers[static_cast<size_t>(r)].hostId, peers[static_cast<size_t>(rank)].hostId,
-                                 sizeof(peers[0].hostId)) == 0;
-    if (!sameHost) continue;
-    // One process: the same pid in the same pid namespace (containers on one host may reuse pids).
-    if (rec.pid == mine.pid &&
-        peers[static_cast<size_t>(r)].pidNamespace == peers[static_cast<size_t>(rank)].pidNamespace) {
+    if (!sameHost(peers, r, rank)) continue;
+    if (rec.pid == mine.pid && sameProcess(peers, r, rank)) {
       if (rec.device != device) {
         int can = 0;
         COLLIE_RETURN_IF_ERROR(
@@ -82,6 +148,15 @@ Status DeviceWindows::create(Bootstrap* bootstrap, const std::vector<PeerInfo>& 
       }
       w->windows_[static_cast<size_t>(r)] = reinterpret_cast<uint8_t*>(rec.pointer);
       if (rec.device == device) w->colocated_.push_back(r);
+      if (rec.pooled != 0) {
+        std::lock_guard<std::mutex> lock(gPooledMu);
+        auto it = pooledWindows().find(reinterpret_cast<const void*>(rec.pointer));
+        std::shared_ptr<PooledWindow> held = it != pooledWindows().end() ? it->second.lock() : nullptr;
+        if (!held)
+          return Status::error(collieInternalError, "rank %d's device window is gone before rank %d could map it", r,
+                               rank);
+        w->held_.push_back(std::move(held));
+      }
       continue;
     }
     void* mapped = nullptr;
@@ -99,6 +174,7 @@ DeviceWindows::~DeviceWindows() {
   DeviceGuard guard(device_);
   for (void* p : opened_) (void)cudaIpcCloseMemHandle(p);
   if (own_ != nullptr) (void)cudaFree(own_);
+  held_.clear();
   (void)cudaGetLastError();
 }
 

@@ -1,6 +1,8 @@
 // Device windows: each rank's receive slots and flags (executor/protocol.h) in
-// cudaMalloc memory, mapped by every peer of the communicator. How a peer's
-// window is reached depends on where the peer runs:
+// device memory, mapped by every peer of the communicator: cudaMalloc memory
+// where a peer process needs a cudaIpc handle, else the communicator's pool
+// (core/device_memory.h). How a peer's window is reached depends on where the
+// peer runs:
 //
 //   same process, same device        the peer's pointer, as is
 //   same process, another device     the peer's pointer after cudaDeviceEnablePeerAccess
@@ -22,13 +24,14 @@
 namespace collie {
 
 class Bootstrap;
+class DevicePool;
 
 class DeviceWindows {
  public:
   /// Collective over the bootstrap: every rank allocates and zeroes `bytes` on
   /// `device` and maps every peer's window. `peers` come from the bootstrap.
   static Status create(Bootstrap* bootstrap, const std::vector<PeerInfo>& peers, int device, size_t bytes,
-                       std::unique_ptr<DeviceWindows>* out);
+                       std::shared_ptr<DevicePool> pool, std::unique_ptr<DeviceWindows>* out);
   ~DeviceWindows();
   DeviceWindows(const DeviceWindows&) = delete;
   DeviceWindows& operator=(const DeviceWindows&) = delete;
@@ -41,11 +44,15 @@ class DeviceWindows {
   /// The peers that are threads of this process on this rank's GPU (their kernels share its context).
   const std::vector<int>& colocatedPeers() const { return colocated_; }
 
+  struct PooledWindow;  // device_windows.cc
+
  private:
   DeviceWindows() = default;
   int device_ = -1;
   size_t bytes_ = 0;
-  uint8_t* own_ = nullptr;
+  uint8_t* own_ = nullptr;  // cudaMalloc memory, for peer processes' cudaIpc handles; else held_[0]
+  // Pooled windows this rank maps: its own (first) and those of the peers that are threads of this process.
+  std::vector<std::shared_ptr<PooledWindow>> held_;
   std::vector<uint8_t*> windows_;
   std::vector<void*> opened_;  // cudaIpcOpenMemHandle mappings, closed on destroy
   std::vector<int> colocated_;
