@@ -76,16 +76,21 @@ TEST_F(FakeCuda, WithoutTheAllocationWaitOnlyTheCountStays) {
   ASSERT_EQ(unsetenv("COLLIE_FAKE_CUDA_ALLOC_SYNC"), 0);
 }
 
+// A pool of pinned device memory on `device`.
+cudaError_t createPool(int device, cudaMemPool_t* out) {
+  cudaMemPoolProps props = {};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = device;
+  return cudaMemPoolCreate(out, &props);
+}
+
 TEST_F(FakeCuda, StreamOrderedAllocationsWaitForNothing) {
   GatedStream busy;
   cudaStream_t s = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
-  cudaMemPoolProps props = {};
-  props.allocType = cudaMemAllocationTypePinned;
-  props.location.type = cudaMemLocationTypeDevice;
-  props.location.id = 0;
   cudaMemPool_t pool = nullptr;
-  ASSERT_EQ(cudaMemPoolCreate(&pool, &props), cudaSuccess);
+  ASSERT_EQ(createPool(0, &pool), cudaSuccess);
   uint64_t keep = UINT64_MAX;
   EXPECT_EQ(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), cudaSuccess);
   const unsigned long long waits = fakecudaHostWaitsOfThisThread();
@@ -178,12 +183,8 @@ TEST_F(FakeCuda, DeviceWaitsAreCountedForCallsThatWaitForOtherStreams) {
 // cudaMemPoolSetAccess checks its pool and descriptors, and opens a pool to another GPU only with P2P;
 // COLLIE_FAKE_CUDA_POOLS=0 plays a GPU without memory pools.
 TEST_F(FakeCuda, PoolAccessNeedsP2PAndPoolsCanBeMissing) {
-  cudaMemPoolProps props = {};
-  props.allocType = cudaMemAllocationTypePinned;
-  props.location.type = cudaMemLocationTypeDevice;
-  props.location.id = 0;
   cudaMemPool_t pool = nullptr;
-  ASSERT_EQ(cudaMemPoolCreate(&pool, &props), cudaSuccess);
+  ASSERT_EQ(createPool(0, &pool), cudaSuccess);
   cudaMemAccessDesc desc = {};
   desc.location.type = cudaMemLocationTypeDevice;
   desc.location.id = 1;

@@ -417,9 +417,9 @@ extern "C" unsigned long long fakecudaDeviceWaitsOfThisThread(void) __attribute_
 namespace {
 
 // Two ranks that are threads on one GPU, with a communicator of both (`world`), a stream and a buffer each, all
-// made before any call (a cudaMalloc may wait for the kernels running on the device).
+// made before any call (a cudaMalloc may wait for the kernels running on the device). COLLIE_TIMEOUT is 8 s.
 struct TwoRanksCalling {
-  TwoRanksCalling() : world(2) {
+  TwoRanksCalling() {
     for (int r = 0; r < 2; ++r) {
       EXPECT_EQ(cudaMalloc(&bufs[r], kCount * sizeof(float)), cudaSuccess);
       EXPECT_EQ(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking), cudaSuccess);
@@ -431,8 +431,9 @@ struct TwoRanksCalling {
       if (bufs[r] != nullptr) cudaFree(bufs[r]);
     }
   }
-  // Every element of every buffer becomes `v`.
-  void fill(float v) {
+  // Checks that `world` was made, and makes every element of every buffer `v`.
+  void start(float v) {
+    ASSERT_EQ(world.result, collieSuccess) << collieGetLastError(nullptr);
     const std::vector<float> host(kCount, v);
     for (float* b : bufs) ASSERT_EQ(cudaMemcpy(b, host.data(), kCount * sizeof(float), cudaMemcpyDefault), cudaSuccess);
     // From pageable memory the copies may still be on their way; the calls come on non-blocking streams.
@@ -471,7 +472,9 @@ struct TwoRanksCalling {
     value *= 4;
   }
   static constexpr size_t kCount = 1024;
-  collie::test::Comms world;
+  ScopedEnv device{"COLLIE_DEVICE", "cuda"};
+  ScopedEnv timeout{"COLLIE_TIMEOUT", "8"};
+  collie::test::Comms world{2};
   float* bufs[2] = {nullptr, nullptr};
   cudaStream_t streams[2] = {nullptr, nullptr};
   float value = 0;  // every element of every buffer, as run() left it
@@ -482,11 +485,8 @@ struct TwoRanksCalling {
 // device (core/device_memory.h): before, its cudaFree waited for that kernel until COLLIE_TIMEOUT.
 TEST(CudaBackend, DestroyBesideAWaitingKernel) {
   SKIP_WITHOUT_GPU();
-  ScopedEnv device("COLLIE_DEVICE", "cuda");
-  ScopedEnv timeout("COLLIE_TIMEOUT", "8");
   TwoRanksCalling ranks;
-  ASSERT_EQ(ranks.world.result, collieSuccess) << collieGetLastError(nullptr);
-  ASSERT_NO_FATAL_FAILURE(ranks.fill(1.0f));
+  ASSERT_NO_FATAL_FAILURE(ranks.start(1.0f));
   collieComm_t sub[2] = {nullptr, nullptr};
   collie::test::onRanks(2, [&](int r) {
     EXPECT_EQ(collieCommSplit(ranks.world[r], 0, r, &sub[r], nullptr), collieSuccess) << collieGetLastError(nullptr);
@@ -498,11 +498,8 @@ TEST(CudaBackend, DestroyBesideAWaitingKernel) {
 // kernel of another communicator that waits for this rank, and what init does after it must not wait for that.
 TEST(CudaBackend, SplitBesideAWaitingKernel) {
   SKIP_WITHOUT_GPU();
-  ScopedEnv device("COLLIE_DEVICE", "cuda");
-  ScopedEnv timeout("COLLIE_TIMEOUT", "8");
   TwoRanksCalling ranks;
-  ASSERT_EQ(ranks.world.result, collieSuccess) << collieGetLastError(nullptr);
-  ASSERT_NO_FATAL_FAILURE(ranks.fill(1.0f));
+  ASSERT_NO_FATAL_FAILURE(ranks.start(1.0f));
   collieComm_t sub[2] = {nullptr, nullptr};
   ranks.run("split", [&](int r) {
     EXPECT_EQ(collieCommSplit(ranks.world[r], 0, r, &sub[r], nullptr), collieSuccess) << collieGetLastError(nullptr);
