@@ -220,8 +220,9 @@ Status setupCudaBackend(collieComm* comm, const InitOptions& options, const std:
   const bool spans = std::find(otherHost.begin(), otherHost.end(), true) != otherHost.end();
   COLLIE_RETURN_IF_ERROR(readProtocol(spans, &comm->llMaxBytes));
   // All device memory of the communicator comes from here, and no call of init or destroy waits for the device
-  // (core/device_memory.h). Those before the barrier below could; those after it could not, since a peer that is
-  // through may already have launched a kernel of another communicator that waits for us.
+  // (core/device_memory.h). Init's own waits (for the pool's stream) all come before its last barrier, at the
+  // end: a peer that is through may launch a kernel of another communicator that waits for us, and work of any
+  // stream may sit in a hardware queue behind that peer's next launch.
   COLLIE_RETURN_IF_ERROR(DevicePool::create(comm->cudaDevice, comm->rank, options.timeoutSec, &comm->devicePool));
   COLLIE_RETURN_IF_ERROR(DeviceWindows::create(comm->bootstrap.get(), comm->peers, comm->cudaDevice,
                                                layout.totalBytes(), comm->devicePool, &comm->deviceWindows));
@@ -250,6 +251,8 @@ Status setupCudaBackend(collieComm* comm, const InitOptions& options, const std:
     COLLIE_RETURN_IF_ERROR(comm->bootstrap->barrier());
     COLLIE_RETURN_IF_ERROR(exec->checkPeers());
   }
+  // Init's last barrier (see DevicePool::create above): no rank leaves before every rank's CUDA work is done.
+  COLLIE_RETURN_IF_ERROR(comm->bootstrap->barrier());
   comm->deviceFootprint = layout.totalBytes() + exec->deviceExtraBytes() + 16;
   if (!spans && ranksPerDevice(comm) == comm->nranks) useSharedGpuModel(comm);
   // A round spans every channel, each a complete collective on its part (core/collectives.cc): to the simulator

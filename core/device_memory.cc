@@ -54,11 +54,9 @@ Status DevicePool::create(int device, int rank, double timeoutSec, std::shared_p
 
 DevicePool::~DevicePool() {
   DeviceGuard guard(device_);
-  if (stream_ != nullptr) {
-    // Every release was queued here; they are done before the pool goes (it would go later by itself).
-    (void)finish("the last releases");
-    (void)cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
-  }
+  // Neither waits: the stream goes once its queued releases are done, and the pool once nothing of it is in use.
+  // Waiting here could wait behind a peer's blocked launch in the hardware queue our stream shares.
+  if (stream_ != nullptr) (void)cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
   if (pool_ != nullptr) (void)cudaMemPoolDestroy(static_cast<cudaMemPool_t>(pool_));
   (void)cudaGetLastError();
 }

@@ -16,7 +16,9 @@
 // So device memory comes from a stream-ordered pool of the communicator's own,
 // allocated, filled, read and freed on a non-blocking stream of its own that
 // carries nothing else; and pinned status blocks are never given back to CUDA,
-// but kept for the next communicator of the process.
+// but kept for the next communicator of the process. Even that stream may share
+// a hardware queue with a peer's launch held back behind its waiting kernel, so
+// init waits for it only before its last barrier, and destroy never does.
 #pragma once
 
 #include <cstddef>

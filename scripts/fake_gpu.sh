@@ -46,6 +46,14 @@ COLLIE_DIRECT_READ_BYTES=0 bounded "$build/tests/collectives_gpu_test" --gtest_b
 # rounds, or a group of sends and receives, must not hold back a peer's kernel (docs/RELIABILITY.md, "On a GPU").
 COLLIE_FAKE_CUDA_QUEUES=1 bounded "$build/tests/collectives_gpu_test" --gtest_brief=1 \
   --gtest_filter='*allreduce_ring_n3:CudaBackend.ACallInManyRoundsIsOneLaunchPerRank:CudaBackend.AllToAllvAndGroupedSendRecv'
+# Streams dealt to 2 and 3 hardware queues: a destroy or a split beside a peer's kernel that waits for this rank
+# must not wait for the pool's own stream either, which may share a queue with that peer's next launch, held
+# back behind the kernel (docs/cuda-executor.md, "No wait for the device in init or destroy"). The destroy
+# waited so until 2026-11-28, and timed out here with 2 and 3 queues.
+for q in 2 3; do
+  COLLIE_FAKE_CUDA_QUEUES=$q bounded "$build/tests/collectives_gpu_test" --gtest_brief=1 \
+    --gtest_filter='CudaBackend.*BesideAWaitingKernel'
+done
 # Random cases on long-lived CUDA communicators (tests/unit/soak_test.cc), every buffer in device memory: the
 # CUDA executor's launches, program cache, scratch and rounds under any mix of collective, algorithm, type,
 # count and 1-8 ranks, with LL flags coming round every 16 slices (the counters kept in device memory between

@@ -441,8 +441,10 @@ struct TwoRanksCalling {
     value = v;
   }
   // Each rank makes an allreduce on `world`, then `between` (rank 0 after a pause, so that rank 1's next kernel
-  // is already waiting for rank 0), then another allreduce, and waits for its stream. Both calls must succeed
-  // long before COLLIE_TIMEOUT; on the fake runtime, `between` must make no call that waits for other streams.
+  // is already waiting for rank 0), then two more allreduces, and waits for its stream. Rank 1's third call
+  // waits in its stream behind the second, which waits for rank 0: where streams share a hardware queue, work
+  // of any stream queued behind it waits too. All calls must succeed long before COLLIE_TIMEOUT; on the fake
+  // runtime, `between` must make no call that waits for other streams.
   void run(const char* what, const std::function<void(int)>& between) {
     const auto t0 = std::chrono::steady_clock::now();
     collie::test::onRanks(2, [&](int r) {
@@ -455,8 +457,9 @@ struct TwoRanksCalling {
         EXPECT_EQ(fakecudaDeviceWaitsOfThisThread() - before, 0u)
             << "rank " << r << ": " << what << " made calls that wait for the whole device";
       }
-      EXPECT_EQ(collieAllReduce(bufs[r], bufs[r], kCount, collieFloat32, collieSum, world[r], streams[r]),
-                collieSuccess);
+      for (int call = 0; call < 2; ++call)
+        EXPECT_EQ(collieAllReduce(bufs[r], bufs[r], kCount, collieFloat32, collieSum, world[r], streams[r]),
+                  collieSuccess);
       EXPECT_EQ(cudaStreamSynchronize(streams[r]), cudaSuccess);
     });
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -467,9 +470,9 @@ struct TwoRanksCalling {
       EXPECT_EQ(async, collieSuccess) << collieGetLastError(world[r]);
       std::vector<float> got(kCount);
       ASSERT_EQ(cudaMemcpy(got.data(), bufs[r], kCount * sizeof(float), cudaMemcpyDefault), cudaSuccess);
-      EXPECT_EQ(got, std::vector<float>(kCount, value * 4)) << what << ", rank " << r;
+      EXPECT_EQ(got, std::vector<float>(kCount, value * 8)) << what << ", rank " << r;
     }
-    value *= 4;
+    value *= 8;
   }
   static constexpr size_t kCount = 1024;
   ScopedEnv device{"COLLIE_DEVICE", "cuda"};
