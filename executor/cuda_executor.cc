@@ -4,8 +4,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstring>
-#include <thread>
 
 #include "core/cuda_check.h"
 #include "core/device_memory.h"
