@@ -161,7 +161,6 @@ CudaExecutor::~CudaExecutor() {
           rank_, static_cast<unsigned long long>(enqueues_),
           static_cast<double>(enqueueNs_) / static_cast<double>(enqueues_) / 1e3,
           static_cast<double>(planNs_) / static_cast<double>(enqueues_) / 1e3);
-    pool_->release(phaseNs_);
   }
   // Back to the pool in the order of its stream (every launch that used them has finished); a cudaFree would wait
   // for the whole device (core/device_memory.h). The status block goes back to the process's pinned blocks.
@@ -169,8 +168,8 @@ CudaExecutor::~CudaExecutor() {
   blocks.insert(blocks.end(), scratch_.begin(), scratch_.end());
   blocks.push_back(counters_);
   blocks.push_back(deviceWindows_);
-  if (pool_ != nullptr)
-    for (void* b : blocks) pool_->release(b);
+  blocks.push_back(phaseNs_);
+  for (void* b : blocks) pool_->release(b);
   givePinnedBlockBack(status_);
   for (auto& c : checkpoints_) spareEvents_.push_back(c.second);
   for (void* ev : spareEvents_) (void)cudaEventDestroy(static_cast<cudaEvent_t>(ev));

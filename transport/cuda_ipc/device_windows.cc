@@ -1,7 +1,6 @@
 #include "transport/cuda_ipc/device_windows.h"
 
 #include <cuda_runtime_api.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <map>
@@ -20,10 +19,8 @@ namespace {
 struct WindowRecord {
   cudaIpcMemHandle_t handle;
   uint64_t pointer;  // valid only inside the publishing process
-  int32_t pid;
   int32_t device;
   int32_t pooled;  // from the owner's pool, held by its peers in the process (PooledWindow)
-  int32_t unused;
 };
 
 bool sameHost(const std::vector<PeerInfo>& peers, int a, int b) {
@@ -116,7 +113,6 @@ Status DeviceWindows::create(Bootstrap* bootstrap, const std::vector<PeerInfo>& 
   if (ipc) COLLIE_RETURN_IF_ERROR(cudaStatus(cudaIpcGetMemHandle(&mine.handle, own), "cudaIpcGetMemHandle"));
   mine.pooled = ipc ? 0 : 1;
   mine.pointer = reinterpret_cast<uint64_t>(own);
-  mine.pid = getpid();
   mine.device = device;
   COLLIE_RETURN_IF_ERROR(bootstrap->allGather(records.data(), sizeof(WindowRecord)));
 
@@ -129,7 +125,7 @@ Status DeviceWindows::create(Bootstrap* bootstrap, const std::vector<PeerInfo>& 
     }
     // A peer on another host (or fake node) cannot be mapped: the proxy reaches it (executor/remote_proxy.h).
     if (!sameHost(peers, r, rank)) continue;
-    if (rec.pid == mine.pid && sameProcess(peers, r, rank)) {
+    if (sameProcess(peers, r, rank)) {
       if (rec.device != device) {
         int can = 0;
         COLLIE_RETURN_IF_ERROR(
