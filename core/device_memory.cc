@@ -156,30 +156,59 @@ PinnedBlocks& pinned() {
   return *p;
 }
 
+// Pinned regions: one cudaHostAlloc each, never freed.
+struct PinnedRegion {
+  uint8_t* host;
+  uint8_t* device;
+  size_t bytes;
+  bool taken;
+};
+
+struct PinnedRegions {
+  std::mutex mu;
+  std::vector<PinnedRegion> all;
+};
+
+PinnedRegions& regions() {
+  static auto* r = new PinnedRegions();  // never destroyed, as pinned()
+  return *r;
+}
+
+// Mapped pinned host memory from CUDA: portable, since any GPU of the process may be the next communicator's;
+// mapped, since its kernels write there. Called with no lock of ours held: cudaHostAlloc may wait for the device,
+// whose kernels may wait for a rank that is blocked on that lock, giving a block back in its destroy.
+Status allocatePinned(size_t bytes, const char* what, uint8_t** host, uint8_t** device) {
+  void* h = nullptr;
+  void* d = nullptr;
+  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaHostAlloc(&h, bytes, cudaHostAllocMapped | cudaHostAllocPortable), what));
+  const Status s = cudaStatus(cudaHostGetDevicePointer(&d, h, 0), "cudaHostGetDevicePointer");
+  if (!s.ok()) {
+    (void)cudaFreeHost(h);
+    return s;
+  }
+  *host = static_cast<uint8_t*>(h);
+  *device = static_cast<uint8_t*>(d);
+  return Status();
+}
+
 }  // namespace
 
 Status takePinnedBlock(void** host, void** device) {
   PinnedBlocks& p = pinned();
-  std::lock_guard<std::mutex> lock(p.mu);
-  if (p.free.empty()) {
-    // Portable: any GPU of the process may be the next communicator's; mapped: its kernels write here.
-    void* h = nullptr;
-    void* d = nullptr;
+  std::unique_lock<std::mutex> lock(p.mu);
+  while (p.free.empty()) {
+    lock.unlock();
+    uint8_t* h = nullptr;
+    uint8_t* d = nullptr;
     COLLIE_RETURN_IF_ERROR(
-        cudaStatus(cudaHostAlloc(&h, kSlabBlocks * kPinnedBlockBytes, cudaHostAllocMapped | cudaHostAllocPortable),
-                   "cudaHostAlloc of pinned status blocks"));
-    const Status s = cudaStatus(cudaHostGetDevicePointer(&d, h, 0), "cudaHostGetDevicePointer");
-    if (!s.ok()) {
-      (void)cudaFreeHost(h);
-      return s;
-    }
-    p.slabs.emplace_back(static_cast<uint8_t*>(h), static_cast<uint8_t*>(d));
-    for (size_t i = kSlabBlocks; i-- > 0;)
-      p.free.emplace_back(static_cast<uint8_t*>(h) + i * kPinnedBlockBytes,
-                          static_cast<uint8_t*>(d) + i * kPinnedBlockBytes);
+        allocatePinned(kSlabBlocks * kPinnedBlockBytes, "cudaHostAlloc of pinned status blocks", &h, &d));
+    lock.lock();
+    p.slabs.emplace_back(h, d);
+    for (size_t i = kSlabBlocks; i-- > 0;) p.free.emplace_back(h + i * kPinnedBlockBytes, d + i * kPinnedBlockBytes);
   }
   const auto b = p.free.back();
   p.free.pop_back();
+  lock.unlock();
   memset(b.first, 0, kPinnedBlockBytes);
   *host = b.first;
   *device = b.second;
@@ -197,6 +226,55 @@ void givePinnedBlockBack(void* host) {
     return;
   }
   COLLIE_WARN("a pinned block at %p given back is not one of ours; ignored", host);
+}
+
+Status takePinnedRegion(size_t bytes, void** host, void** device) {
+  PinnedRegions& r = regions();
+  uint8_t* h = nullptr;
+  uint8_t* d = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    PinnedRegion* best = nullptr;
+    for (PinnedRegion& region : r.all)
+      if (!region.taken && region.bytes >= bytes && region.bytes / 2 <= bytes &&
+          (best == nullptr || region.bytes < best->bytes))
+        best = &region;
+    if (best != nullptr) {
+      best->taken = true;
+      h = best->host;
+      d = best->device;
+    }
+  }
+  if (h == nullptr) {
+    COLLIE_RETURN_IF_ERROR(allocatePinned(bytes, "cudaHostAlloc of pinned host memory for the proxy", &h, &d));
+    std::lock_guard<std::mutex> lock(r.mu);
+    r.all.push_back(PinnedRegion{h, d, bytes, true});
+  }
+  memset(h, 0, bytes);
+  *host = h;
+  *device = d;
+  return Status();
+}
+
+void givePinnedRegionBack(void* host) {
+  if (host == nullptr) return;
+  PinnedRegions& r = regions();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (PinnedRegion& region : r.all) {
+    if (region.host != host) continue;
+    if (!region.taken) COLLIE_WARN("the pinned region at %p was given back twice; ignored", host);
+    region.taken = false;
+    return;
+  }
+  COLLIE_WARN("a pinned region at %p given back is not one of ours; ignored", host);
+}
+
+size_t pinnedRegionBytesHeld() {
+  PinnedRegions& r = regions();
+  std::lock_guard<std::mutex> lock(r.mu);
+  size_t total = 0;
+  for (const PinnedRegion& region : r.all) total += region.bytes;
+  return total;
 }
 
 }  // namespace collie

@@ -1,7 +1,7 @@
 // The memory a CUDA communicator holds for its life (device windows, flag
 // counters, the window table, program blocks, scratch, collieBarrier's byte,
-// the pinned status block), taken and given back without waiting for the rest
-// of the GPU.
+// the pinned status block, the proxy's and the staged path's pinned host
+// memory), taken and given back without waiting for the rest of the GPU.
 //
 // Why: cudaMalloc, cudaFree, cudaHostAlloc and cudaFreeHost may wait for every
 // kernel running on the device, and so may any call on the legacy default
@@ -15,7 +15,7 @@
 //
 // So device memory comes from a stream-ordered pool of the communicator's own,
 // allocated, filled, read and freed on a non-blocking stream of its own that
-// carries nothing else; and pinned status blocks are never given back to CUDA,
+// carries nothing else; and pinned host memory is never given back to CUDA,
 // but kept for the next communicator of the process. Even that stream may share
 // a hardware queue with a peer's launch held back behind its waiting kernel, so
 // init waits for it only before its last barrier, and destroy never does.
@@ -73,5 +73,13 @@ class DevicePool {
 constexpr size_t kPinnedBlockBytes = 64;
 Status takePinnedBlock(void** host, void** device);
 void givePinnedBlockBack(void* host);
+
+/// A zeroed region of at least `bytes` of mapped pinned host memory (the proxy's inbox and outboxes), as the host
+/// (`host`) and kernels of any GPU (`device`) address it. Regions are never freed either, since cudaFreeHost may
+/// wait for the device as cudaFree may: one given back is taken again by a request it fits (at most twice as
+/// large), so a process holds about the most it ever had in use at once; pinnedRegionBytesHeld() says how much.
+Status takePinnedRegion(size_t bytes, void** host, void** device);
+void givePinnedRegionBack(void* host);
+size_t pinnedRegionBytesHeld();
 
 }  // namespace collie

@@ -4,36 +4,27 @@
 // needs a GPU.
 #include <cuda_runtime_api.h>
 
-#include <cstring>
-
 #include "core/cuda_check.h"
+#include "core/device_memory.h"
 #include "executor/remote_proxy.h"
 
 namespace collie {
 
 RemoteProxy::Memory RemoteProxy::pinnedMemory(int device) {
   Memory m;
+  // From the process's pinned regions, never freed (core/device_memory.h): a destroy that called cudaFreeHost
+  // could wait for a peer's kernel of another communicator that waits for this rank.
   m.allocate = [device](size_t bytes, Region* out) {
     DeviceGuard guard(device);
     COLLIE_RETURN_IF_ERROR(guard.status());
     void* host = nullptr;
-    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaHostAlloc(&host, bytes, cudaHostAllocMapped | cudaHostAllocPortable),
-                                      "cudaHostAlloc of the proxy's memory"));
-    memset(host, 0, bytes);
     void* user = nullptr;
-    const Status st = cudaStatus(cudaHostGetDevicePointer(&user, host, 0), "cudaHostGetDevicePointer");
-    if (!st.ok()) {
-      (void)cudaFreeHost(host);
-      return st;
-    }
+    COLLIE_RETURN_IF_ERROR(takePinnedRegion(bytes, &host, &user));
     out->host = static_cast<uint8_t*>(host);
     out->user = static_cast<uint8_t*>(user);
     return Status();
   };
-  m.release = [](const Region& r) {
-    (void)cudaFreeHost(r.host);
-    (void)cudaGetLastError();
-  };
+  m.release = [](const Region& r) { givePinnedRegionBack(r.host); };
   return m;
 }
 

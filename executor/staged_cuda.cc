@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include "core/cuda_check.h"
+#include "core/device_memory.h"
 #include "executor/staged_executor.h"
 
 namespace collie {
@@ -20,10 +21,17 @@ class CudaMover final : public StagedExecutor::Mover {
     }
   }
 
+  // From the process's pinned regions, never freed (core/device_memory.h): cudaFreeHost, in a destroy or when the
+  // staging grows, could wait for a peer's kernel of another communicator on this GPU that waits for this rank.
+  // Sizes go up by powers of two, so that a region given back fits later requests and the regions a process holds
+  // stay within about twice its largest staging.
   Status allocate(size_t bytes, void** out) override {
-    return cudaStatus(cudaHostAlloc(out, bytes, cudaHostAllocPortable), "cudaHostAlloc of staging for the host path");
+    size_t rounded = 4096;
+    while (rounded < bytes) rounded *= 2;
+    void* device = nullptr;
+    return takePinnedRegion(rounded, out, &device);
   }
-  void release(void* p) override { (void)cudaFreeHost(p); }
+  void release(void* p) override { givePinnedRegionBack(p); }
   Status toHost(void* dst, const void* src, size_t bytes, collieStream_t stream) override {
     return cudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)),
                       "cudaMemcpyAsync into host staging");

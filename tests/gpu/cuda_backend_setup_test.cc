@@ -13,8 +13,10 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "algorithms/tuner.h"
@@ -23,6 +25,8 @@
 #include "common/test_util.h"
 #include "core/comm.h"
 #include "executor/cuda_executor.h"
+#include "executor/remote_proxy.h"
+#include "executor/staged_executor.h"
 #include "gpu/gpu_skip.h"
 
 namespace {
@@ -508,6 +512,52 @@ TEST(CudaBackend, SplitBesideAWaitingKernel) {
     EXPECT_EQ(collieCommSplit(ranks.world[r], 0, r, &sub[r], nullptr), collieSuccess) << collieGetLastError(nullptr);
   });
   for (collieComm_t c : sub) collieCommDestroy(c);
+}
+
+// The same for a communicator whose calls go through pinned host memory: the staged path (COLLIE_P2P=0 here; also
+// GPUs without P2P, and hosts apart), and the proxy thread to another host (2 fake nodes, COLLIE_GPU_REMOTE=proxy,
+// UCX shared memory between them). Each makes a call first, so that its pinned memory is all there; its destroy
+// must not give that back with cudaFreeHost, which waits for the device as cudaFree does.
+void destroyBesideAWaitingKernel(const char* what, bool proxied, std::vector<std::pair<const char*, const char*>> env) {
+  TwoRanksCalling ranks;
+  ASSERT_NO_FATAL_FAILURE(ranks.start(1.0f));
+  std::vector<std::unique_ptr<ScopedEnv>> scoped;
+  for (const auto& e : env) scoped.push_back(std::make_unique<ScopedEnv>(e.first, e.second));
+  collie::test::Comms other(2);
+  ASSERT_EQ(other.result, collieSuccess) << what << ": " << collieGetLastError(nullptr);
+  scoped.clear();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(other[r]->proxy != nullptr, proxied) << what << ", rank " << r;
+    ASSERT_EQ(dynamic_cast<collie::StagedExecutor*>(other[r]->executor.get()) != nullptr, !proxied)
+        << what << ", rank " << r;
+  }
+  float* scratch[2] = {nullptr, nullptr};
+  for (float*& b : scratch) ASSERT_EQ(cudaMalloc(&b, 4096 * sizeof(float)), cudaSuccess);
+  collie::test::onRanks(2, [&](int r) {
+    EXPECT_EQ(collieAllReduce(scratch[r], scratch[r], 4096, collieFloat32, collieSum, other[r], ranks.streams[r]),
+              collieSuccess)
+        << collieGetLastError(other[r]);
+    EXPECT_EQ(cudaStreamSynchronize(ranks.streams[r]), cudaSuccess);
+  });
+  ranks.run(what, [&](int r) {
+    EXPECT_EQ(collieCommDestroy(other[r]), collieSuccess);
+    other.comms[static_cast<size_t>(r)] = nullptr;
+  });
+  for (float* b : scratch) cudaFree(b);
+}
+
+TEST(CudaBackend, DestroyOfAStagedCommunicatorBesideAWaitingKernel) {
+  SKIP_WITHOUT_GPU();
+  destroyBesideAWaitingKernel("destroy, staged", false, {{"COLLIE_P2P", "0"}});
+}
+
+TEST(CudaBackend, DestroyOfAProxiedCommunicatorBesideAWaitingKernel) {
+  SKIP_WITHOUT_GPU();
+#if !defined(COLLIE_TEST_UCX)
+  GTEST_SKIP() << "Collie was built without UCX (COLLIE_WITH_UCX), which the proxy forwards to";
+#endif
+  destroyBesideAWaitingKernel("destroy, proxied", true,
+                              {{"COLLIE_FAKE_NODES", "2"}, {"COLLIE_GPU_REMOTE", "proxy"}, {"UCX_TLS", "sm,self"}});
 }
 
 // A rank destroys its communicator while its peer's kernel still waits for it (the rank never made the call):

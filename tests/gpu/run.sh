@@ -159,7 +159,7 @@ part_test() {
   # 160 cases each up to 1 Mi elements. All 110 (22 algorithms x 1, 2, 3, 4, 8 ranks) do not fit a lent
   # machine's minutes: on an H200 the first 26 took the whole 150 s of a step. The soak (gpu_soak) draws every
   # algorithm at 1 to 8 ranks. GPU_THREADS_FILTER picks others, e.g. 'Registry/*' for all.
-  step gpu_backend "$build/tests/collectives_gpu_test" --gtest_filter="CudaBackend.*$others"
+  step gpu_backend "$build/tests/collectives_gpu_test" --gtest_filter="CudaBackend.*:Pinned*$others"
   local registry='Registry/*_n3:Registry/*allreduce_ring_n8'
   [ "$quick" = 0 ] || registry='Registry/*_n2'
   step gpu_threads "$build/tests/collectives_gpu_test" --gtest_filter="${GPU_THREADS_FILTER:-$registry}"
