@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -23,9 +24,11 @@
 #include "core/call_check.h"
 #include "core/cuda_check.h"
 #include "core/group.h"
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/redop.h"
 #include "executor/executor.h"
+#include "executor/protocol.h"
 
 using collie::Collective;
 using collie::Status;
@@ -74,6 +77,19 @@ struct Call {
         root(root_) {}
 };
 
+// What every rank's call must agree on, carried by each slice it sends for the receiver to compare with its own
+// (executor/protocol.h, signature[][][]): collective, type, op, count, root and algorithm. All-to-all-v's per-peer
+// counts differ by design, so only COLLIE_CHECK compares those; an in-place call may meet an out-of-place one.
+uint64_t callSignature(const Call& call, const collie::AlgorithmInfo& algo, uint64_t collectiveSeq) {
+  const uint64_t count = call.collective == Collective::kAllToAllv ? 0 : call.count;
+  const int32_t fields[4] = {static_cast<int32_t>(call.collective), static_cast<int32_t>(call.type),
+                             static_cast<int32_t>(call.op), call.root};
+  uint64_t h = collie::fnv1a(fields, sizeof(fields));
+  h = collie::fnv1a(&count, sizeof(count), h);
+  h = collie::fnv1a(algo.name, strlen(algo.name), h);
+  return collie::callSignature(collectiveSeq, h);
+}
+
 // Runs `call` in rounds (see the file comment) and marks the communicator
 // broken when a round fails, since its counters no longer match its peers'.
 // The executor gets every round at once: the CUDA executor makes one launch of them.
@@ -112,6 +128,7 @@ Status executeCall(collieComm_t comm, const Call& call) {
     return Status::error(collieInternalError, "%s: no algorithm is registered for %s", call.name,
                          collie::collectiveName(call.collective));
   const collie::AlgorithmInfo& algo = *chosen;
+  exec.callSignature = callSignature(call, algo, exec.collectiveSeq);
   const int perNode = comm->topology.ranksPerNode;
   uint64_t roundCount = collie::roundCount(algo, comm->nranks, comm->executor->roundElems(es), perNode);
   if (collie::takesLowLatency(*comm, algo, call.collective, call.count, es)) {

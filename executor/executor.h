@@ -25,6 +25,8 @@ struct ExecArgs {
   // which the CUDA executor compares the streams of ranks sharing a GPU (executor/colocated_streams.h).
   static constexpr uint64_t kNotACollective = ~uint64_t{0};
   uint64_t collectiveSeq = kNotACollective;
+  // Collectives only: callSignature (executor/protocol.h) of what every rank must agree on; 0: not checked.
+  uint64_t callSignature = 0;
   collieStream_t stream = nullptr;  // CUDA executor: the caller's stream
   // One program for all channels, each moving its part of every step. Valid
   // only for programs whose steps never read what an earlier step of the rank

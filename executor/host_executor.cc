@@ -102,6 +102,8 @@ HostExecutor::HostExecutor(int rank, const WindowLayout& layout, std::vector<uin
       consumed_(static_cast<size_t>(layout.nranks) * layout.nchannels, 0) {
   inbound_.inboxes.assign(windows_.size(), windows_[static_cast<size_t>(rank)]);
   inProcess_.assign(windows_.size(), false);
+  callCheck_.windows.assign(windows_.begin(), windows_.end());
+  callCheck_.windows[static_cast<size_t>(rank)] = nullptr;
 }
 
 void HostExecutor::attachProxy(RemoteProxy* proxy) {
@@ -109,6 +111,7 @@ void HostExecutor::attachProxy(RemoteProxy* proxy) {
     if (!proxy->remote(static_cast<int>(r))) continue;
     windows_[r] = proxy->outbox(static_cast<int>(r));
     inbound_.inboxes[r] = proxy->inbox();
+    callCheck_.windows[r] = nullptr;  // an outbox, not the peer's window
   }
   inbound_.proxy = proxy;
   remote_ = Remote();  // every peer is now addressed by loads and stores
@@ -178,7 +181,7 @@ class HostPrims {
   HostPrims(int rank, int channel, const WindowLayout& layout, const std::vector<uint8_t*>& windows, uint64_t* posted,
             uint64_t* consumed, const std::atomic<bool>* abort, double timeoutSec, int spins,
             const HostExecutor::Remote& remote, const std::vector<int>& pids, const HostExecutor::Inbound& inbound,
-            const std::vector<bool>& inProcess)
+            const std::vector<bool>& inProcess, HostExecutor::CallCheck& callCheck)
       : rank_(rank),
         channel_(channel),
         layout_(layout),
@@ -193,14 +196,16 @@ class HostPrims {
         spins_(spins),
         remote_(remote),
         pids_(pids),
-        inProcess_(inProcess) {}
+        inProcess_(inProcess),
+        call_(callCheck) {}
 
   // For a remote peer, a slot is usable only once the transfer that last
   // used the same staging slot / credit op is done with it. The slice's size
   // is for the GPU's LL protocol; here the ready counter says it all.
   bool arrived(int p, uint64_t = 0) const {
     if (!sliceReady(consumed_[p], loadAcquire(inbox_[p] + layout_.readyOffset(channel_, p)))) return false;
-    return !isRemote(p) || opIdle(creditOp(p, consumed_[p]));
+    if (isRemote(p) && !opIdle(creditOp(p, consumed_[p]))) return false;
+    return sameCall(p);
   }
   bool room(int q) const {
     if (!slotFree(posted_[q], loadAcquire(inbox_[q] + layout_.creditOffset(channel_, q)), layout_.nslots)) return false;
@@ -260,6 +265,10 @@ class HostPrims {
                            layout_.readyOffset(channel_, rank_), seq + 1, &sendOp(q, seq));
       return;
     }
+    // Signed for the receiver's call check (sameCall), published by the ready store as the source word is.
+    __atomic_store_n(
+        reinterpret_cast<uint64_t*>(windows_[static_cast<size_t>(q)] + layout_.signatureOffset(channel_, rank_, seq)),
+        call_.mine, __ATOMIC_RELAXED);
     if (inProcess_[static_cast<size_t>(q)]) {
       __atomic_store_n(
           reinterpret_cast<uint64_t*>(windows_[static_cast<size_t>(q)] + layout_.sourceOffset(channel_, rank_, seq)),
@@ -322,12 +331,41 @@ class HostPrims {
     if (peer >= 0 && lost_ != nullptr && __atomic_load_n(lost_ + peer, __ATOMIC_ACQUIRE) != 0) return true;
     return peer >= 0 && static_cast<size_t>(peer) < pids_.size() && processGone(pids_[static_cast<size_t>(peer)]);
   }
-  // Waits until ready(), or until a peer it waits on (a, b; -1: none) is
-  // lost: then collieRemoteError at once rather than COLLIE_TIMEOUT later.
+  // Before a slice of p's is read: it belongs to our call, or to a call that is not compared (ours or its is a
+  // send/receive, or p does not sign). Its signature was written before its ready flag, which arrived() has
+  // acquired. Else the slice is not taken, and every wait fails at once.
+  bool sameCall(int p) const {
+    if (call_.mine == kPointToPoint) return true;
+    const uint64_t theirs = __atomic_load_n(
+        reinterpret_cast<const uint64_t*>(inbox_[p] + layout_.signatureOffset(channel_, p, consumed_[p])),
+        __ATOMIC_RELAXED);
+    if (theirs == 0 || theirs == call_.mine) return true;
+    call_.peer = p;
+    call_.theirs = theirs;
+    return false;
+  }
+  // A peer that refused a call (kRefusedOffset) is as good as gone, for this call and every later one.
   template <typename Ready>
   int wait(Ready ready, int a, int b) const {
+    const int rc = waitPlain([&] { return ready() || call_.peer >= 0; }, a, b);
+    if (call_.peer >= 0) return collieInvalidUsage;
+    for (int peer : {a, b}) {
+      if (rc != collieRemoteError || !refused(peer)) continue;
+      call_.peer = peer;
+      call_.theirs = 0;
+      return collieInvalidUsage;
+    }
+    return rc;
+  }
+  bool refused(int peer) const {
+    const uint8_t* w = peer >= 0 ? call_.windows[static_cast<size_t>(peer)] : nullptr;
+    return w != nullptr &&
+           __atomic_load_n(reinterpret_cast<const uint64_t*>(w + kRefusedOffset), __ATOMIC_RELAXED) != 0;
+  }
+  template <typename Ready>
+  int waitPlain(Ready ready, int a, int b) const {
     RemoteWindows* w = remote_.windows;
-    const auto died = [&] { return exited(a) || exited(b); };
+    const auto died = [&] { return exited(a) || exited(b) || refused(a) || refused(b); };
     if (w == nullptr) return waitFor(ready, spins_, abort_, timeoutSec_, died);
     bool gone = false;
     const int rc = waitFor(
@@ -356,14 +394,62 @@ class HostPrims {
   const HostExecutor::Remote& remote_;
   const std::vector<int>& pids_;
   const std::vector<bool>& inProcess_;  // [peer]: a rank of this process, which may read our slices in place
-  const T* exposed_ = nullptr;          // what the next post hands over in place, if anything
+  HostExecutor::CallCheck& call_;
+  const T* exposed_ = nullptr;  // what the next post hands over in place, if anything
 };
+
+namespace {
+
+// The sentence for a call refused by the call check (HostPrims::sameCall), run as `program` here.
+std::string callMismatch(const HostExecutor::CallCheck& check, int rank, const ExecArgs& args, const Program& program) {
+  char here[160];
+  if (args.callSignature != 0)
+    snprintf(here, sizeof(here), "its collective #%llu (%s %s)", static_cast<unsigned long long>(args.collectiveSeq),
+             program.algorithm.c_str(), collectiveName(program.collective));
+  else
+    snprintf(here, sizeof(here), "a send/receive");
+  char text[512];
+  if (check.theirs == 0) {
+    snprintf(text, sizeof(text),
+             "rank %d stopped on finding a rank whose call differs from its own (that rank's error names it), "
+             "while rank %d ran %s",
+             check.peer, rank, here);
+  } else if (check.theirs == kPointToPoint) {
+    snprintf(text, sizeof(text), "rank %d sent rank %d data of a send/receive while rank %d ran %s", check.peer, rank,
+             rank, here);
+  } else if (args.callSignature != 0 && callNumber(check.theirs) == callNumber(args.callSignature)) {
+    snprintf(text, sizeof(text),
+             "rank %d's collective #%llu differs from rank %d's (%s %s here): the collective, data type, operator, "
+             "count, root or algorithm is not the same (COLLIE_CHECK=1 compares them before each call and names "
+             "what differs)",
+             check.peer, static_cast<unsigned long long>(args.collectiveSeq), rank, program.algorithm.c_str(),
+             collectiveName(program.collective));
+  } else {
+    // Only the low 24 bits of the peer's collective number travel: say which one it is, nearest to ours.
+    const uint64_t mod = uint64_t{1} << 24, theirs = callNumber(check.theirs);
+    uint64_t number = theirs;
+    if (args.callSignature != 0) {
+      const uint64_t ahead = (theirs - args.collectiveSeq) % mod;
+      number = ahead < mod / 2 ? args.collectiveSeq + ahead : args.collectiveSeq - (mod - ahead);
+    }
+    snprintf(text, sizeof(text),
+             "rank %d sent rank %d data of its collective #%llu while rank %d ran %s: an earlier call differed "
+             "between them (COLLIE_CHECK=1 compares them before each call and names what differs)",
+             check.peer, rank, static_cast<unsigned long long>(number), rank, here);
+  }
+  return text;
+}
+
+}  // namespace
 
 template <typename T, ReduceOp Op>
 Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecArgs& args) {
   uint64_t scratchCount = 0;
   for (const ChannelWork& w : work) scratchCount = std::max(scratchCount, w.program->scratchCount);
   if (scratch_.size() < scratchCount * sizeof(T)) scratch_.resize(scratchCount * sizeof(T));
+  // What every slice of this call carries (executor/protocol.h, signature[][][]).
+  callCheck_.mine = args.callSignature != 0 ? args.callSignature : kPointToPoint;
+  callCheck_.peer = -1;
   // Channels run one after another: each is a complete pipeline of its own,
   // so every rank taking them in the same order cannot deadlock. Several
   // channels on the host exist to test the GPU's channel plan on the CPU.
@@ -377,7 +463,7 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
                         reinterpret_cast<T*>(scratch_.data())};
     const size_t at = static_cast<size_t>(c) * layout_.nranks;
     HostPrims<T, Op> prims(rank_, c, layout_, windows_, posted_.data() + at, consumed_.data() + at, abort_, timeoutSec_,
-                           spinPolls_, remote_, peerPids_, inbound_, inProcess_);
+                           spinPolls_, remote_, peerPids_, inbound_, inProcess_, callCheck_);
     DirectSteps direct;
     void* const raw[3] = {bufs[0], bufs[1], bufs[2]};
     if (directMinBytes_ >= 0 &&
@@ -415,6 +501,12 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
   }
   if (f.code == collieSuccess) return Status();
   const collieResult_t code = static_cast<collieResult_t>(f.code);
+  if (code == collieInvalidUsage && callCheck_.peer >= 0) {
+    // Nothing more runs here: the peers waiting on us stop too.
+    __atomic_store_n(reinterpret_cast<uint64_t*>(windows_[static_cast<size_t>(rank_)] + kRefusedOffset), uint64_t{1},
+                     __ATOMIC_RELAXED);
+    return Status::error(code, "%s", callMismatch(callCheck_, rank_, args, program).c_str());
+  }
   // The reason a remote peer was lost: the one waited on first, else any (it may be why we waited in vain).
   std::string why;
   const auto remoteFailure = [&](int r) {

@@ -95,6 +95,19 @@ class HostExecutor : public Executor {
   std::vector<uint8_t> directMarks_;  // [step]: markDirectSends of the channel running now
 
  public:
+  /// The call check (executor/protocol.h, signature[][][] and kRefusedOffset): what this call signs its slices
+  /// with, what it found, and where each peer would say that it refused a call.
+  struct CallCheck {
+    std::vector<const uint8_t*> windows;  // [peer]: its window where mapped as such (not ours, not an outbox)
+    uint64_t mine = 0;                    // this call's signature
+    int peer = -1;                        // >= 0: a slice of that peer's belonged to another call, or it refused
+    uint64_t theirs = 0;                  // that slice's signature; 0 when the peer refused
+  };
+
+ private:
+  CallCheck callCheck_;
+
+ public:
   /// Where a peer's slices and flags for us land, and the proxy (attachProxy) whose tables the primitives use.
   struct Inbound {
     std::vector<uint8_t*> inboxes;  // [peer]: our window, or the proxy's inbox for a peer across hosts

@@ -14,6 +14,9 @@
 //   sourcesBase() + 8*(...)  source[c][p][k]: u64, written by peer p with each slice it posts into slot k: 0 when
 //                            the slice is in the slot, else the address of the slice in p's own memory, which R
 //                            reads in place (only between ranks of one process; executor/direct_sends.h)
+//   signaturesBase() + 8*(...)  signature[c][p][k]: u64, written by peer p's host executor with each slice it
+//                            posts into slot k: the callSignature of the call the slice belongs to, which R
+//                            compares with its own before it reads the slice (0: a sender that does not sign)
 //   slotsBase()              slots[c][p][k]: nslots slots of slotBytes for the connection p -> R
 //
 // Each flag sits on its own cache line, and every rank polls only flags in its
@@ -33,9 +36,9 @@
 
 namespace collie {
 
-// "colliew" and the version of the window's format (5: slices may be read in place, source[][][]), which peers
-// check at init.
-constexpr uint64_t kWindowMagic = 0x636f6c6c69657735ull;
+// "colliew" and the version of the window's format (6: slices carry their call's signature, signature[][][];
+// 5: slices may be read in place, source[][][]), which peers check at init.
+constexpr uint64_t kWindowMagic = 0x636f6c6c69657736ull;
 constexpr uint64_t kLine = 64;
 
 struct WindowHeader {
@@ -80,8 +83,15 @@ struct WindowLayout {
   COLLIE_HD uint64_t sourceOffset(int channel, int peer, uint64_t seq) const {
     return sourcesBase() + (connection(channel, peer) * nslots + seq % nslots) * 8;
   }
+  COLLIE_HD uint64_t signaturesBase() const {
+    return sourcesBase() + static_cast<uint64_t>(nchannels) * nranks * nslots * 8;
+  }
+  /// Where the sender of slice number `seq` of connection peer -> owner on `channel` signs it.
+  COLLIE_HD uint64_t signatureOffset(int channel, int peer, uint64_t seq) const {
+    return signaturesBase() + (connection(channel, peer) * nslots + seq % nslots) * 8;
+  }
   COLLIE_HD uint64_t slotsBase() const {
-    const uint64_t end = sourcesBase() + static_cast<uint64_t>(nchannels) * nranks * nslots * 8;
+    const uint64_t end = signaturesBase() + static_cast<uint64_t>(nchannels) * nranks * nslots * 8;
     return (end + 4095) & ~uint64_t{4095};
   }
   /// The slot of connection peer -> owner on `channel` that carries slice number `seq`.
@@ -107,6 +117,24 @@ struct WindowLayout {
 /// like a peer that waits in turn otherwise (docs/RELIABILITY.md, "On a GPU").
 constexpr uint64_t kStartedOffset = 40;
 static_assert(sizeof(WindowHeader) <= kStartedOffset && kStartedOffset + 8 <= kLine, "the started mark fits line 0");
+
+/// Also in line 0: nonzero once the owner's host executor refused a call, finding that a peer's slice belonged
+/// to another call than its own (signature[][][]). It runs nothing more, and its peers, waiting on it, fail at once
+/// too instead of after COLLIE_TIMEOUT.
+constexpr uint64_t kRefusedOffset = 48;
+static_assert(kRefusedOffset >= kStartedOffset + 8 && kRefusedOffset + 8 <= kLine, "the refusal fits line 0");
+
+/// A call's signature, which every slice of it carries: for a collective, the low 24 bits of its number among
+/// the communicator's collectives over the low 40 bits of a hash of what the ranks must agree on (never 0 or
+/// kPointToPoint); kPointToPoint for sends and receives, which peers do not compare (they differ by design).
+constexpr int kCallHashBits = 40;
+constexpr uint64_t kPointToPoint = 1;
+inline uint64_t callSignature(uint64_t collectiveSeq, uint64_t hash) {
+  const uint64_t s = ((collectiveSeq & 0xffffffu) << kCallHashBits) | (hash & ((uint64_t{1} << kCallHashBits) - 1));
+  return s < 2 ? s + 2 : s;
+}
+/// The collective number (low 24 bits) a signature carries.
+inline uint64_t callNumber(uint64_t signature) { return signature >> kCallHashBits; }
 
 /// The header a rank writes at the start of its window (and gathers for peers it cannot map).
 inline WindowHeader windowHeader(const WindowLayout& l) {

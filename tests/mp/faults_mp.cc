@@ -13,6 +13,9 @@
 //   init    only init: the script kills the rendezvous root (rank 0) meanwhile
 //   shrink  as after; then each survivor shrinks the communicator without the victim
 //           (collieCommShrink, COLLIE_SHRINK_ABORT) and allreduces over the new one
+//   mismatch the victim's allreduce has one element more: every survivor must fail with
+//           collieInvalidUsage within 2 s, from the signatures slices carry (executor/protocol.h),
+//           not after COLLIE_TIMEOUT and never with a result
 //
 // Prints one line per outcome; exit code 0 when this rank behaved as required.
 #include <signal.h>
@@ -45,7 +48,8 @@ collieResult_t allreduce(collieComm_t comm, std::vector<float>* buf) {
 }
 
 // A survivor's failing call: the right kind of error, in time, and a prompt destroy.
-int survivorVerdict(int rank, const char* what, collieResult_t rc, double took, collieComm_t comm, double bound) {
+int survivorVerdict(int rank, const char* what, collieResult_t rc, double took, collieComm_t comm, double bound,
+                    bool mismatch) {
   printf("rank %d: %s returned %s after %.2f s: %s\n", rank, what, collieGetErrorString(rc), took,
          rc == collieSuccess ? "" : collieGetLastError(comm));
   const Clock::time_point d = Clock::now();
@@ -53,9 +57,12 @@ int survivorVerdict(int rank, const char* what, collieResult_t rc, double took, 
   const double destroy = since(d);
   printf("rank %d: destroy took %.2f s\n", rank, destroy);
   fflush(stdout);
-  const bool ok = (rc == collieRemoteError || rc == collieTimeout) && took <= bound && destroy < 5;
+  if (mismatch) bound = 2;
+  const bool ok = (mismatch ? rc == collieInvalidUsage : rc == collieRemoteError || rc == collieTimeout) &&
+                  took <= bound && destroy < 5;
   if (!ok)
-    printf("rank %d: FAIL (error %s within %.0f s and a destroy under 5 s expected)\n", rank, "remote/timeout", bound);
+    printf("rank %d: FAIL (error %s within %.0f s and a destroy under 5 s expected)\n", rank,
+           mismatch ? "invalid usage" : "remote/timeout", bound);
   return ok ? 0 : 1;
 }
 
@@ -93,7 +100,7 @@ int shrinkAndGoOn(int rank, int victim, const char* what, collieResult_t rc, dou
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: faults_mp before|during|after|never|exit|init|shrink VICTIM\n");
+    fprintf(stderr, "usage: faults_mp before|during|after|never|exit|init|shrink|mismatch VICTIM\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -120,7 +127,7 @@ int main(int argc, char** argv) {
   int rank = 0;
   collieCommUserRank(comm, &rank);
   const bool isVictim = rank == victim;
-  std::vector<float> buf(mode == "during" ? (1 << 20) : 1024, 1.0f);
+  std::vector<float> buf(mode == "during" ? (1 << 20) : mode == "mismatch" && isVictim ? 1025 : 1024, 1.0f);
   const double bound = timeoutSec + 5;
 
   if (mode == "before" && isVictim) raise(SIGKILL);
@@ -159,7 +166,7 @@ int main(int argc, char** argv) {
     if (rc != collieSuccess) {
       const std::string what = "allreduce #" + std::to_string(iter) + " (" + mode + ")";
       if (mode == "shrink") return shrinkAndGoOn(rank, victim, what.c_str(), rc, since(callStart), comm, bound);
-      return survivorVerdict(rank, what.c_str(), rc, since(callStart), comm, bound);
+      return survivorVerdict(rank, what.c_str(), rc, since(callStart), comm, bound, mode == "mismatch");
     }
     for (float& v : buf) v = 1.0f;  // keep values small and exact
     if (mode != "during" || since(start) > 2 * timeoutSec + 30) {
