@@ -16,8 +16,8 @@ if [ ! -f "$build/build.ninja" ]; then
     -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread >/dev/null
 fi
 cmake --build "$build" --target allreduce_test collectives_test bootstrap_test shm_window_test p2p_test algorithms_api_test \
-  comm_create_test shrink_test revoke_test premulsum_test call_check_test abort_test remote_proxy_test emulator_test ll_flags_test \
-  direct_sends_test soak_test
+  comm_create_test shrink_test revoke_test premulsum_test call_check_test call_signature_test abort_test remote_proxy_test \
+  emulator_test ll_flags_test direct_sends_test soak_test
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 # The tests link UCX, whose libucm patches mmap at load time; under TSan, which
 # intercepts mmap too, every test then crashes at start. Collie registers no
@@ -52,6 +52,8 @@ bounded "$build/tests/revoke_test" --gtest_brief=1
 bounded "$build/tests/premulsum_test" --gtest_brief=1
 # COLLIE_CHECK's comparison (inside groups too) and collieCommAbort from another thread while a call waits.
 bounded "$build/tests/call_check_test" --gtest_brief=1
+# Slices signed with their call: a receiver refuses one of another call, and its refusal stops the peers waiting.
+bounded "$build/tests/call_signature_test" --gtest_brief=1
 bounded "$build/tests/abort_test" --gtest_brief=1
 # The proxy thread (executor/remote_proxy.h): alone, then between ranks as threads cut into 2 fake nodes over UCX
 # shared memory, with send/recv and all-to-all-v split across 3 channels of tiny slots.
