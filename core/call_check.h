@@ -1,7 +1,10 @@
 // Cross-rank call checks (COLLIE_CHECK=1).
 //
 // A rank that calls a different collective, count, type, op or root than its
-// peers makes the others wait forever or compute garbage. With COLLIE_CHECK=1,
+// peers makes the others wait forever or compute garbage. (Without the check,
+// the host executor still refuses a peer's slice of another call, carried with
+// its call's signature, executor/protocol.h; but it cannot say what differs,
+// and the kernels and peers on other hosts do not sign.) With COLLIE_CHECK=1,
 // before each collective runs, every rank sends a short record of the call to
 // all others over the communicator's bootstrap (TCP, independent of the data
 // path) and compares. A disagreement becomes collieInvalidUsage on every rank
