@@ -77,7 +77,8 @@ void givePinnedBlockBack(void* host);
 /// A zeroed region of at least `bytes` of mapped pinned host memory (the proxy's inbox and outboxes), as the host
 /// (`host`) and kernels of any GPU (`device`) address it. Regions are never freed either, since cudaFreeHost may
 /// wait for the device as cudaFree may: one given back is taken again by a request it fits (at most twice as
-/// large), so a process holds about the most it ever had in use at once; pinnedRegionBytesHeld() says how much.
+/// large), so a process holds regions of the sizes it used, about as many of each as it had in use at once; a
+/// request that no free region fits makes a new one. pinnedRegionBytesHeld() says how much is held.
 Status takePinnedRegion(size_t bytes, void** host, void** device);
 void givePinnedRegionBack(void* host);
 size_t pinnedRegionBytesHeld();
