@@ -246,7 +246,8 @@ Status takePinnedRegion(size_t bytes, void** host, void** device) {
     }
   }
   if (h == nullptr) {
-    COLLIE_RETURN_IF_ERROR(allocatePinned(bytes, "cudaHostAlloc of pinned host memory for the proxy", &h, &d));
+    COLLIE_RETURN_IF_ERROR(allocatePinned(
+        bytes, "cudaHostAlloc of pinned host memory (the proxy's, or staging for the host path)", &h, &d));
     std::lock_guard<std::mutex> lock(r.mu);
     r.all.push_back(PinnedRegion{h, d, bytes, true});
   }
