@@ -64,6 +64,8 @@ struct Call {
   std::vector<uint64_t> sendCounts, sendDispls, recvCounts, recvDispls;
   // Looked up once per call: by COLLIE_CHECK's comparison when it is on, else when the call runs.
   const collie::AlgorithmInfo* algo = nullptr;
+  // A pre-multiplied sum whose executor scales the input as part of the launch (executeScaled).
+  collie::ExecArgs::Scale scale;
 
   Call(const char* name_, Collective collective_, const void* input_, void* output_, uint64_t count_,
        collieDataType_t type_, collieRedOp_t op_, int root_)
@@ -102,6 +104,7 @@ Status executeCall(collieComm_t comm, const Call& call) {
   exec.seq = comm->seq++;
   exec.collectiveSeq = comm->collectives++;
   exec.stream = call.stream;
+  exec.scale = call.scale;
   COLLIE_TRACE("%s #%llu count %llu %s %s root %d", call.name, static_cast<unsigned long long>(exec.seq),
                static_cast<unsigned long long>(call.count), collie::typeName(call.type), collie::opName(call.op),
                call.root);
@@ -198,6 +201,20 @@ Status executeScaled(collieComm_t comm, const Call& call, const collie::ScaleArg
   if (comm->backend == collieBackendCuda) {
     // The scaling kernel and its staging on the communicator's GPU (a group's threads start on device 0).
     collie::DeviceGuard guard(comm->cudaDevice);
+    if (comm->nranks > 1 && comm->executor->scalesInput()) {
+      // The kernels' executor scales as part of its launch, into a buffer of its own. An allocation before the
+      // sum and a free after it on the caller's stream each held back peers' kernels whose streams share a
+      // hardware queue with it: the free waits for our kernel, which waits for theirs, queued behind the free
+      // (every rank timed out on the fake runtime with the streams in 3 queues or fewer).
+      Status st = collie::resolveScalar(scale, &sum.scale.deviceScalar, sum.scale.hostScalar);
+      if (!st.ok()) {
+        comm->asyncError.store(st.code());  // the peers go on without this rank
+        return st.withContext(call.name);
+      }
+      sum.scale.active = true;
+      sum.scale.count = n;
+      return executeCall(comm, sum);
+    }
     void* staging = nullptr;
     Status st = collie::scaleInputDevice(scale, call.input, n, call.stream, comm->executor->devicePool(), &staging);
     if (!st.ok()) {

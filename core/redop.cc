@@ -86,27 +86,31 @@ Status scaleInput(const ScaleArgs& scale, const void* input, size_t count, std::
   return Status();
 }
 
+Status resolveScalar(const ScaleArgs& scale, const void** deviceScalar, uint8_t hostScalar[8]) {
+  *deviceScalar = nullptr;
+  const size_t es = typeSize(scale.op.type);
+  if (scale.op.residence != collieScalarDevice) {
+    memcpy(hostScalar, scale.op.value, es);
+    return Status();
+  }
+  // In memory the GPU can read, the kernel reads it when it runs; in plain host memory, which it cannot, now.
+  cudaPointerAttributes attr;
+  if (cudaPointerGetAttributes(&attr, scale.op.address) == cudaSuccess && attr.devicePointer != nullptr) {
+    *deviceScalar = attr.devicePointer;
+    return Status();
+  }
+  (void)cudaGetLastError();
+  return readScalar(scale.op.address, es, hostScalar);
+}
+
 Status scaleInputDevice(const ScaleArgs& scale, const void* input, size_t count, void* stream, void* pool,
                         void** staging) {
   *staging = nullptr;
   if (count == 0) return Status();
   const size_t es = typeSize(scale.op.type);
-  // A device-resident scalar in memory the GPU can read is read by the kernel
-  // when it runs (so a graph replay sees the value of its time); one in plain
-  // host memory, which the kernel cannot read, is read now.
   uint8_t scalar[8];
   const void* deviceScalar = nullptr;
-  if (scale.op.residence == collieScalarDevice) {
-    cudaPointerAttributes attr;
-    if (cudaPointerGetAttributes(&attr, scale.op.address) == cudaSuccess && attr.devicePointer != nullptr) {
-      deviceScalar = attr.devicePointer;
-    } else {
-      (void)cudaGetLastError();
-      COLLIE_RETURN_IF_ERROR(readScalar(scale.op.address, es, scalar));
-    }
-  } else {
-    memcpy(scalar, scale.op.value, es);
-  }
+  COLLIE_RETURN_IF_ERROR(resolveScalar(scale, &deviceScalar, scalar));
   // Stream-ordered: the staging lives from here to the sum that reads it, and
   // both allocation and free can be captured into a CUDA graph. From the
   // executor's own pool, which never makes an allocation wait for another

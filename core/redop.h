@@ -45,7 +45,13 @@ Status captureRedOp(collieComm_t comm, collieRedOp_t op, collieDataType_t type, 
 /// CUDA runtime when it is device memory).
 Status scaleInput(const ScaleArgs& scale, const void* input, size_t count, std::vector<uint8_t>* staging);
 
-/// CUDA backend: *staging = input * scalar for `count` elements of device
+/// CUDA backend: where the kernel that scales takes the scalar from. A device-resident scalar the GPU can read
+/// gives *deviceScalar (read when the kernel runs, so a graph replay sees the value of its time); a host-immediate
+/// one, or one in plain host memory (read now), gives hostScalar's bytes and a null *deviceScalar.
+Status resolveScalar(const ScaleArgs& scale, const void** deviceScalar, uint8_t hostScalar[8]);
+
+/// CUDA backend, for executors that do not scale the input themselves (Executor::scalesInput; the staged path):
+/// *staging = input * scalar for `count` elements of device
 /// memory, in memory allocated and filled in order on `stream` (a
 /// cudaStream_t); a device-resident scalar the GPU can read is read when the
 /// kernel runs. The caller hands *staging back with releaseInputDevice on the

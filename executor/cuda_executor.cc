@@ -13,6 +13,7 @@
 #include "executor/direct_sends.h"
 #include "executor/launch_plan.h"
 #include "executor/remote_proxy.h"
+#include "kernels/scale.h"
 #include "kernels/store.h"
 #include "transport/cuda_ipc/device_windows.h"
 
@@ -166,6 +167,7 @@ CudaExecutor::~CudaExecutor() {
   // for the whole device (core/device_memory.h). The status block goes back to the process's pinned blocks.
   std::vector<void*> blocks = programs_ != nullptr ? programs_->blocks() : std::vector<void*>();
   blocks.insert(blocks.end(), scratch_.begin(), scratch_.end());
+  blocks.insert(blocks.end(), scaled_.begin(), scaled_.end());
   blocks.push_back(counters_);
   blocks.push_back(deviceWindows_);
   blocks.push_back(phaseNs_);
@@ -379,6 +381,32 @@ Status CudaExecutor::scratch(size_t bytes, void** out) {
   return Status();
 }
 
+Status CudaExecutor::scaleInput(ExecArgs* args) {
+  const uint64_t n = args->scale.count;
+  if (n == 0) return Status();  // nothing to read: the program moves nothing either
+  const size_t bytes = n * typeSize(args->type);
+  if (bytes > scaledBytes_) {
+    // Grown like scratch, never freed early: a launch still queued, or a peer's kernel reading it in place, may
+    // use the old buffer.
+    void* p = nullptr;
+    COLLIE_RETURN_IF_ERROR(deviceBlock(bytes, &p).withContext("the pre-multiplied sum's scaled input"));
+    scaled_.push_back(p);
+    scaledBytes_ = bytes;
+    extraBytes_ += bytes;
+  }
+  void* dst = scaled_.back();
+  // The buffer's last reader was the communicator's previous launch (and the peers' kernels reading it in place,
+  // which that launch's drain waited for): after it, on whatever stream it ran.
+  COLLIE_RETURN_IF_ERROR(orderPlannedLaunch());
+  const int rc = launchScale(args->type, dst, args->input, n,
+                             args->scale.deviceScalar != nullptr ? nullptr : args->scale.hostScalar,
+                             args->scale.deviceScalar, args->stream);
+  if (rc != 0) return cudaStatus(static_cast<cudaError_t>(rc), "launching the scaling kernel");
+  planQueued_ = true;
+  args->input = dst;
+  return Status();
+}
+
 Status CudaExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& args) {
   RoundPlan plan;
   plan.last = work;
@@ -392,28 +420,44 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   // An enqueue should take microseconds. One that blocks (a CUDA call waiting for the device) while
   // peers' kernels already wait for this rank's ends in their timeout: say where the time went.
   using Clock = std::chrono::steady_clock;
-  const Clock::time_point t0 = Clock::now();
-  Clock::time_point tPlan = t0;
+  // The enqueue's parts, timed one after another, so that a slow enqueue names the part (and so the CUDA calls)
+  // where the time went; a part that returned early ends at the destructor.
   struct SlowEnqueueLog {
-    const Clock::time_point& t0;
-    const Clock::time_point& tPlan;
+    enum Part { kCapture, kScale, kPlan, kOrder, kLaunch, kAfter, kParts };
+    Clock::time_point start = Clock::now();
+    double secs[kParts] = {};
+    int reached = 0;  // parts done
+    Clock::time_point last = start;
     int rank;
     uint64_t seq;
     CudaExecutor* e;
+    void done(Part p) {  // the time since the last part done is p's (a part with nothing to do takes none)
+      const Clock::time_point now = Clock::now();
+      secs[p] = std::chrono::duration<double>(now - last).count();
+      last = now;
+      reached = p + 1;
+    }
     ~SlowEnqueueLog() {
-      const Clock::time_point end = Clock::now();
+      done(static_cast<Part>(reached < kAfter ? reached : kAfter));  // where it returned, or after the launch
+      const double total = std::chrono::duration<double>(last - start).count();
       if (e->phaseNs_ != nullptr) {
         // COLLIE_KERNEL_TIMING=1: the host's part of each launch, beside the kernels' parts.
-        e->enqueueNs_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(end - t0).count());
-        e->planNs_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(tPlan - t0).count());
+        e->enqueueNs_ += static_cast<uint64_t>(total * 1e9);
+        e->planNs_ += static_cast<uint64_t>(secs[kPlan] * 1e9);
         ++e->enqueues_;
       }
-      const double total = std::chrono::duration<double>(end - t0).count();
       if (total > 0.1)
-        COLLIE_WARN("rank %d: enqueueing call #%llu took %.3f s (%.3f s of it preparing programs and scratch)", rank,
-                    static_cast<unsigned long long>(seq), total, std::chrono::duration<double>(tPlan - t0).count());
+        COLLIE_WARN(
+            "rank %d: enqueueing call #%llu took %.3f s: %.3f s asking the stream's capture state, %.3f s scaling "
+            "the input, %.3f s preparing programs and scratch, %.3f s ordering it after the communicator's "
+            "previous work, %.3f s in the kernel's launch, %.3f s after it",
+            rank, static_cast<unsigned long long>(seq), total, secs[kCapture], secs[kScale], secs[kPlan], secs[kOrder],
+            secs[kLaunch], secs[kAfter]);
     }
-  } slowLog{t0, tPlan, rank_, args.seq, this};
+  } slowLog{};
+  slowLog.rank = rank_;
+  slowLog.seq = args.seq;
+  slowLog.e = this;
   cudaStream_t stream = static_cast<cudaStream_t>(args.stream);
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing"));
@@ -431,21 +475,27 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   // any more, so their blocks can be reused.
   unpinGone();
   if (programs_->overLimit()) pollCheckpoints();
+  slowLog.done(SlowEnqueueLog::kCapture);
   KernelArgs a;
   bool empty = true;
   planStream_ = args.stream;
   planOrdered_ = false;
   planQueued_ = false;
-  Status planned = planLaunch(plan, args, tables_, this, &a, &empty);
-  tPlan = Clock::now();
-  // Program copies already queued for a launch that will not come are the communicator's work all the same:
-  // a later launch elsewhere must not overtake them, nor a reused block be rewritten under them.
+  // Program copies or a scaling already queued for a launch that will not come are the communicator's work all
+  // the same: a later launch elsewhere must not overtake them, nor a reused block be rewritten under them.
   auto withoutLaunch = [&](const Status& why) {
     if (!planQueued_) return why;
     enqueued(args.stream);
     const Status recorded = recordDone(args.stream, capturing_);
     return why.ok() ? recorded : why;
   };
+  if (args.scale.active) {
+    Status scaled = scaleInput(&args);
+    if (!scaled.ok()) return withoutLaunch(scaled);
+  }
+  slowLog.done(SlowEnqueueLog::kScale);
+  Status planned = planLaunch(plan, args, tables_, this, &a, &empty);
+  slowLog.done(SlowEnqueueLog::kPlan);
   if (!planned.ok() || empty) return withoutLaunch(planned);
   const bool captured = capturing_;
   // A replay's stream is not known now: only launches made now are compared.
@@ -455,7 +505,9 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   }
   launches_.record(args.seq, *plan.last[0].program);
   COLLIE_RETURN_IF_ERROR(orderPlannedLaunch());
+  slowLog.done(SlowEnqueueLog::kOrder);
   const int rc = launchProgram(a, args.type, args.op, args.stream);
+  slowLog.done(SlowEnqueueLog::kLaunch);
   // From here the kernel may be queued, even after an error: it counts as a launch (the programs it read stay
   // until a later checkpoint), and the next launch waits for the event whatever its stream.
   ++launchSeq_;

@@ -73,6 +73,9 @@ class CudaExecutor : public Executor, private LaunchStorage {
   /// Waits for the communicator's last launch (or graph replay) enqueued so far.
   Status synchronize() override;
   void* devicePool() const override;
+  /// A pre-multiplied sum's scaling is a kernel of the launch, into a buffer of the executor's own: no
+  /// allocation before the call and no free after it on the caller's stream (see scaleInput).
+  bool scalesInput() const override { return true; }
   bool directSends(const Program& p, void* const* bufs, size_t elemSize, int divisor,
                    std::vector<uint8_t>* marks) const override {
     return directSendsOf(tables_, p, bufs, elemSize, divisor, marks);
@@ -94,6 +97,9 @@ class CudaExecutor : public Executor, private LaunchStorage {
   // Device memory for the launch being planned, without waiting for the device: from pool_, in the order of the
   // launch's stream (during a capture, of the pool's stream); with no pool, cudaMalloc. Freed at destroy.
   Status deviceBlock(size_t bytes, void** out);
+  // ExecArgs::scale: queues the scaling kernel into scaled_ on the launch's stream, after the communicator's
+  // previous work (which the last user of that buffer was), and points args->input at it.
+  Status scaleInput(ExecArgs* args);
   // Learns, without waiting, which launches have finished, so the program cache can reuse their programs' blocks.
   void pollCheckpoints();
   void recordCheckpoint(void* stream);
@@ -153,6 +159,8 @@ class CudaExecutor : public Executor, private LaunchStorage {
   std::vector<void*> spareEvents_;                      // checkpoint events not in use
   std::vector<void*> scratch_;                          // every scratch buffer made; the last is the largest
   size_t scratchBytes_ = 0;
+  std::vector<void*> scaled_;  // every buffer of scaled input made, like scratch_; peers may read it in place
+  size_t scaledBytes_ = 0;
   size_t extraBytes_ = 0;
   mutable std::mutex mu_;
 };

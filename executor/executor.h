@@ -35,6 +35,15 @@ struct ExecArgs {
   // The LL protocol (CUDA executor): chosen by core for small calls that fit
   // one LL slice per chunk; all ranks choose alike since they see the same count.
   bool lowLatency = false;
+  // A pre-multiplied sum on an executor that scales the input itself (Executor::scalesInput): `count` elements
+  // of `input` are multiplied by the scalar into a buffer of the executor's own, which the program then reads
+  // as its input.
+  struct Scale {
+    bool active = false;
+    const void* deviceScalar = nullptr;  // device-readable, read when the work runs; null: hostScalar's bytes
+    uint8_t hostScalar[8] = {};
+    uint64_t count = 0;
+  } scale;
 };
 
 /// What one channel runs: a program on the buffers advanced by `offset`
@@ -99,6 +108,9 @@ class Executor {
   /// A cudaMemPool_t of the executor's own for the device memory a call takes in stream order (core/redop.cc's
   /// staging), or null: the device's default pool.
   virtual void* devicePool() const { return nullptr; }
+  /// Whether runRounds honours ExecArgs::scale, scaling the input as part of the launch. Otherwise core scales
+  /// into staging of its own before the call and frees it after (core/collectives.cc, executeScaled).
+  virtual bool scalesInput() const { return false; }
   /// The steps of `p` whose sends the peers would read in place (markDirectSends' marks, executor/
   /// direct_sends.h) were it run by this executor, as one channel, on `bufs` (input, output, scratch: Buffer
   /// order; only their addresses are used) with elements of `elemSize` and the Simple protocol. False when none

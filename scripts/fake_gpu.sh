@@ -41,11 +41,12 @@ bounded "$build/tests/fake_cuda/fake_cudart_test" --gtest_brief=1
 # send that may be read in place is (COLLIE_DIRECT_READ_BYTES=0; executor/direct_sends.h), whatever its size:
 # the runs below keep the default, under which these tests' sends mostly go through slots.
 COLLIE_DIRECT_READ_BYTES=0 bounded "$build/tests/collectives_gpu_test" --gtest_brief=1 \
-  --gtest_filter='*_n2:*_n3:*allreduce_ring_n8:CudaBackend.*:Pinned*-CudaBackend.AStreamOfAnotherGpuIsAnError'
+  --gtest_filter='*_n2:*_n3:*allreduce_ring_n8:CudaBackend.*:Pinned*:PreMulSumGpu.*-CudaBackend.AStreamOfAnotherGpuIsAnError'
 # Every stream in one hardware queue (the fake's model of CUDA_DEVICE_MAX_CONNECTIONS=1): a call of many
-# rounds, or a group of sends and receives, must not hold back a peer's kernel (docs/RELIABILITY.md, "On a GPU").
+# rounds, a group of sends and receives, or a group of pre-multiplied sums (each rank's call from a thread of
+# its own), must not hold back a peer's kernel (docs/RELIABILITY.md, "On a GPU").
 COLLIE_FAKE_CUDA_QUEUES=1 bounded "$build/tests/collectives_gpu_test" --gtest_brief=1 \
-  --gtest_filter='*allreduce_ring_n3:CudaBackend.ACallInManyRoundsIsOneLaunchPerRank:CudaBackend.AllToAllvAndGroupedSendRecv'
+  --gtest_filter='*allreduce_ring_n3:CudaBackend.ACallInManyRoundsIsOneLaunchPerRank:CudaBackend.AllToAllvAndGroupedSendRecv:PreMulSumGpu.EveryType*'
 # Streams dealt to 2 and 3 hardware queues: a destroy or a split beside a peer's kernel that waits for this rank
 # must not wait for the pool's own stream either, which may share a queue with that peer's next launch, held
 # back behind the kernel (docs/cuda-executor.md, "No wait for the device in init or destroy"). The destroy
@@ -92,8 +93,14 @@ if grep -q 'COLLIE_WITH_UCX:BOOL=ON' "$build/CMakeCache.txt"; then
   UCX_TLS=sm,self COLLIE_GPU_REMOTE=proxy bounded "$build/tools/collie-run" --nodes 2 -np 4 \
     "$build/tests/collectives_gpu_mp"
 fi
-# The drop-in libnccl.so.2 on "device" buffers.
+# The drop-in libnccl.so.2 on "device" buffers; then with the streams dealt to 1 and 3 hardware queues. Its 4
+# ranks are threads that each run a group's calls: a pre-multiplied sum that allocated its staging before the
+# kernel and freed it after, on the caller's stream, timed out so on every rank (the free waited for our kernel,
+# which waited for a peer's kernel queued behind the free), until the executor scaled into a buffer of its own.
 bounded "$build/tests/nccl/nccl_gpu_test"
+for q in 1 3; do
+  COLLIE_FAKE_CUDA_QUEUES=$q bounded "$build/tests/nccl/nccl_gpu_test"
+done
 # collie-bench's CUDA backend: ranks as threads, the copy limit, and graphs (-G).
 bounded "$build/bench/collie-bench" allreduce -t 3 --backend cuda -b 8 -e 64K -f 16 -n 3 -w 1 --limit
 bounded "$build/bench/collie-bench" allreduce -t 2 --backend cuda -b 8 -e 4K -f 8 -n 3 -w 1 -G 2
@@ -131,7 +138,7 @@ start=$(date +%s)
 # As in scripts/sanitize.sh: UCX's memory hooks and TSan's mmap interception do not mix.
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no \
   COLLIE_TIMEOUT=120 bounded "$tsan/tests/collectives_gpu_test" --gtest_brief=1 \
-  --gtest_filter='CudaBackend.*:*allreduce_ring_n3:*alltoall_pairwise_n3-CudaBackend.AStreamOfAnotherGpuIsAnError'
+  --gtest_filter='CudaBackend.*:*allreduce_ring_n3:*alltoall_pairwise_n3:PreMulSumGpu.*-CudaBackend.AStreamOfAnotherGpuIsAnError'
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no \
   COLLIE_TIMEOUT=120 bounded "$tsan/tests/program_cache_gpu_test" --gtest_brief=1 --gtest_filter='*LongPrograms*:*Queued*:*GlobalCapture*:*Gone*'
 # Random cases on CUDA communicators (about 100 in the 30 s here), every send that may be read in place so read.

@@ -15,6 +15,9 @@ arch=${1:-90}
 [ -e .deps/root/usr/lib/x86_64-linux-gnu/libgtest.a ] || bash scripts/gpu_deps.sh
 prefix=$PWD/.deps/root/usr
 export PKG_CONFIG_PATH=$prefix/lib/x86_64-linux-gnu/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+# GoogleTest lists each program's tests by running it at build time; libucp needs libuct and the rest of
+# UCX through no run path of its own, so on a machine without Debian's UCX they come from here.
+export LD_LIBRARY_PATH=$prefix/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_ARCHITECTURES="$arch" \
   -DCOLLIE_WITH_MPI=OFF -DCMAKE_BUILD_RPATH_USE_ORIGIN=ON -DCMAKE_PREFIX_PATH="$prefix" \
   -DGTest_DIR="$prefix/lib/x86_64-linux-gnu/cmake/GTest" >/dev/null

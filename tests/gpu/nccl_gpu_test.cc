@@ -112,7 +112,17 @@ int main() {
     CUDA(cudaMemcpy(host.data(), recv[r], elems * sizeof(float), cudaMemcpyDeviceToHost));
     return host;
   };
+  // Every receive buffer all NaN (bytes 0xff) before each collective, so a call that writes nothing fails its
+  // check instead of leaving the previous call's result (the two pre-multiplied sums expect the same values).
+  auto poison = [&]() {
+    for (int r = 0; r < n; ++r) {
+      CUDA(cudaSetDevice(devlist[r]));
+      CUDA(cudaMemset(recv[r], 0xff, count * n * sizeof(float)));
+      CUDA(cudaDeviceSynchronize());
+    }
+  };
 
+  poison();
   CHECK(ncclGroupStart());
   for (int r = 0; r < n; ++r) CHECK(ncclAllReduce(send[r], recv[r], count, ncclFloat32, ncclSum, comms[r], streams[r]));
   CHECK(ncclGroupEnd());
@@ -132,6 +142,7 @@ int main() {
     CUDA(cudaMemcpy(deviceScalar[r], &value, sizeof(float), cudaMemcpyHostToDevice));
   }
   for (ncclScalarResidence_t residence : {ncclScalarHostImmediate, ncclScalarDevice}) {
+    poison();
     CHECK(ncclGroupStart());
     for (int r = 0; r < n; ++r) {
       float value = static_cast<float>(r + 1);
@@ -153,6 +164,7 @@ int main() {
   }
   for (int r = 0; r < n; ++r) CUDA(cudaFree(deviceScalar[r]));
 
+  poison();
   CHECK(ncclGroupStart());
   for (int r = 0; r < n; ++r) CHECK(ncclAllGather(send[r], recv[r], count, ncclFloat32, comms[r], streams[r]));
   CHECK(ncclGroupEnd());
@@ -163,6 +175,7 @@ int main() {
     expectEq(fetch(r, count * n), want, "allgather rank " + std::to_string(r));
   }
 
+  poison();
   CHECK(ncclGroupStart());
   for (int r = 0; r < n; ++r) CHECK(ncclBroadcast(send[r], recv[r], count, ncclFloat32, 2, comms[r], streams[r]));
   CHECK(ncclGroupEnd());
@@ -174,6 +187,7 @@ int main() {
 
   // All-to-all-v: rank s sends (s + d) % 3 * 1000 elements to d, from offset 0 of its send buffer.
   auto pair = [](int s, int d) { return static_cast<size_t>((s + d) % 3 * 1000); };
+  poison();
   CHECK(ncclGroupStart());
   for (int r = 0; r < n; ++r) {
     size_t roff = 0;

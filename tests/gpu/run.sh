@@ -147,10 +147,11 @@ part_build() {
     collectives_gpu_mp collie-run nccl_gpu_test collie-bench soak_test launch_floor
 }
 part_test() {
-  # First, with every stream in one hardware queue: calls of several rounds and a grouped send/recv, each one
-  # launch per rank (docs/RELIABILITY.md, "On a GPU"; the rounds passed so on an H200, 2026-11-26).
+  # First, with every stream in one hardware queue: calls of several rounds, a grouped send/recv and pre-multiplied
+  # sums, each one launch per rank with nothing queued after it (docs/RELIABILITY.md, "On a GPU"; the rounds
+  # passed so on an H200, 2026-11-26).
   step gpu_one_queue env CUDA_DEVICE_MAX_CONNECTIONS=1 "$build/tests/collectives_gpu_test" \
-    --gtest_filter='*allreduce_ring_n3:CudaBackend.ACallInManyRoundsIsOneLaunchPerRank:CudaBackend.AllToAllvAndGroupedSendRecv'
+    --gtest_filter='*allreduce_ring_n3:CudaBackend.ACallInManyRoundsIsOneLaunchPerRank:CudaBackend.AllToAllvAndGroupedSendRecv:PreMulSumGpu.EveryType*'
   # With one GPU the two-GPU tests would skip, which counts as a failure here: leave them out.
   local others= np
   [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ] ||
@@ -159,7 +160,7 @@ part_test() {
   # 160 cases each up to 1 Mi elements. All 110 (22 algorithms x 1, 2, 3, 4, 8 ranks) do not fit a lent
   # machine's minutes: on an H200 the first 26 took the whole 150 s of a step. The soak (gpu_soak) draws every
   # algorithm at 1 to 8 ranks. GPU_THREADS_FILTER picks others, e.g. 'Registry/*' for all.
-  step gpu_backend "$build/tests/collectives_gpu_test" --gtest_filter="CudaBackend.*:Pinned*$others"
+  step gpu_backend "$build/tests/collectives_gpu_test" --gtest_filter="CudaBackend.*:Pinned*:PreMulSumGpu.*$others"
   local registry='Registry/*_n3:Registry/*allreduce_ring_n8'
   [ "$quick" = 0 ] || registry='Registry/*_n2'
   step gpu_threads "$build/tests/collectives_gpu_test" --gtest_filter="${GPU_THREADS_FILTER:-$registry}"
