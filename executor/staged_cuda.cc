@@ -25,10 +25,11 @@ class CudaMover final : public StagedExecutor::Mover {
   // staging grows, could wait for a peer's kernel of another communicator on this GPU that waits for this rank.
   // Sizes go up by powers of two, so that a region given back fits later requests and the regions a process holds
   // stay within about twice its largest staging.
-  Status allocate(size_t bytes, void** out) override {
+  Status allocate(size_t bytes, void** out, size_t* allocated) override {
     size_t rounded = 4096;
     while (rounded < bytes) rounded *= 2;
     void* device = nullptr;
+    *allocated = rounded;
     return takePinnedRegion(rounded, out, &device);
   }
   void release(void* p) override { givePinnedRegionBack(p); }

@@ -68,8 +68,9 @@ Status StagedExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs&
     if (staging_ != nullptr) mover_->release(staging_);
     staging_ = nullptr;
     stagingBytes_ = 0;
-    COLLIE_RETURN_IF_ERROR(mover_->allocate(need, &staging_));
-    stagingBytes_ = need;
+    size_t allocated = 0;
+    COLLIE_RETURN_IF_ERROR(mover_->allocate(need, &staging_, &allocated));
+    stagingBytes_ = allocated;
   }
   uint8_t* const base = static_cast<uint8_t*>(staging_);
   uint8_t* const hIn = joint ? base + (in - lo) : base;
@@ -96,8 +97,9 @@ namespace {
 
 class HostMover final : public StagedExecutor::Mover {
  public:
-  Status allocate(size_t bytes, void** out) override {
-    *out = aligned_alloc(4096, (bytes + 4095) & ~size_t{4095});
+  Status allocate(size_t bytes, void** out, size_t* allocated) override {
+    *allocated = (bytes + 4095) & ~size_t{4095};
+    *out = aligned_alloc(4096, *allocated);
     if (*out == nullptr) return Status::error(collieSystemError, "cannot allocate %zu bytes of staging", bytes);
     return Status();
   }

@@ -30,8 +30,9 @@ class StagedExecutor final : public Executor {
     /// Whether a call on `stream` can be staged at all (checked before anything
     /// is enqueued or waited for); a stream being captured cannot.
     virtual Status usable(collieStream_t) { return Status(); }
-    /// Host memory for staging, `bytes` long (pinned on a GPU); freed by release.
-    virtual Status allocate(size_t bytes, void** out) = 0;
+    /// Host memory for staging, at least `bytes` long (pinned on a GPU); *allocated: how long it is, so that a
+    /// later call that fits takes no new one. Freed by release.
+    virtual Status allocate(size_t bytes, void** out, size_t* allocated) = 0;
     virtual void release(void* p) = 0;
     /// Enqueues a copy from the user's memory to staging on `stream`.
     virtual Status toHost(void* dst, const void* src, size_t bytes, collieStream_t stream) = 0;
