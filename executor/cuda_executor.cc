@@ -166,8 +166,8 @@ CudaExecutor::~CudaExecutor() {
   // Back to the pool in the order of its stream (every launch that used them has finished); a cudaFree would wait
   // for the whole device (core/device_memory.h). The status block goes back to the process's pinned blocks.
   std::vector<void*> blocks = programs_ != nullptr ? programs_->blocks() : std::vector<void*>();
-  blocks.insert(blocks.end(), scratch_.begin(), scratch_.end());
-  blocks.insert(blocks.end(), scaled_.begin(), scaled_.end());
+  blocks.insert(blocks.end(), scratch_.blocks.begin(), scratch_.blocks.end());
+  blocks.insert(blocks.end(), scaled_.blocks.begin(), scaled_.blocks.end());
   blocks.push_back(counters_);
   blocks.push_back(deviceWindows_);
   blocks.push_back(phaseNs_);
@@ -367,34 +367,27 @@ uint64_t CudaExecutor::launches() const {
   return launchSeq_;
 }
 
-Status CudaExecutor::scratch(size_t bytes, void** out) {
-  if (bytes > scratchBytes_) {
-    // Grown, never shrunk or freed early: launches still queued may use the
-    // old buffer, so it lives until the communicator does.
+Status CudaExecutor::grow(GrownBuffer* buf, size_t bytes, const char* what, void** out) {
+  if (bytes > buf->bytes) {
+    // Grown, never shrunk or freed early: launches still queued (or a peer's kernel reading it in place) may use
+    // the old buffer, so it lives until the communicator does.
     void* p = nullptr;
-    COLLIE_RETURN_IF_ERROR(deviceBlock(bytes, &p).withContext("scratch"));
-    scratch_.push_back(p);
-    scratchBytes_ = bytes;
+    COLLIE_RETURN_IF_ERROR(deviceBlock(bytes, &p).withContext(what));
+    buf->blocks.push_back(p);
+    buf->bytes = bytes;
     extraBytes_ += bytes;
   }
-  *out = scratch_.empty() ? nullptr : scratch_.back();
+  *out = buf->blocks.empty() ? nullptr : buf->blocks.back();
   return Status();
 }
+
+Status CudaExecutor::scratch(size_t bytes, void** out) { return grow(&scratch_, bytes, "scratch", out); }
 
 Status CudaExecutor::scaleInput(ExecArgs* args) {
   const uint64_t n = args->scale.count;
   if (n == 0) return Status();  // nothing to read: the program moves nothing either
-  const size_t bytes = n * typeSize(args->type);
-  if (bytes > scaledBytes_) {
-    // Grown like scratch, never freed early: a launch still queued, or a peer's kernel reading it in place, may
-    // use the old buffer.
-    void* p = nullptr;
-    COLLIE_RETURN_IF_ERROR(deviceBlock(bytes, &p).withContext("the pre-multiplied sum's scaled input"));
-    scaled_.push_back(p);
-    scaledBytes_ = bytes;
-    extraBytes_ += bytes;
-  }
-  void* dst = scaled_.back();
+  void* dst = nullptr;
+  COLLIE_RETURN_IF_ERROR(grow(&scaled_, n * typeSize(args->type), "the pre-multiplied sum's scaled input", &dst));
   // The buffer's last reader was the communicator's previous launch (and the peers' kernels reading it in place,
   // which that launch's drain waited for): after it, on whatever stream it ran.
   COLLIE_RETURN_IF_ERROR(orderPlannedLaunch());
@@ -438,7 +431,7 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
       reached = p + 1;
     }
     ~SlowEnqueueLog() {
-      done(static_cast<Part>(reached < kAfter ? reached : kAfter));  // where it returned, or after the launch
+      done(static_cast<Part>(reached));  // the part where it returned, or kAfter
       const double total = std::chrono::duration<double>(last - start).count();
       if (e->phaseNs_ != nullptr) {
         // COLLIE_KERNEL_TIMING=1: the host's part of each launch, beside the kernels' parts.

@@ -100,6 +100,13 @@ class CudaExecutor : public Executor, private LaunchStorage {
   // ExecArgs::scale: queues the scaling kernel into scaled_ on the launch's stream, after the communicator's
   // previous work (which the last user of that buffer was), and points args->input at it.
   Status scaleInput(ExecArgs* args);
+  // A buffer grown for the launch being planned (grow), with every smaller one before it: the last is the largest.
+  struct GrownBuffer {
+    std::vector<void*> blocks;
+    size_t bytes = 0;
+  };
+  // *out = buf's last block, first grown (by deviceBlock) to `bytes` if smaller; `what` names it in errors.
+  Status grow(GrownBuffer* buf, size_t bytes, const char* what, void** out);
   // Learns, without waiting, which launches have finished, so the program cache can reuse their programs' blocks.
   void pollCheckpoints();
   void recordCheckpoint(void* stream);
@@ -157,10 +164,8 @@ class CudaExecutor : public Executor, private LaunchStorage {
   std::shared_ptr<GraphsGone> graphsGone_;              // shared with the user objects' destructors
   std::deque<std::pair<uint64_t, void*>> checkpoints_;  // (launch, cudaEvent_t), oldest first
   std::vector<void*> spareEvents_;                      // checkpoint events not in use
-  std::vector<void*> scratch_;                          // every scratch buffer made; the last is the largest
-  size_t scratchBytes_ = 0;
-  std::vector<void*> scaled_;  // every buffer of scaled input made, like scratch_; peers may read it in place
-  size_t scaledBytes_ = 0;
+  GrownBuffer scratch_;                                 // the programs' Buffer::kScratch
+  GrownBuffer scaled_;  // a pre-multiplied sum's scaled input, which peers may read in place
   size_t extraBytes_ = 0;
   mutable std::mutex mu_;
 };

@@ -29,7 +29,11 @@ using collie::test::premul::kindName;
 using collie::test::premul::referenceAt;
 using collie::test::premul::scalarOf;
 
-std::string cudaError(const char* what, cudaError_t e) { return std::string(what) + ": " + cudaGetErrorString(e); }
+// Keeps the first CUDA failure in *err, as "what: error"; returns whether `e` is a success.
+bool keepFirst(std::string* err, cudaError_t e, const char* what) {
+  if (e != cudaSuccess && err->empty()) *err = std::string(what) + ": " + cudaGetErrorString(e);
+  return e == cudaSuccess;
+}
 
 // One case: one thread queues every rank's call in one group, each on its rank's stream (`streams[r]`; odd
 // cases on the second, so consecutive calls of a communicator change streams), destroying each operator right
@@ -46,10 +50,7 @@ std::string runCase(const collie::test::Comms& comms, const std::vector<cudaStre
       deviceScalar(static_cast<size_t>(n), nullptr);
   std::vector<T> scalars(static_cast<size_t>(n));
   std::string err;
-  auto check = [&](cudaError_t e, const char* what) {
-    if (e != cudaSuccess && err.empty()) err = cudaError(what, e);
-    return e == cudaSuccess;
-  };
+  auto check = [&](cudaError_t e, const char* what) { return keepFirst(&err, e, what); };
   for (int r = 0; r < n && err.empty(); ++r) {
     inputs[r] = inputOf<T>(type, r, seed, inCount);
     scalars[r] = scalarOf<T>(r);
@@ -188,10 +189,7 @@ TEST(PreMulSumGpu, ADeviceScalarIsReadAtEachGraphReplay) {
     float *in = ranks[r].in, *out = ranks[r].out, *scalar = ranks[r].scalar;
     cudaStream_t s = ranks[r].s, other = ranks[r].other;
     std::string& err = errors[r];
-    auto check = [&](cudaError_t e, const char* what) {
-      if (e != cudaSuccess && err.empty()) err = cudaError(what, e);
-      return e == cudaSuccess;
-    };
+    auto check = [&](cudaError_t e, const char* what) { return keepFirst(&err, e, what); };
     collieRedOp_t op = collieSum;
     if (err.empty() &&
         collieRedOpCreatePreMulSum(&op, scalar, collieFloat32, collieScalarDevice, comms[r]) != collieSuccess)
@@ -212,6 +210,9 @@ TEST(PreMulSumGpu, ADeviceScalarIsReadAtEachGraphReplay) {
       check(cudaMemcpyAsync(scalar, &k, sizeof(float), cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
       check(cudaMemsetAsync(out, 0xff, count * sizeof(float), s), "cudaMemsetAsync");
       check(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
+      // Waited for before the copy back is queued, as in AllReduceInCudaGraph: queued right behind the call, it
+      // could hold back a peer's call in a hardware queue both share (docs/RELIABILITY.md, "On a GPU").
+      check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
       check(cudaMemcpyAsync(got.data(), out, count * sizeof(float), cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
       check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
       for (size_t i = 0; i < count && err.empty(); i += 997)
@@ -225,6 +226,7 @@ TEST(PreMulSumGpu, ADeviceScalarIsReadAtEachGraphReplay) {
       check(cudaMemcpyAsync(scalar, &k, sizeof(float), cudaMemcpyHostToDevice, other), "cudaMemcpyAsync");
       if (collieAllReduce(in, in, count, collieFloat32, op, comms[r], other) != collieSuccess)
         err = std::string("eager call: ") + collieGetLastError(comms[r]);
+      check(cudaStreamSynchronize(other), "cudaStreamSynchronize");
       check(cudaMemcpyAsync(got.data(), in, count * sizeof(float), cudaMemcpyDeviceToHost, other), "cudaMemcpyAsync");
       check(cudaStreamSynchronize(other), "cudaStreamSynchronize");
       if (err.empty() && (got[0] != 15.0f || got[count - 1] != 15.0f))
