@@ -181,7 +181,7 @@ class HostPrims {
   HostPrims(int rank, int channel, const WindowLayout& layout, const std::vector<uint8_t*>& windows, uint64_t* posted,
             uint64_t* consumed, const std::atomic<bool>* abort, double timeoutSec, int spins,
             const HostExecutor::Remote& remote, const std::vector<int>& pids, const HostExecutor::Inbound& inbound,
-            const std::vector<bool>& inProcess, HostExecutor::CallCheck& callCheck)
+            const std::vector<bool>& inProcess, HostExecutor::CallCheck& callCheck, HostExecutor::GivingUp giving)
       : rank_(rank),
         channel_(channel),
         layout_(layout),
@@ -197,18 +197,23 @@ class HostPrims {
         remote_(remote),
         pids_(pids),
         inProcess_(inProcess),
-        call_(callCheck) {}
+        call_(callCheck),
+        giving_(giving) {}
 
   // For a remote peer, a slot is usable only once the transfer that last
   // used the same staging slot / credit op is done with it. The slice's size
   // is for the GPU's LL protocol; here the ready counter says it all.
   bool arrived(int p, uint64_t = 0) const {
-    if (!sliceReady(consumed_[p], loadAcquire(inbox_[p] + layout_.readyOffset(channel_, p)))) return false;
+    const uint8_t* ready = inbox_[p] + layout_.readyOffset(channel_, p);
+    const uint64_t v = loadAcquire(ready);
+    if (givingUp(p) ? !mayTake(p, v, ready) : !sliceReady(consumed_[p], v)) return false;
     if (isRemote(p) && !opIdle(creditOp(p, consumed_[p]))) return false;
     return sameCall(p);
   }
   bool room(int q) const {
-    if (!slotFree(posted_[q], loadAcquire(inbox_[q] + layout_.creditOffset(channel_, q)), layout_.nslots)) return false;
+    const uint64_t credit = loadAcquire(inbox_[q] + layout_.creditOffset(channel_, q));
+    if (givingUp(q) && (credit & kFlagWithdrawn) != 0) giving_.state[q] |= kGone;  // q reads nothing more
+    if (!slotFree(posted_[q], credit, layout_.nslots)) return false;
     return !isRemote(q) || opIdle(sendOp(q, posted_[q]));
   }
   int waitArrived(int p, uint64_t) const {
@@ -233,8 +238,8 @@ class HostPrims {
     return reinterpret_cast<const T*>(inbox_[p] + layout_.slotOffset(channel_, p, consumed_[p]));
   }
   void expose(int, const T* data) { exposed_ = data; }
-  /// Until every peer of this process has credited all we posted: what it reads in place is ours to change
-  /// again. 0, or the failed wait's code with *peer set.
+  /// Until every peer of this process has credited all we posted (or said it reads nothing more: a credit with
+  /// kFlagWithdrawn): what it reads in place is ours to change again. 0, or the failed wait's code with *peer set.
   int drain(int* peer) const {
     for (size_t q = 0; q < inProcess_.size(); ++q) {
       if (!inProcess_[q]) continue;
@@ -269,16 +274,20 @@ class HostPrims {
     __atomic_store_n(
         reinterpret_cast<uint64_t*>(windows_[static_cast<size_t>(q)] + layout_.signatureOffset(channel_, rank_, seq)),
         call_.mine, __ATOMIC_RELAXED);
+    uint64_t inPlace = 0;
     if (inProcess_[static_cast<size_t>(q)]) {
       __atomic_store_n(
           reinterpret_cast<uint64_t*>(windows_[static_cast<size_t>(q)] + layout_.sourceOffset(channel_, rank_, seq)),
           static_cast<uint64_t>(reinterpret_cast<uintptr_t>(exposed_)), __ATOMIC_RELAXED);
+      // From the first slice handed over in place, every post of this call to q says so (protocol.h, "Giving up").
+      if (givingUp(q) && exposed_ != nullptr) giving_.state[q] |= kExposedTo;
+      if (givingUp(q) && (giving_.state[q] & kExposedTo) != 0) inPlace = kFlagInPlace;
       exposed_ = nullptr;
     }
     // A proxy sends only the bytes posted (as the kernels record them), published by the ready store.
     if (sliceBytes_ != nullptr)
       sliceBytes_[layout_.connection(channel_, q) * layout_.nslots + seq % layout_.nslots] = n * sizeof(T);
-    storeRelease(windows_[static_cast<size_t>(q)] + layout_.readyOffset(channel_, rank_), seq + 1);
+    storeRelease(windows_[static_cast<size_t>(q)] + layout_.readyOffset(channel_, rank_), (seq + 1) | inPlace);
   }
 
   void copy(T* dst, const T* src, uint64_t n, int divisor) const { copyElements(dst, src, n, divisor); }
@@ -310,8 +319,59 @@ class HostPrims {
   void localDone() const {}    // one thread: nothing to order
   void stepDone(int) const {}  // only the kernels time their steps
 
+  /// After a failure, as the kernels' DevicePrims::giveUp (protocol.h, "Giving up"): tells each peer of this
+  /// process that we read nothing more of what it posted, withdraws what we posted to it, and waits (up to
+  /// COLLIE_TIMEOUT, whatever the abort flag says) for every peer that may be reading one of this call's slices
+  /// in place to credit it or give up in turn: the caller may free its buffers the moment we return.
+  void giveUp() const {
+    const int n = static_cast<int>(windows_.size());
+    for (int p = 0; p < n; ++p)
+      if (givingUp(p))
+        storeRelease(windows_[static_cast<size_t>(p)] + layout_.creditOffset(channel_, rank_),
+                     consumed_[p] | kFlagWithdrawn);
+    for (int q = 0; q < n; ++q)
+      if (givingUp(q))
+        storeRelease(windows_[static_cast<size_t>(q)] + layout_.readyOffset(channel_, rank_),
+                     posted_[q] | kFlagWithdrawn);
+    fenceSeqCst();
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeoutSec_));
+    for (int q = 0; q < n; ++q) {
+      if (!givingUp(q) || loadAcquire(inbox_[q] + layout_.readingOffset(channel_, q)) <= giving_.postedBefore[q])
+        continue;
+      const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+      (void)waitFor(
+          [&] {
+            const uint64_t credit = loadAcquire(inbox_[q] + layout_.creditOffset(channel_, q));
+            return (credit & kFlagWithdrawn) != 0 || credit >= posted_[q];
+          },
+          spins_, nullptr, left > 0 ? left : 0, [] { return false; });
+    }
+  }
+  /// Whether `peer` gave up first: withdrew what it posted to us, or reads nothing more of ours.
+  bool gaveUp(int peer) const { return peer >= 0 && givingUp(peer) && (giving_.state[peer] & kGone) != 0; }
+
  private:
   bool isRemote(int peer) const { return windows_[static_cast<size_t>(peer)] == nullptr; }
+  // GivingUp::state bits.
+  static constexpr uint8_t kExposedTo = 1, kMarked = 2, kGone = 4;
+  // Whether the giving-up protocol runs with `peer`: a rank of this process, while sends may be read in place.
+  bool givingUp(int peer) const { return giving_.state != nullptr && inProcess_[static_cast<size_t>(peer)]; }
+  // Whether p's next slice may be taken, its ready counter being `v` (at `ready`): never once p withdrew; and the
+  // first one taken while p's counter says kFlagInPlace only after our mark, a fence, and one more look.
+  bool mayTake(int p, uint64_t v, const uint8_t* ready) const {
+    uint8_t& st = giving_.state[p];
+    if ((v & kFlagWithdrawn) != 0) st |= kGone;
+    if ((st & kGone) != 0 || !sliceReady(consumed_[p], v & kFlagCount)) return false;
+    if ((v & kFlagInPlace) == 0 || (st & kMarked) != 0) return true;
+    st |= kMarked;
+    storeRelease(windows_[static_cast<size_t>(p)] + layout_.readingOffset(channel_, rank_), consumed_[p] + 1);
+    fenceSeqCst();
+    if ((loadAcquire(ready) & kFlagWithdrawn) == 0) return true;
+    st |= kGone;
+    return false;
+  }
   size_t remoteSlot(int peer, uint64_t seq) const {
     const size_t conn = static_cast<size_t>(channel_) * static_cast<size_t>(remote_.count) +
                         static_cast<size_t>(remote_.index[static_cast<size_t>(peer)]);
@@ -365,7 +425,7 @@ class HostPrims {
   template <typename Ready>
   int waitPlain(Ready ready, int a, int b) const {
     RemoteWindows* w = remote_.windows;
-    const auto died = [&] { return exited(a) || exited(b) || refused(a) || refused(b); };
+    const auto died = [&] { return exited(a) || exited(b) || refused(a) || refused(b) || gaveUp(a) || gaveUp(b); };
     if (w == nullptr) return waitFor(ready, spins_, abort_, timeoutSec_, died);
     bool gone = false;
     const int rc = waitFor(
@@ -395,6 +455,7 @@ class HostPrims {
   const std::vector<int>& pids_;
   const std::vector<bool>& inProcess_;  // [peer]: a rank of this process, which may read our slices in place
   HostExecutor::CallCheck& call_;
+  HostExecutor::GivingUp giving_;
   const T* exposed_ = nullptr;  // what the next post hands over in place, if anything
 };
 
@@ -456,14 +517,23 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
   const int nch = args.splitSteps ? static_cast<int>(layout_.nchannels) : static_cast<int>(work.size());
   StepFailure f;
   const Program* failed = nullptr;
+  bool peerGaveUp = false;  // the peer waited on had given up first (HostPrims::gaveUp)
   for (int c = 0; c < nch && f.code == collieSuccess; ++c) {
     const ChannelWork& w = work[args.splitSteps ? 0 : static_cast<size_t>(c)];
     T* const bufs[3] = {args.input ? static_cast<T*>(const_cast<void*>(args.input)) + w.offset : nullptr,
                         args.output ? static_cast<T*>(args.output) + w.offset : nullptr,
                         reinterpret_cast<T*>(scratch_.data())};
     const size_t at = static_cast<size_t>(c) * layout_.nranks;
+    HostExecutor::GivingUp giving;
+    if (directMinBytes_ >= 0) {
+      // The channel's giving-up state starts afresh with each call (protocol.h, "Giving up").
+      std::fill(givingState_.begin(), givingState_.end(), 0);
+      std::copy(posted_.begin() + static_cast<ptrdiff_t>(at),
+                posted_.begin() + static_cast<ptrdiff_t>(at + layout_.nranks), postedBefore_.begin());
+      giving = HostExecutor::GivingUp{givingState_.data(), postedBefore_.data()};
+    }
     HostPrims<T, Op> prims(rank_, c, layout_, windows_, posted_.data() + at, consumed_.data() + at, abort_, timeoutSec_,
-                           spinPolls_, remote_, peerPids_, inbound_, inProcess_, callCheck_);
+                           spinPolls_, remote_, peerPids_, inbound_, inProcess_, callCheck_, giving);
     DirectSteps direct;
     void* const raw[3] = {bufs[0], bufs[1], bufs[2]};
     if (directMinBytes_ >= 0 &&
@@ -482,6 +552,10 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
         f.step = static_cast<int>(w.program->steps.size());
         f.peer = peer;
       }
+    }
+    if (f.code != collieSuccess) {
+      peerGaveUp = prims.gaveUp(f.peer);
+      prims.giveUp();
     }
     failed = w.program;
   }
@@ -515,6 +589,8 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
                                                                                       : std::string();
   };
   why = remoteFailure(f.peer);
+  if (why.empty() && peerGaveUp)
+    why = "rank " + std::to_string(f.peer) + " had given up this call first (its own error says why)";
   for (int r = 0; why.empty() && r < static_cast<int>(windows_.size()); ++r) why = remoteFailure(r);
   for (int r = 0; why.empty() && r < static_cast<int>(peerPids_.size()); ++r)
     if (code == collieRemoteError && processGone(peerPids_[static_cast<size_t>(r)]))

@@ -56,6 +56,8 @@ class HostExecutor : public Executor {
     bool any = false;
     for (bool b : inProcess_) any = any || b;
     directMinBytes_ = any ? minBytes : -1;  // with no such peer, no call looks for sends to read in place
+    givingState_.assign(inProcess_.size(), 0);
+    postedBefore_.assign(inProcess_.size(), 0);
   }
 
   /// Runs `program`. On failure the communicator's counters are no longer in
@@ -93,8 +95,19 @@ class HostExecutor : public Executor {
   std::vector<bool> inProcess_;       // [peer]: may read our slices in place (setInProcessPeers)
   int64_t directMinBytes_ = -1;       // negative: no send is read in place
   std::vector<uint8_t> directMarks_;  // [step]: markDirectSends of the channel running now
+  // [peer], for the channel running now: GivingUp's state and postedBefore (protocol.h, "Giving up").
+  std::vector<uint8_t> givingState_;
+  std::vector<uint64_t> postedBefore_;
 
  public:
+  /// Giving up without leaving a peer of this process reading our buffers in place (executor/protocol.h, "Giving
+  /// up"), for the channel running now: state[peer] (a HostPrims bit set: this call handed the peer a slice in
+  /// place; we marked that we read the peer's; the peer gave up), and what we had posted to each peer before
+  /// the call. state is null while no send is read in place: the protocol is then off.
+  struct GivingUp {
+    uint8_t* state = nullptr;
+    const uint64_t* postedBefore = nullptr;
+  };
   /// The call check (executor/protocol.h, signature[][][] and kRefusedOffset): what this call signs its slices
   /// with, what it found, and where each peer would say that it refused a call.
   struct CallCheck {

@@ -3,6 +3,7 @@
 // also touch, and how it idles between polls.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 namespace collie {
@@ -12,6 +13,15 @@ inline uint64_t loadAcquire(const uint8_t* p) {
 }
 inline void storeRelease(uint8_t* p, uint64_t v) {
   __atomic_store_n(reinterpret_cast<uint64_t*>(p), v, __ATOMIC_RELEASE);
+}
+
+/// Orders this thread's earlier stores before its later loads, against any thread that does the same (protocol.h,
+/// "Giving up": of two threads that each store, fence, then load what the other stored, one sees the other's
+/// store). A sequentially consistent read-modify-write of one word every caller shares: a standalone C++ fence
+/// would order as much, but ThreadSanitizer does not model those (GCC warns, -Wtsan).
+inline void fenceSeqCst() {
+  static std::atomic<uint64_t> word{0};
+  word.fetch_add(1, std::memory_order_seq_cst);
 }
 
 /// One polite spin: tells the core a poll loop runs (frees the sibling hyperthread).

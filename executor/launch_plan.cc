@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "core/env.h"
 #include "core/log.h"
@@ -160,7 +161,10 @@ Status launchFailure(const DeviceStatus& status, int rank, const char* where, co
   const collieResult_t code = static_cast<collieResult_t>(raw);
   const int peer = static_cast<int>(status.peer);
   // A peer the proxy lost: its reason (UCX's) says more than "aborted".
-  const std::string why = proxy != nullptr && peer >= 0 && code == collieRemoteError ? proxy->failure(peer) : "";
+  std::string why = proxy != nullptr && peer >= 0 && code == collieRemoteError ? proxy->failure(peer) : "";
+  // A peer that reads our sends in place, or hands us its own, and failed first: its error says why.
+  if (why.empty() && code == collieRemoteError && status.peerGaveUp != 0)
+    why = "rank " + std::to_string(peer) + " had given up this call first (its own error says why)";
   const std::string what = code == collieTimeout ? std::string("timed out ") + where
                            : why.empty()         ? std::string("was aborted ") + where
                                                  : std::string("failed ") + where + ": " + why;

@@ -11,6 +11,9 @@
 //   0                        WindowHeader (checked by every peer that maps it)
 //   kLine * (1 + c*n + p)    ready[c][p]:  u64, written by peer p: slices p has posted into R's slots[c][p]
 //   kLine * (1 + C*n + c*n + p)  credit[c][p]: u64, written by peer p: slices p has consumed of those R posted to p
+//   creditOffset + 8         reading[c][p]: u64, written by peer p (CUDA kernels, reading in place only): 1 + the
+//                            number of the first slice p took in its current launch while R had handed over some
+//                            of that launch's slices in place ("Giving up" below)
 //   sourcesBase() + 8*(...)  source[c][p][k]: u64, written by peer p with each slice it posts into slot k: 0 when
 //                            the slice is in the slot, else the address of the slice in p's own memory, which R
 //                            reads in place (only between ranks of one process; executor/direct_sends.h)
@@ -36,9 +39,10 @@
 
 namespace collie {
 
-// "colliew" and the version of the window's format (6: slices carry their call's signature, signature[][][];
+// "colliew" and the version of the window's format (7: counters carry kFlagWithdrawn and kFlagInPlace, and
+// reading[][] sits beside each credit; 6: slices carry their call's signature, signature[][][];
 // 5: slices may be read in place, source[][][]), which peers check at init.
-constexpr uint64_t kWindowMagic = 0x636f6c6c69657736ull;
+constexpr uint64_t kWindowMagic = 0x636f6c6c69657737ull;
 constexpr uint64_t kLine = 64;
 
 struct WindowHeader {
@@ -78,6 +82,8 @@ struct WindowLayout {
   COLLIE_HD uint64_t creditOffset(int channel, int peer) const {
     return kLine * (1 + static_cast<uint64_t>(nchannels) * nranks + connection(channel, peer));
   }
+  /// reading[c][p], beside credit[c][p] on its line (see the layout above).
+  COLLIE_HD uint64_t readingOffset(int channel, int peer) const { return creditOffset(channel, peer) + 8; }
   COLLIE_HD uint64_t sourcesBase() const { return kLine * (1 + 2 * static_cast<uint64_t>(nchannels) * nranks); }
   /// Where the sender of slice number `seq` of connection peer -> owner on `channel` says where it lies.
   COLLIE_HD uint64_t sourceOffset(int channel, int peer, uint64_t seq) const {
@@ -194,6 +200,21 @@ COLLIE_HD ChannelPart channelPart(uint64_t count, int c, int nchannels, uint64_t
   const uint64_t hi = lo + per < count ? lo + per : count;
   return ChannelPart{lo, hi - lo};
 }
+
+// Giving up without leaving a reader in freed memory (CUDA kernels, between ranks that read each other's sends in
+// place). A kernel that gives up returns its buffers to their owner, who may free them at once; a peer still
+// reading one would read freed memory. So the two top bits of a ready and a credit counter carry:
+//   ready, kFlagWithdrawn: the sender gave up; the reader must take nothing more from it, in place or not.
+//   ready, kFlagInPlace:   some slice of the sender's current launch on this connection lies in its own memory.
+//   credit, kFlagWithdrawn: the reader gave up and reads nothing more of what was posted to it.
+// The first time a reader takes a slice whose ready counter shows kFlagInPlace in a launch, it writes reading[][]
+// and fences, then loads the counter again; a sender that gives up writes kFlagWithdrawn and fences, then loads
+// reading[][]. Either the reader sees the withdrawal before it reads anything in place, or the sender sees that it
+// may be reading and waits (bounded) for its credit, or its kFlagWithdrawn credit. Only kernels set the bits, and
+// only on connections that may read in place; the host executor never sees them.
+constexpr uint64_t kFlagWithdrawn = uint64_t{1} << 63;
+constexpr uint64_t kFlagInPlace = uint64_t{1} << 62;
+constexpr uint64_t kFlagCount = kFlagInPlace - 1;
 
 /// A sender may fill its next slot.
 COLLIE_HD bool slotFree(uint64_t posted, uint64_t credit, uint32_t nslots) { return posted - credit < nslots; }

@@ -12,6 +12,7 @@
 #if defined(__CUDACC__)
 #include <cuda_runtime.h>
 #else
+#include "executor/host_flags.h"
 #include "kernels/emulator.h"
 #endif
 
@@ -43,6 +44,8 @@ __device__ __forceinline__ void sync() { __syncthreads(); }
 /// A block barrier that also tells every thread whether any thread passed a true `pred`.
 __device__ __forceinline__ bool syncOr(bool pred) { return __syncthreads_or(pred ? 1 : 0) != 0; }
 __device__ __forceinline__ void fenceSystem() { __threadfence_system(); }
+/// Orders this thread's earlier stores before its later loads, among the GPU's threads (protocol.h, "Giving up").
+__device__ __forceinline__ void fenceSeqCstGpu() { asm volatile("fence.sc.gpu;" ::: "memory"); }
 
 __device__ __forceinline__ uint64_t loadAcquireSys(const uint8_t* p) {
   uint64_t v;
@@ -101,6 +104,8 @@ inline bool syncOr(bool pred) { return emu::self().barrier->arriveAndWait(pred);
 // orders everything the barrier ordered before it; and ThreadSanitizer does not model fences. Counted, so
 // tests can see which paths take one.
 inline void fenceSystem() { emu::countFence(); }
+// A store before it and a load after it are not reordered (executor/host_flags.h).
+inline void fenceSeqCstGpu() { fenceSeqCst(); }
 
 // Both scopes are the same acquire and release here; the system-scope ones are counted, so tests can see
 // which flags take them.

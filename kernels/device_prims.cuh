@@ -354,11 +354,16 @@ class DevicePrims {
       // COLLIE_SYSTEM_FENCE=1 puts back the full fence (membar.sys) every post took before, to measure it.
       // The source word goes before the flag that publishes it: 0 for a slice in the slot, which also
       // overwrites what an earlier slice through this slot handed over in place.
-      if (readsInPlace(q))
+      // From the first slice handed over in place, every post of this launch to q says so (kFlagInPlace), so
+      // that q announces its reading before it takes one (protocol.h, "Giving up").
+      if (readsInPlace(q)) {
         dev::storeVolatile64(a_.windows[q] + a_.layout.sourceOffset(channel_, a_.rank, seq),
                              static_cast<uint64_t>(reinterpret_cast<uintptr_t>(exposed_)));
+        if (exposed_ != nullptr) exposedTo_ |= uint64_t{1} << q;
+      }
       if (a_.systemFence) dev::fenceSystem();
-      releaseFlag(a_, q, a_.windows[q] + a_.layout.readyOffset(channel_, a_.rank), ++posted_[q]);
+      const uint64_t inPlace = ((exposedTo_ >> q) & 1) != 0 ? kFlagInPlace : 0;
+      releaseFlag(a_, q, a_.windows[q] + a_.layout.readyOffset(channel_, a_.rank), ++posted_[q] | inPlace);
     }
     exposed_ = nullptr;
     dev::sync();
@@ -376,6 +381,8 @@ class DevicePrims {
       for (int q = 0; q < static_cast<int>(a_.layout.nranks) && rc == 0; ++q) {
         if (credited_[q] >= posted_[q]) continue;
         const uint8_t* credit = a_.inboxes[q] + a_.layout.creditOffset(channel_, q);
+        // A credit with kFlagWithdrawn (a reader that gave up and reads nothing more) passes too: what is
+        // drained is every read of what we posted, not the peer's success.
         if ((credited_[q] = acquireFlag(a_, q, credit)) >= posted_[q]) continue;
         const uint64_t deadline = dev::globalTimerNs() + a_.timeoutNs;
         for (uint32_t i = 0; acquireFlag(a_, q, credit) < posted_[q]; ++i) {
@@ -391,6 +398,40 @@ class DevicePrims {
     }
     return fromThread0(rc, shared_);
   }
+
+  /// Thread 0 only, once the block has failed (its other threads are past their last read): the block gives up
+  /// its part of the launch without leaving a peer that reads in place in memory its owner may free now
+  /// (protocol.h, "Giving up"). First it tells each such peer that it reads nothing more of what the peer
+  /// posted, so that a peer giving up as well never waits for it; then it withdraws what it posted to each,
+  /// and waits, up to COLLIE_TIMEOUT, for every peer that may be reading one of this launch's slices in place
+  /// to credit what it takes or give up in turn. Its own abort does not cut that wait short: the wait is what
+  /// keeps the peer off freed memory.
+  __device__ void giveUp() {
+    const int n = static_cast<int>(a_.layout.nranks);
+    for (int p = 0; p < n; ++p)
+      if (p != a_.rank && readsInPlace(p))
+        dev::storeReleaseGpu(a_.windows[p] + a_.layout.creditOffset(channel_, a_.rank), consumed_[p] | kFlagWithdrawn);
+    for (int q = 0; q < n; ++q)
+      if (q != a_.rank && readsInPlace(q))
+        dev::storeReleaseGpu(a_.windows[q] + a_.layout.readyOffset(channel_, a_.rank), posted_[q] | kFlagWithdrawn);
+    dev::fenceSeqCstGpu();
+    const uint64_t deadline = dev::globalTimerNs() + a_.timeoutNs;
+    for (int q = 0; q < n; ++q) {
+      if (q == a_.rank || !readsInPlace(q)) continue;
+      // The launch's slices to q are numbered from what the block posted before it (the counters in device
+      // memory are written back only by a launch that succeeds); q's mark names one of them once q reads.
+      const uint64_t before = a_.counters[static_cast<size_t>(channel_) * n + q];
+      const uint8_t* mine = a_.windows[a_.rank];
+      if (dev::loadAcquireGpu(mine + a_.layout.readingOffset(channel_, q)) <= before) continue;
+      for (;;) {
+        const uint64_t credit = dev::loadAcquireGpu(mine + a_.layout.creditOffset(channel_, q));
+        if ((credit & kFlagWithdrawn) != 0 || credit >= posted_[q] || dev::globalTimerNs() > deadline) break;
+      }
+    }
+  }
+  /// Thread 0 only: whether `peer` gave up (withdrew what it posted to this block, or stopped reading what this
+  /// block posted) as this block's waits saw.
+  __device__ bool gaveUp(int peer) const { return peer >= 0 && peer < 64 && ((gone_ >> peer) & 1) != 0; }
 
   /// Thread 0's time polling in wait(), with COLLIE_KERNEL_TIMING (kernels/launch.h, KernelPhase); else 0.
   __device__ uint64_t waitedNs() const { return waitedNs_; }
@@ -412,14 +453,37 @@ class DevicePrims {
   __device__ void stepDone(int si) { clock_.stepDone(si, waitedNs_); }
 
  private:
-  __device__ bool pollArrived(int p) const {
-    return sliceReady(consumed_[p], acquireFlag(a_, p, a_.inboxes[p] + a_.layout.readyOffset(channel_, p)));
+  // Thread 0 only. From a peer that may hand slices over in place, a withdrawn counter is never a slice (the
+  // wait that polled fails), and the first slice taken while the launch's counter says kFlagInPlace is taken
+  // only after the mark (protocol.h, "Giving up"): the peer, giving up, then waits for its credit.
+  __device__ bool pollArrived(int p) {
+    const uint8_t* ready = a_.inboxes[p] + a_.layout.readyOffset(channel_, p);
+    uint64_t v = acquireFlag(a_, p, ready);
+    if (!readsInPlace(p)) return sliceReady(consumed_[p], v);
+    const uint64_t bit = uint64_t{1} << p;
+    if ((v & kFlagWithdrawn) != 0) gone_ |= bit;
+    if ((gone_ & bit) != 0 || !sliceReady(consumed_[p], v & kFlagCount)) return false;
+    if ((v & kFlagInPlace) != 0 && (marked_ & bit) == 0) {
+      marked_ |= bit;
+      dev::storeReleaseGpu(a_.windows[p] + a_.layout.readingOffset(channel_, a_.rank), consumed_[p] + 1);
+      dev::fenceSeqCstGpu();
+      if ((dev::loadAcquireGpu(ready) & kFlagWithdrawn) != 0) {
+        gone_ |= bit;
+        return false;
+      }
+    }
+    return true;
   }
   // Thread 0 only. Room the credits seen before already show (the last launch's drain saw every slice
-  // credited) needs no load: one round trip fewer for most sends.
+  // credited) needs no load: one round trip fewer for most sends. A reader that gave up has no room.
   __device__ bool pollRoom(int q) {
     if (slotFree(posted_[q], credited_[q], a_.layout.nslots)) return true;
-    credited_[q] = acquireFlag(a_, q, a_.inboxes[q] + a_.layout.creditOffset(channel_, q));
+    const uint64_t credit = acquireFlag(a_, q, a_.inboxes[q] + a_.layout.creditOffset(channel_, q));
+    if ((credit & kFlagWithdrawn) != 0) {
+      gone_ |= uint64_t{1} << q;
+      return false;
+    }
+    credited_[q] = credit;
     return slotFree(posted_[q], credited_[q], a_.layout.nslots);
   }
   // Whether slices between us and `peer` carry a source word (KernelArgs::readsInPlace).
@@ -434,6 +498,10 @@ class DevicePrims {
       const uint64_t start = dev::globalTimerNs(), deadline = start + a_.timeoutNs;
       for (uint32_t i = 0;; ++i) {
         if ((sending && pollRoom(q)) || (receiving && pollArrived(p))) break;
+        if ((sending && gaveUp(q)) || (receiving && gaveUp(p))) {
+          rc = collieRemoteError;
+          break;
+        }
         if ((i & 1023) == 1023) {
           if (dev::loadFlag(&a_.status->abort) != 0 || dev::loadFlag(a_.failed) != 0 || (sending && lost(q)) ||
               (receiving && lost(p))) {
@@ -459,6 +527,9 @@ class DevicePrims {
   uint64_t* clean_;  // device_prims_ll.cuh, "Stale lines"
   int* shared_;
   const T* exposed_ = nullptr;  // what the next post hands over in place (expose), if anything
+  // Thread 0's, bit p for peer p (protocol.h, "Giving up"): this launch handed p a slice in place; this launch
+  // marked that it reads p's; p gave up.
+  uint64_t exposedTo_ = 0, marked_ = 0, gone_ = 0;
   uint64_t waitedNs_ = 0;       // thread 0's
   StepClock clock_;
 };

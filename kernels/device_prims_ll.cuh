@@ -147,6 +147,9 @@ class DevicePrimsLL {
   __device__ void reduce2(T* dst1, T* dst2, const T* a, const T* b, uint64_t n, int divisor) {
     BlockMoves<T, Op>::reduce2(dst1, dst2, a, b, n, divisor);
   }
+  // LL slices are never read in place, so giving up leaves no peer reading this rank's buffers (DevicePrims).
+  __device__ void giveUp() {}
+  __device__ bool gaveUp(int) const { return false; }
   __device__ void localDone() { dev::sync(); }
   __device__ void stepDone(int si) { clock_.stepDone(si, waitedNs_); }
 

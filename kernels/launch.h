@@ -30,6 +30,8 @@ struct DeviceStatus {
   // What the failing block read at `peer`'s kStartedOffset (executor/protocol.h) when it gave up;
   // kPeerStartedUnknown where it could not tell (a peer on another host).
   volatile uint64_t peerStarted;
+  // 1: `peer` had given up first, and this block failed on seeing it (protocol.h, "Giving up").
+  volatile uint32_t peerGaveUp;
 };
 constexpr uint64_t kPeerStartedUnknown = ~uint64_t{0};
 

@@ -118,10 +118,13 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
       a.status->peerStarted = f.peer >= 0 && f.peer < n && a.lost == nullptr
                                   ? dev::loadVolatile64(a.windows[f.peer] + kStartedOffset)
                                   : kPeerStartedUnknown;
+      a.status->peerGaveUp = prims.gaveUp(f.peer) ? 1u : 0u;
       dev::fenceSystem();
       dev::storeFlag(&a.status->code, static_cast<uint32_t>(f.code));
       dev::fenceSystem();
     }
+    // Every block that fails, after the record, so the host hears of the failure while this waits.
+    prims.giveUp();
     return;
   }
   for (int p = 0; p < n; ++p) {

@@ -17,7 +17,7 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 cmake --build "$build" --target allreduce_test collectives_test bootstrap_test shm_window_test p2p_test algorithms_api_test \
   comm_create_test shrink_test revoke_test premulsum_test call_check_test call_signature_test abort_test remote_proxy_test \
-  emulator_test ll_flags_test direct_sends_test soak_test
+  emulator_test giving_up_test ll_flags_test direct_sends_test soak_test
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 # The tests link UCX, whose libucm patches mmap at load time; under TSan, which
 # intercepts mmap too, every test then crashes at start. Collie registers no
@@ -64,6 +64,9 @@ COLLIE_FAKE_NODES=2 COLLIE_PROXY_HOST=1 UCX_TLS=sm,self COLLIE_CHANNELS=3 COLLIE
 # lines, the drain, between ranks as threads; every algorithm with tiny slots, then through the proxy across 2 fake
 # nodes with send/recv and all-to-all-v split over 3 channels.
 bounded "$build/tests/emulator_test" --gtest_brief=1
+# Giving up while peers read in place (executor/protocol.h, "Giving up"), both executors: the marks, fences and
+# withdrawals between a rank that gives up and its readers.
+bounded "$build/tests/giving_up_test" --gtest_brief=1
 # LL flags through many wraps: the sender's rewrites of its LL slots race with the receiver's polls by design.
 bounded "$build/tests/ll_flags_test" --gtest_brief=1
 # Every algorithm on the kernels' code, every Simple send that may be read in place so read, as ranks as threads

@@ -322,6 +322,52 @@ TEST(CudaBackend, MissingPeerTimesOutWithAsyncError) {
   cudaFree(buf);
 }
 
+// Rank 0 gives up (rank 1 has not called yet) after handing its block to rank 1 in place, and its caller frees
+// that buffer. Rank 1, calling late, must not read it: a fault on the fake runtime, which unmaps freed memory;
+// stale data on a GPU, which the poisoned output shows. Its call fails at once, naming rank 0 as the rank that
+// gave up first (executor/protocol.h, "Giving up").
+TEST(CudaBackend, ALatePeerNeverReadsTheFreedBufferOfARankThatGaveUp) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv timeout("COLLIE_TIMEOUT", "2");
+  ScopedEnv direct("COLLIE_DIRECT_READ_BYTES", "0");
+  ScopedEnv protocol("COLLIE_PROTO", "simple");
+  ScopedEnv ring("COLLIE_ALGO", "allgather:ring");
+  collie::test::Comms comms(2);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  const size_t count = 4096;
+  float* in[2] = {nullptr, nullptr};
+  float* out[2] = {nullptr, nullptr};
+  cudaStream_t stream[2] = {nullptr, nullptr};  // a stream each: one stream for both would be refused
+  std::vector<float> host(2 * count, -1.0f);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream[r], cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&in[r], count * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&out[r], 2 * count * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(out[r], host.data(), 2 * count * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    std::vector<float> mine(count, static_cast<float>(r + 7));
+    ASSERT_EQ(cudaMemcpy(in[r], mine.data(), count * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  ASSERT_EQ(collieAllGather(in[0], out[0], count, collieFloat32, comms[0], stream[0]), collieSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream[0]), cudaSuccess);
+  collieResult_t async = collieSuccess;
+  ASSERT_EQ(collieCommGetAsyncError(comms[0], &async), collieSuccess);
+  EXPECT_EQ(async, collieTimeout) << collieGetLastError(comms[0]);
+  ASSERT_EQ(cudaFree(in[0]), cudaSuccess);
+  ASSERT_EQ(collieAllGather(in[1], out[1], count, collieFloat32, comms[1], stream[1]), collieSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream[1]), cudaSuccess);
+  ASSERT_EQ(collieCommGetAsyncError(comms[1], &async), collieSuccess);
+  EXPECT_EQ(async, collieRemoteError) << collieGetLastError(comms[1]);
+  EXPECT_NE(std::string(collieGetLastError(comms[1])).find("rank 0 had given up this call first"), std::string::npos)
+      << collieGetLastError(comms[1]);
+  ASSERT_EQ(cudaMemcpy(host.data(), out[1], 2 * count * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+  for (size_t i = 0; i < count; ++i) ASSERT_EQ(host[i], -1.0f) << "rank 1 read rank 0's freed block, element " << i;
+  cudaFree(in[1]);
+  cudaFree(out[0]);
+  cudaFree(out[1]);
+  for (cudaStream_t st : stream) cudaStreamDestroy(st);
+}
+
 // Every rank of `comms` but `missing` queues an allreduce on a stream of its own; each kernel then waits for the
 // missing rank. Buffers and streams are freed with the object. All are allocated before the first call: a
 // cudaMalloc may wait for the kernels running on the device, here the first rank's, which waits for 60 s.
