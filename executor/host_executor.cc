@@ -357,7 +357,9 @@ class HostPrims {
   // GivingUp::state bits.
   static constexpr uint8_t kExposedTo = 1, kMarked = 2, kGone = 4;
   // Whether the giving-up protocol runs with `peer`: a rank of this process, while sends may be read in place.
-  bool givingUp(int peer) const { return giving_.state != nullptr && inProcess_[static_cast<size_t>(peer)]; }
+  bool givingUp(int peer) const {
+    return giving_.state != nullptr && peer != rank_ && inProcess_[static_cast<size_t>(peer)];
+  }
   // Whether p's next slice may be taken, its ready counter being `v` (at `ready`): never once p withdrew; and the
   // first one taken while p's counter says kFlagInPlace only after our mark, a fence, and one more look.
   bool mayTake(int p, uint64_t v, const uint8_t* ready) const {

@@ -11,9 +11,9 @@
 //   0                        WindowHeader (checked by every peer that maps it)
 //   kLine * (1 + c*n + p)    ready[c][p]:  u64, written by peer p: slices p has posted into R's slots[c][p]
 //   kLine * (1 + C*n + c*n + p)  credit[c][p]: u64, written by peer p: slices p has consumed of those R posted to p
-//   creditOffset + 8         reading[c][p]: u64, written by peer p (CUDA kernels, reading in place only): 1 + the
-//                            number of the first slice p took in its current launch while R had handed over some
-//                            of that launch's slices in place ("Giving up" below)
+//   creditOffset + 8         reading[c][p]: u64, written by peer p (a rank of R's process, reading in place): 1 +
+//                            the number of the first slice p took in its current call while R's counter said that
+//                            some of the call's slices lie in R's memory ("Giving up" below)
 //   sourcesBase() + 8*(...)  source[c][p][k]: u64, written by peer p with each slice it posts into slot k: 0 when
 //                            the slice is in the slot, else the address of the slice in p's own memory, which R
 //                            reads in place (only between ranks of one process; executor/direct_sends.h)
@@ -201,17 +201,19 @@ COLLIE_HD ChannelPart channelPart(uint64_t count, int c, int nchannels, uint64_t
   return ChannelPart{lo, hi - lo};
 }
 
-// Giving up without leaving a reader in freed memory (CUDA kernels, between ranks that read each other's sends in
-// place). A kernel that gives up returns its buffers to their owner, who may free them at once; a peer still
+// Giving up without leaving a reader in freed memory (between ranks of one process that read each other's sends in
+// place). A call that gives up returns its buffers to their owner, who may free them at once; a peer still
 // reading one would read freed memory. So the two top bits of a ready and a credit counter carry:
 //   ready, kFlagWithdrawn: the sender gave up; the reader must take nothing more from it, in place or not.
-//   ready, kFlagInPlace:   some slice of the sender's current launch on this connection lies in its own memory.
+//   ready, kFlagInPlace:   some slice of the sender's current call (a kernel: launch) on this connection lies in
+//                          its own memory.
 //   credit, kFlagWithdrawn: the reader gave up and reads nothing more of what was posted to it.
-// The first time a reader takes a slice whose ready counter shows kFlagInPlace in a launch, it writes reading[][]
-// and fences, then loads the counter again; a sender that gives up writes kFlagWithdrawn and fences, then loads
-// reading[][]. Either the reader sees the withdrawal before it reads anything in place, or the sender sees that it
-// may be reading and waits (bounded) for its credit, or its kFlagWithdrawn credit. Only kernels set the bits, and
-// only on connections that may read in place; the host executor never sees them.
+// The first time in a call that a reader takes a slice whose ready counter shows kFlagInPlace, it writes
+// reading[][] and fences, then loads the counter again; a sender that gives up writes kFlagWithdrawn and fences,
+// then loads reading[][]. Either the reader sees the withdrawal before it reads anything in place, or the sender
+// sees that it may be reading and waits (up to COLLIE_TIMEOUT) for its credit, or its kFlagWithdrawn credit. Set
+// by the executors that read in place (the kernels' DevicePrims, the host executor's HostPrims), only on
+// connections that may, and only while sends may be read in place; a proxy or a peer process never sees them.
 constexpr uint64_t kFlagWithdrawn = uint64_t{1} << 63;
 constexpr uint64_t kFlagInPlace = uint64_t{1} << 62;
 constexpr uint64_t kFlagCount = kFlagInPlace - 1;

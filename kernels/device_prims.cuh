@@ -458,7 +458,7 @@ class DevicePrims {
   // only after the mark (protocol.h, "Giving up"): the peer, giving up, then waits for its credit.
   __device__ bool pollArrived(int p) {
     const uint8_t* ready = a_.inboxes[p] + a_.layout.readyOffset(channel_, p);
-    uint64_t v = acquireFlag(a_, p, ready);
+    const uint64_t v = acquireFlag(a_, p, ready);
     if (!readsInPlace(p)) return sliceReady(consumed_[p], v);
     const uint64_t bit = uint64_t{1} << p;
     if ((v & kFlagWithdrawn) != 0) gone_ |= bit;
@@ -479,7 +479,7 @@ class DevicePrims {
   __device__ bool pollRoom(int q) {
     if (slotFree(posted_[q], credited_[q], a_.layout.nslots)) return true;
     const uint64_t credit = acquireFlag(a_, q, a_.inboxes[q] + a_.layout.creditOffset(channel_, q));
-    if ((credit & kFlagWithdrawn) != 0) {
+    if (readsInPlace(q) && (credit & kFlagWithdrawn) != 0) {
       gone_ |= uint64_t{1} << q;
       return false;
     }
