@@ -267,6 +267,17 @@ Status setupCudaBackend(collieComm* comm, const InitOptions& options, const std:
       spans ? "; peers on other hosts through the proxy thread (COLLIE_GPU_REMOTE=proxy), pinned host memory "
               "held for it in the host footprint, no LL protocol"
             : "");
+  // Peers that are other processes of this very machine (never faked, unlike hostId; those on other hosts are
+  // the proxy's to watch): a kernel waiting on one that died stops within milliseconds, not after COLLIE_TIMEOUT.
+  const PeerInfo& me = comm->peers[static_cast<size_t>(comm->rank)];
+  std::vector<int> pids(static_cast<size_t>(comm->nranks), 0);
+  for (int r = 0; r < comm->nranks; ++r) {
+    const PeerInfo& p = comm->peers[static_cast<size_t>(r)];
+    if (!otherHost[static_cast<size_t>(r)] && p.machine == me.machine && me.pidNamespace != 0 &&
+        p.pidNamespace == me.pidNamespace && p.pid != me.pid)
+      pids[static_cast<size_t>(r)] = p.pid;
+  }
+  exec->watchPeerProcesses(std::move(pids));
   comm->executor = std::move(exec);
   return Status();
 }

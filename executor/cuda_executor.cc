@@ -147,6 +147,7 @@ Status CudaExecutor::deviceBlock(size_t bytes, void** out) {
 }
 
 CudaExecutor::~CudaExecutor() {
+  peerWatch_.reset();  // its thread writes the status block, given back below
   DeviceGuard guard(device_);
   // Kernels still running use everything below; each wait in them is bounded.
   if (launched_) (void)cudaEventSynchronize(static_cast<cudaEvent_t>(lastDone_));
@@ -576,8 +577,14 @@ void CudaExecutor::abort() {
   if (status_ != nullptr) __atomic_store_n(&status_->abort, 1u, __ATOMIC_RELAXED);
 }
 
+void CudaExecutor::watchPeerProcesses(std::vector<int> pids) {
+  peerWatch_ = std::make_unique<PeerWatch>(std::move(pids), [this] { abort(); });
+}
+
 Status CudaExecutor::asyncStatus() const {
-  return status_ == nullptr ? Status() : launchFailure(*status_, rank_, "on the GPU", launches_, proxy_);
+  if (status_ == nullptr) return Status();
+  return launchFailure(*status_, rank_, "on the GPU", launches_, proxy_,
+                       peerWatch_ != nullptr ? peerWatch_->reason() : std::string());
 }
 
 Status CudaExecutor::synchronize() {

@@ -1,11 +1,9 @@
 #include "executor/host_executor.h"
 
 #include <sched.h>
-#include <signal.h>
 #include <time.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <new>
@@ -13,6 +11,7 @@
 
 #include "executor/direct_sends.h"
 #include "executor/host_flags.h"
+#include "executor/peer_watch.h"
 #include "executor/remote_proxy.h"
 #include "executor/step_runner.h"
 
@@ -59,11 +58,6 @@ int waitFor(Ready ready, int spins, const std::atomic<bool>* abort, double timeo
     }
   }
 }
-
-// Whether process `pid` of this machine no longer exists (0: not a process we can ask about).
-// A rank killed by SIGKILL or gone without destroying its communicator leaves its
-// window mapped but silent; this turns a wait on it into an error long before COLLIE_TIMEOUT.
-bool processGone(int pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
 
 // dst[i] = src[i] (/ divisor). dst and src may be the same range (in-place).
 // n may be 0 with a null dst or src (a rank's empty block of a count smaller than

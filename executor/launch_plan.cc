@@ -153,7 +153,7 @@ std::string RecentLaunches::name(uint64_t seq) const {
 }
 
 Status launchFailure(const DeviceStatus& status, int rank, const char* where, const RecentLaunches& launches,
-                     const RemoteProxy* proxy) {
+                     const RemoteProxy* proxy, const std::string& exited) {
   // Written last by the failing block, after the fields below (a kernel may
   // be writing them while the host asks): acquire, then read them.
   const uint32_t raw = __atomic_load_n(&status.code, __ATOMIC_ACQUIRE);
@@ -165,6 +165,8 @@ Status launchFailure(const DeviceStatus& status, int rank, const char* where, co
   // A peer that reads our sends in place, or hands us its own, and failed first: its error says why.
   if (why.empty() && code == collieRemoteError && status.peerGaveUp != 0)
     why = "rank " + std::to_string(peer) + " had given up this call first (its own error says why)";
+  // A peer process gone: the kernels were stopped for it, whichever peer this block waited on.
+  if (why.empty() && code == collieRemoteError) why = exited;
   const std::string what = code == collieTimeout ? std::string("timed out ") + where
                            : why.empty()         ? std::string("was aborted ") + where
                                                  : std::string("failed ") + where + ": " + why;

@@ -92,9 +92,10 @@ class RecentLaunches {
 /// The failure a launch recorded in `status`, as the error the user sees:
 /// "rank R waiting on rank P at step S (channel c) of ring allreduce #seq timed
 /// out `where`" ("failed `where`: <the proxy's reason>" for a peer the proxy
-/// lost, "was aborted `where`" otherwise); OK when there is none. `proxy` may be null.
+/// lost, or a peer that gave up first; "failed `where`: `exited`" once a peer process is known gone (PeerWatch);
+/// "was aborted `where`" otherwise); OK when there is none. `proxy` may be null, `exited` empty.
 Status launchFailure(const DeviceStatus& status, int rank, const char* where, const RecentLaunches& launches,
-                     const RemoteProxy* proxy);
+                     const RemoteProxy* proxy, const std::string& exited = std::string());
 
 /// The kernels' switches from the environment, read once per communicator by whichever executor runs them.
 struct KernelSwitches {

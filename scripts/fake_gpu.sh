@@ -17,7 +17,7 @@ if [ ! -f "$build/build.ninja" ]; then
     >/dev/null
 fi
 cmake --build "$build" --target fake_cudart_test collectives_gpu_test program_cache_gpu_test collectives_gpu_mp \
-  collie-run nccl_gpu_test collie-bench soak_test
+  faults_gpu_mp collie-run nccl_gpu_test collie-bench soak_test
 start=$(date +%s)
 # The fake's device memory is POSIX shared memory, unlinked by cudaFree and at exit; a process that ends
 # by _exit or a signal leaves its objects behind. Remove those of processes that are gone.
@@ -83,6 +83,9 @@ COLLIE_FAKE_CUDA_DEVICES=2 COLLIE_FAKE_CUDA_P2P=0 bounded "$build/tests/collecti
 for np in 2 3; do
   bounded "$build/tools/collie-run" -np "$np" "$build/tests/collectives_gpu_mp"
 done
+# A rank process killed after init: the survivors' kernels, waiting on its window, stop within milliseconds because
+# its process is gone (executor/peer_watch.h), with COLLIE_TIMEOUT at 60 s. Without the watch they waited it out.
+bounded bash tests/gpu/faults_gpu_test.sh "$build/tests/faults_gpu_mp" 3 1
 # The same staged through host memory, as without P2P, asked for by rank 1 alone: the others must follow it
 # (a rank on the staged path cannot reach a peer's device window, nor the peer its).
 bounded "$build/tools/collie-run" -np 3 sh -c '[ "$COLLIE_RANK" != 1 ] || export COLLIE_P2P=0; exec "$0" "$@"' \

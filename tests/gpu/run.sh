@@ -144,7 +144,7 @@ part_build() {
   step configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_ARCHITECTURES="$arch" \
     -DCOLLIE_WITH_MPI=OFF -DCMAKE_PREFIX_PATH="$prefix" -DGTest_DIR="$prefix/lib/x86_64-linux-gnu/cmake/GTest"
   step build cmake --build "$build" -j 16 --target collectives_gpu_test program_cache_gpu_test reduce_ops_gpu_test \
-    collectives_gpu_mp collie-run nccl_gpu_test collie-bench soak_test launch_floor
+    collectives_gpu_mp faults_gpu_mp collie-run nccl_gpu_test collie-bench soak_test launch_floor
 }
 part_test() {
   # First, with every stream in one hardware queue: calls of several rounds, a grouped send/recv and pre-multiplied
@@ -169,6 +169,9 @@ part_test() {
   for np in 2 3 4; do
     step "gpu_processes_np$np" "$build/tools/collie-run" -np "$np" "$build/tests/collectives_gpu_mp"
   done
+  # A rank process killed after init: the survivors' kernels stop within milliseconds (executor/peer_watch.h),
+  # not after COLLIE_TIMEOUT.
+  step gpu_fault_before bash tests/gpu/faults_gpu_test.sh "$build/tests/faults_gpu_mp" 3 1
   # The staged path of GPUs without P2P (pinned host copies, the host executor), asked for by COLLIE_P2P=0 in
   # rank 1's environment alone: the other ranks must follow it.
   step gpu_processes_np3_staged "$build/tools/collie-run" -np 3 \
