@@ -14,18 +14,20 @@
 #include "collie.h"
 #include "common/test_util.h"
 #include "executor/reduce_ops.h"
+#include "gpu/gpu_usable.h"
 
 using collie::test::Coll;
 
 int main(int argc, char** argv) {
-  int gpus = 0;
-  const cudaError_t e = cudaGetDeviceCount(&gpus);
-  if (e != cudaSuccess || gpus == 0) {
-    printf("skipped: no usable GPU: %s\n", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+  std::string why;
+  if (!collie::test::gpuUsable(&why)) {
+    printf("skipped: %s\n", why.c_str());
     return 77;
   }
   if (argc > 1 && strcmp(argv[1], "--probe") == 0) return 0;
   const char* local = getenv("COLLIE_LOCAL_RANK");
+  int gpus = 1;
+  cudaGetDeviceCount(&gpus);
   cudaSetDevice((local ? atoi(local) : 0) % gpus);
   collieConfig_t config = COLLIE_CONFIG_INITIALIZER;
   config.backend = collieBackendCuda;

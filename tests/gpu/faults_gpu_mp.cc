@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "collie.h"
+#include "gpu/gpu_usable.h"
 
 namespace {
 
@@ -27,10 +28,9 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 }  // namespace
 
 int main(int argc, char** argv) {
-  int gpus = 0;
-  const cudaError_t e = cudaGetDeviceCount(&gpus);
-  if (e != cudaSuccess || gpus == 0) {
-    printf("skipped: no usable GPU: %s\n", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+  std::string why;
+  if (!collie::test::gpuUsable(&why)) {
+    printf("skipped: %s\n", why.c_str());
     return 77;
   }
   if (argc > 1 && strcmp(argv[1], "--probe") == 0) return 0;

@@ -3,25 +3,15 @@
 // or 0 devices). Also the COLLIE_TIMEOUT the tests of several ranks set.
 #pragma once
 
-#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <string>
 
+#include "gpu/gpu_usable.h"
+
 namespace collie {
 namespace test {
-
-inline bool gpuUsable(std::string* why) {
-  int count = 0;  // left unwritten when there is no driver
-  cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess || count == 0) {
-    *why = std::string("no usable GPU: ") + (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-    (void)cudaGetLastError();
-    return false;
-  }
-  return true;
-}
 
 // COLLIE_TIMEOUT for the GPU tests: 60 s unless the caller chose (tests/gpu/run.sh: 30 s, so a hang costs
 // less of a lent machine).
