@@ -19,12 +19,8 @@
 using collie::test::Coll;
 
 int main(int argc, char** argv) {
-  std::string why;
-  if (!collie::test::gpuUsable(&why)) {
-    printf("skipped: %s\n", why.c_str());
-    return 77;
-  }
-  if (argc > 1 && strcmp(argv[1], "--probe") == 0) return 0;
+  const int probe = collie::test::gpuProbe(argc, argv);
+  if (probe >= 0) return probe;
   const char* local = getenv("COLLIE_LOCAL_RANK");
   int gpus = 1;
   cudaGetDeviceCount(&gpus);

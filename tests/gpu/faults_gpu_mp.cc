@@ -28,12 +28,8 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string why;
-  if (!collie::test::gpuUsable(&why)) {
-    printf("skipped: %s\n", why.c_str());
-    return 77;
-  }
-  if (argc > 1 && strcmp(argv[1], "--probe") == 0) return 0;
+  const int probe = collie::test::gpuProbe(argc, argv);
+  if (probe >= 0) return probe;
   if (argc < 3 || strcmp(argv[1], "before") != 0) {
     fprintf(stderr, "usage: faults_gpu_mp --probe | before VICTIM\n");
     return 2;

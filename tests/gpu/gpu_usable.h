@@ -4,6 +4,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdio>
+#include <cstring>
 #include <string>
 
 namespace collie {
@@ -18,6 +20,17 @@ inline bool gpuUsable(std::string* why) {
     return false;
   }
   return true;
+}
+
+/// The start of a GPU program outside GoogleTest: 77 (skip) with the reason printed when no GPU is usable, 0 when
+/// the program was run as `PROGRAM --probe` (only asked whether it would run), else -1: go on.
+inline int gpuProbe(int argc, char** argv) {
+  std::string why;
+  if (!gpuUsable(&why)) {
+    printf("skipped: %s\n", why.c_str());
+    return 77;
+  }
+  return argc > 1 && strcmp(argv[1], "--probe") == 0 ? 0 : -1;
 }
 
 }  // namespace test
