@@ -323,20 +323,32 @@ TEST(Emulator, AMissingRankTimesOutInsideTheKernel) {
         collieAllReduce(mine.data(), mine.data(), mine.size(), collieFloat32, collieSum, c[r], nullptr);
     text[static_cast<size_t>(r)] = collieGetLastError(c[r]);
   });
+  // Rank 1 waits on rank 0, which may time out first and give up: rank 1 then fails at once, naming it
+  // (executor/protocol.h, "Giving up"), rather than timing out in turn.
+  const bool second = rc[1] == collieRemoteError;
+  if (second) {
+    EXPECT_NE(text[1].find("failed in the emulated kernel: rank 0 had given up this call first"), std::string::npos)
+        << text[1];
+  }
   for (int r = 0; r < 2; ++r) {
-    EXPECT_EQ(rc[static_cast<size_t>(r)], collieTimeout);
+    const bool timedOut = r == 0 || !second;
+    EXPECT_EQ(rc[static_cast<size_t>(r)], timedOut ? collieTimeout : collieRemoteError) << text[static_cast<size_t>(r)];
     EXPECT_NE(text[static_cast<size_t>(r)].find("rank " + std::to_string(r) + " waiting on rank"), std::string::npos)
         << text[static_cast<size_t>(r)];
-    EXPECT_NE(text[static_cast<size_t>(r)].find("of ring allreduce #0 timed out in the emulated kernel"),
-              std::string::npos)
-        << text[static_cast<size_t>(r)];
+    if (timedOut) {
+      EXPECT_NE(text[static_cast<size_t>(r)].find("of ring allreduce #0 timed out in the emulated kernel"),
+                std::string::npos)
+          << text[static_cast<size_t>(r)];
+    }
   }
   // Rank 0's ring predecessor is rank 2, which never came: its kernel never began. Rank 1 waited on rank 0,
   // whose kernel had begun (and waited in turn).
   EXPECT_NE(text[0].find("waiting on rank 2"), std::string::npos) << text[0];
   EXPECT_NE(text[0].find("rank 2 had started no kernel yet"), std::string::npos) << text[0];
-  EXPECT_NE(text[1].find("the newest kernel rank 0 had started was its call #0 (this is #0 here)"), std::string::npos)
-      << text[1];
+  if (!second) {
+    EXPECT_NE(text[1].find("the newest kernel rank 0 had started was its call #0 (this is #0 here)"), std::string::npos)
+        << text[1];
+  }
   float x = 1;
   EXPECT_EQ(collieAllReduce(&x, &x, 1, collieFloat32, collieSum, c[0], nullptr), collieTimeout);
   EXPECT_NE(std::string(collieGetLastError(c[0])).find("broken"), std::string::npos) << collieGetLastError(c[0]);
