@@ -497,7 +497,7 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
     Status st = colocated_->note(args.collectiveSeq, args.stream);
     if (!st.ok()) return withoutLaunch(st);
   }
-  launches_.record(args.seq, *plan.last[0].program);
+  launches_.record(args.seq, *plan.last[0].program, args);
   COLLIE_RETURN_IF_ERROR(orderPlannedLaunch());
   slowLog.done(SlowEnqueueLog::kOrder);
   const int rc = launchProgram(a, args.type, args.op, args.stream);

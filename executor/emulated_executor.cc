@@ -65,7 +65,7 @@ Status EmulatedExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   bool empty = true;
   COLLIE_RETURN_IF_ERROR(planLaunch(plan, args, tables_, this, &a, &empty));
   if (empty) return Status();
-  launches_.record(args.seq, *plan.last[0].program);
+  launches_.record(args.seq, *plan.last[0].program, args);
   const int rc = emu::launchProgram(a, args.type, args.op, &launcher_);
   if (rc != 0) return Status::error(static_cast<collieResult_t>(rc), "emulated launch of type %d failed", args.type);
   COLLIE_RETURN_IF_ERROR(asyncStatus());

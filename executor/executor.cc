@@ -1,5 +1,9 @@
 #include "executor/executor.h"
 
+#include <cstdio>
+
+#include "executor/protocol.h"
+
 namespace collie {
 
 Status Executor::runRounds(const RoundPlan& plan, ExecArgs args) {
@@ -15,6 +19,45 @@ Status Executor::runRounds(const RoundPlan& plan, ExecArgs args) {
     COLLIE_RETURN_IF_ERROR(run(r + 1 < plan.rounds ? plan.full : plan.last, args));
   }
   return Status();
+}
+
+std::string callMismatch(int rank, int peer, uint64_t theirs, uint64_t mine, uint64_t collectiveSeq,
+                         const std::string& name) {
+  char here[160];
+  if (mine != 0)
+    snprintf(here, sizeof(here), "its collective #%llu (%s)", static_cast<unsigned long long>(collectiveSeq),
+             name.c_str());
+  else
+    snprintf(here, sizeof(here), "a send/receive");
+  char text[512];
+  if (theirs == 0) {
+    snprintf(text, sizeof(text),
+             "rank %d stopped on finding a rank whose call differs from its own (that rank's error names it), "
+             "while rank %d ran %s",
+             peer, rank, here);
+  } else if (theirs == kPointToPoint) {
+    snprintf(text, sizeof(text), "rank %d sent rank %d data of a send/receive while rank %d ran %s", peer, rank, rank,
+             here);
+  } else if (mine != 0 && callNumber(theirs) == callNumber(mine)) {
+    snprintf(text, sizeof(text),
+             "rank %d's collective #%llu differs from rank %d's (%s here): the collective, data type, operator, "
+             "count, root or algorithm is not the same (COLLIE_CHECK=1 compares them before each call and names "
+             "what differs)",
+             peer, static_cast<unsigned long long>(collectiveSeq), rank, name.c_str());
+  } else {
+    // Only the low 24 bits of the peer's collective number travel: say which one it is, nearest to ours.
+    const uint64_t mod = uint64_t{1} << 24, number24 = callNumber(theirs);
+    uint64_t number = number24;
+    if (mine != 0) {
+      const uint64_t ahead = (number24 - collectiveSeq) % mod;
+      number = ahead < mod / 2 ? collectiveSeq + ahead : collectiveSeq - (mod - ahead);
+    }
+    snprintf(text, sizeof(text),
+             "rank %d sent rank %d data of its collective #%llu while rank %d ran %s: an earlier call differed "
+             "between them (COLLIE_CHECK=1 compares them before each call and names what differs)",
+             peer, rank, static_cast<unsigned long long>(number), rank, here);
+  }
+  return text;
 }
 
 }  // namespace collie

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "algorithms/program.h"
@@ -45,6 +46,13 @@ struct ExecArgs {
     uint64_t count = 0;
   } scale;
 };
+
+/// The sentence for a call a rank refused: a slice of `peer`'s carried another call's signature (`theirs`,
+/// executor/protocol.h, signature[][][]), or, with `theirs` 0, `peer` had refused first. `mine` and
+/// `collectiveSeq` are this call's (ExecArgs; `mine` 0 for a send/receive), `name` what ran here ("ring
+/// allreduce"). Shared by the host executor and the kernels' failure report, which find the same differences.
+std::string callMismatch(int rank, int peer, uint64_t theirs, uint64_t mine, uint64_t collectiveSeq,
+                         const std::string& name);
 
 /// What one channel runs: a program on the buffers advanced by `offset`
 /// elements. core cuts a round into one part per channel, each a complete

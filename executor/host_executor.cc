@@ -455,49 +455,6 @@ class HostPrims {
   const T* exposed_ = nullptr;  // what the next post hands over in place, if anything
 };
 
-namespace {
-
-// The sentence for a call refused by the call check (HostPrims::sameCall), run as `program` here.
-std::string callMismatch(const HostExecutor::CallCheck& check, int rank, const ExecArgs& args, const Program& program) {
-  char here[160];
-  if (args.callSignature != 0)
-    snprintf(here, sizeof(here), "its collective #%llu (%s %s)", static_cast<unsigned long long>(args.collectiveSeq),
-             program.algorithm.c_str(), collectiveName(program.collective));
-  else
-    snprintf(here, sizeof(here), "a send/receive");
-  char text[512];
-  if (check.theirs == 0) {
-    snprintf(text, sizeof(text),
-             "rank %d stopped on finding a rank whose call differs from its own (that rank's error names it), "
-             "while rank %d ran %s",
-             check.peer, rank, here);
-  } else if (check.theirs == kPointToPoint) {
-    snprintf(text, sizeof(text), "rank %d sent rank %d data of a send/receive while rank %d ran %s", check.peer, rank,
-             rank, here);
-  } else if (args.callSignature != 0 && callNumber(check.theirs) == callNumber(args.callSignature)) {
-    snprintf(text, sizeof(text),
-             "rank %d's collective #%llu differs from rank %d's (%s %s here): the collective, data type, operator, "
-             "count, root or algorithm is not the same (COLLIE_CHECK=1 compares them before each call and names "
-             "what differs)",
-             check.peer, static_cast<unsigned long long>(args.collectiveSeq), rank, program.algorithm.c_str(),
-             collectiveName(program.collective));
-  } else {
-    // Only the low 24 bits of the peer's collective number travel: say which one it is, nearest to ours.
-    const uint64_t mod = uint64_t{1} << 24, theirs = callNumber(check.theirs);
-    uint64_t number = theirs;
-    if (args.callSignature != 0) {
-      const uint64_t ahead = (theirs - args.collectiveSeq) % mod;
-      number = ahead < mod / 2 ? args.collectiveSeq + ahead : args.collectiveSeq - (mod - ahead);
-    }
-    snprintf(text, sizeof(text),
-             "rank %d sent rank %d data of its collective #%llu while rank %d ran %s: an earlier call differed "
-             "between them (COLLIE_CHECK=1 compares them before each call and names what differs)",
-             check.peer, rank, static_cast<unsigned long long>(number), rank, here);
-  }
-  return text;
-}
-
-}  // namespace
 
 template <typename T, ReduceOp Op>
 Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecArgs& args) {
@@ -575,7 +532,11 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
     // Nothing more runs here: the peers waiting on us stop too.
     __atomic_store_n(reinterpret_cast<uint64_t*>(windows_[static_cast<size_t>(rank_)] + kRefusedOffset), uint64_t{1},
                      __ATOMIC_RELAXED);
-    return Status::error(code, "%s", callMismatch(callCheck_, rank_, args, program).c_str());
+    const std::string name = program.algorithm + " " + collectiveName(program.collective);
+    return Status::error(code, "%s",
+                         callMismatch(rank_, callCheck_.peer, callCheck_.theirs, args.callSignature,
+                                      args.collectiveSeq, name)
+                             .c_str());
   }
   // The reason a remote peer was lost: the one waited on first, else any (it may be why we waited in vain).
   std::string why;

@@ -82,6 +82,7 @@ Status planLaunch(const RoundPlan& plan, const ExecArgs& args, const LaunchTable
   a->rank = tables.rank;
   a->divisor = args.divisor;
   a->seq = args.seq;
+  a->callSignature = launchSignature(args.callSignature);
   // LL slices carry no byte count a proxy could read: never LL through one.
   a->lowLatency = args.lowLatency && tables.layout.llSlotBytes > 0 && tables.lost == nullptr ? 1 : 0;
   a->bufs[0] = const_cast<void*>(args.input);
@@ -138,18 +139,41 @@ void setInPlacePeers(LaunchTables* tables, const std::vector<bool>& peers, int64
   tables->directMinBytes = tables->inPlaceMask != 0 ? minBytes : -1;
 }
 
-void RecentLaunches::record(uint64_t seq, const Program& program) {
+void RecentLaunches::record(uint64_t seq, const Program& program, const ExecArgs& args) {
   std::lock_guard<std::mutex> lock(mu_);
   Entry& e = entries_[seq % kKept];
   if (e.seq == seq) return;  // the other channels' parts of the same call
   e.seq = seq;
   e.name = program.algorithm + " " + collectiveName(program.collective);
+  e.callSignature = args.callSignature != 0 ? launchSignature(args.callSignature) : 0;  // what peers compare
+  e.collectiveSeq = args.collectiveSeq;
 }
 
 std::string RecentLaunches::name(uint64_t seq) const {
   std::lock_guard<std::mutex> lock(mu_);
   const Entry& e = entries_[seq % kKept];
   return e.seq == seq ? e.name : std::string("collective");
+}
+
+std::string RecentLaunches::mismatch(uint64_t seq, int rank, int peer, uint64_t theirs) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Entry& e = entries_[seq % kKept];
+  if (e.seq != seq)
+    return "rank " + std::to_string(rank) + " refused rank " + std::to_string(peer) + "'s data of another call " +
+           "than its own call #" + std::to_string(seq) +
+           " (COLLIE_CHECK=1 compares calls before they run and names what differs)";
+  if (theirs != 0 && theirs != kPointToPoint) {
+    // A kernel's signature has no collective number (protocol.h, launchSignature), and an LL line's tag says no
+    // more than that the call differs (llOtherCall): which call of the peer's it was is not known.
+    const std::string here = e.callSignature != 0 ? "its collective #" + std::to_string(e.collectiveSeq) + " (" +
+                                                         e.name + ")"
+                                                   : std::string("a send/receive");
+    return "rank " + std::to_string(peer) + " sent rank " + std::to_string(rank) + " data of another call while rank " +
+           std::to_string(rank) + " ran " + here +
+           ": the collective, data type, operator, count, root or algorithm differs, or a call was skipped "
+           "(COLLIE_CHECK=1 compares them before each call and names what differs)";
+  }
+  return callMismatch(rank, peer, theirs, e.callSignature, e.collectiveSeq, e.name);
 }
 
 Status launchFailure(const DeviceStatus& status, int rank, const char* where, const RecentLaunches& launches,
@@ -160,6 +184,10 @@ Status launchFailure(const DeviceStatus& status, int rank, const char* where, co
   if (raw == 0) return Status();
   const collieResult_t code = static_cast<collieResult_t>(raw);
   const int peer = static_cast<int>(status.peer);
+  // A call refused (executor/protocol.h, signature[][][]): the host executor's sentence, and where.
+  if (code == collieInvalidUsage)
+    return Status::error(code, "%s; found %s", launches.mismatch(status.seq, rank, peer, status.theirs).c_str(),
+                         where);
   // A peer the proxy lost: its reason (UCX's) says more than "aborted".
   std::string why = proxy != nullptr && peer >= 0 && code == collieRemoteError ? proxy->failure(peer) : "";
   // A peer that reads our sends in place, or hands us its own, and failed first: its error says why.

@@ -75,15 +75,20 @@ Status planLaunch(const std::vector<ChannelWork>& work, const ExecArgs& args, co
 /// failure is read after its launch, when the call that made it is gone.
 class RecentLaunches {
  public:
-  void record(uint64_t seq, const Program& program);
+  void record(uint64_t seq, const Program& program, const ExecArgs& args);
   /// "ring allreduce", or "collective" when `seq` is no longer kept.
   std::string name(uint64_t seq) const;
+  /// The sentence for launch `seq`, refused by `rank` over `peer`'s slice signed `theirs` (DeviceStatus::theirs):
+  /// callMismatch's (executor.h) where `theirs` is 0 or a send/receive's, else "rank P sent rank R data of another
+  /// call while rank R ran its collective #N (ring allreduce): ...".
+  std::string mismatch(uint64_t seq, int rank, int peer, uint64_t theirs) const;
 
  private:
   static constexpr size_t kKept = 64;
   struct Entry {
     uint64_t seq = UINT64_MAX;
     std::string name;
+    uint64_t callSignature = 0, collectiveSeq = 0;  // ExecArgs'
   };
   mutable std::mutex mu_;  // run() records while another thread may ask for the async error
   std::array<Entry, kKept> entries_;

@@ -17,9 +17,10 @@
 //   sourcesBase() + 8*(...)  source[c][p][k]: u64, written by peer p with each slice it posts into slot k: 0 when
 //                            the slice is in the slot, else the address of the slice in p's own memory, which R
 //                            reads in place (only between ranks of one process; executor/direct_sends.h)
-//   signaturesBase() + 8*(...)  signature[c][p][k]: u64, written by peer p's host executor with each slice it
-//                            posts into slot k: the callSignature of the call the slice belongs to, which R
-//                            compares with its own before it reads the slice (0: a sender that does not sign)
+//   signaturesBase() + 8*(...)  signature[c][p][k]: u64, written by peer p's host executor, or its kernels'
+//                            Simple posts, with each slice it posts into slot k: the callSignature of the call the
+//                            slice belongs to, which R compares with its own before it reads the slice (the
+//                            kernels: the first slice of a launch from each peer); 0: a sender that does not sign
 //   slotsBase()              slots[c][p][k]: nslots slots of slotBytes for the connection p -> R
 //
 // Each flag sits on its own cache line, and every rank polls only flags in its
@@ -39,10 +40,10 @@
 
 namespace collie {
 
-// "colliew" and the version of the window's format (7: counters carry kFlagWithdrawn and kFlagInPlace, and
-// reading[][] sits beside each credit; 6: slices carry their call's signature, signature[][][];
+// "colliew" and the version of the window's format (8: LL flags carry 8 bits of their call's signature, llTag;
+// 7: counters carry kFlagWithdrawn and kFlagInPlace, and reading[][] sits beside each credit; 6: slices carry their call's signature, signature[][][];
 // 5: slices may be read in place, source[][][]), which peers check at init.
-constexpr uint64_t kWindowMagic = 0x636f6c6c69657737ull;
+constexpr uint64_t kWindowMagic = 0x636f6c6c69657738ull;
 constexpr uint64_t kLine = 64;
 
 struct WindowHeader {
@@ -56,8 +57,9 @@ struct WindowHeader {
   uint32_t reserved;
 };
 
-/// LL flags repeat after this many slices of a connection (a power of two; COLLIE_LL_FLAG_PERIOD shrinks it in tests).
-constexpr uint32_t kLLFlagPeriod = 1u << 31;
+/// LL flags repeat after this many slices of a connection (a power of two; COLLIE_LL_FLAG_PERIOD shrinks it in
+/// tests). At most 2^23, so that a flag's slice part (1..period) stays below kLLTagShift's bits.
+constexpr uint32_t kLLFlagPeriod = 1u << 23;
 /// The smallest period allowed for a connection of `nslots` slots: no line is ever more than half a period plus
 /// nslots slices old, which must stay below the period, so half of it must exceed nslots, here with room to spare:
 /// a power of two of at least 4 x nslots, and never below 16.
@@ -124,7 +126,7 @@ struct WindowLayout {
 constexpr uint64_t kStartedOffset = 40;
 static_assert(sizeof(WindowHeader) <= kStartedOffset && kStartedOffset + 8 <= kLine, "the started mark fits line 0");
 
-/// Also in line 0: nonzero once the owner's host executor refused a call, finding that a peer's slice belonged
+/// Also in line 0: nonzero once the owner's host executor or kernel refused a call, finding that a peer's slice belonged
 /// to another call than its own (signature[][][]). It runs nothing more, and its peers, waiting on it, fail at once
 /// too instead of after COLLIE_TIMEOUT.
 constexpr uint64_t kRefusedOffset = 48;
@@ -141,6 +143,13 @@ inline uint64_t callSignature(uint64_t collectiveSeq, uint64_t hash) {
 }
 /// The collective number (low 24 bits) a signature carries.
 inline uint64_t callNumber(uint64_t signature) { return signature >> kCallHashBits; }
+/// What a kernel launch of the call signs with: the signature without the collective's number (0), or
+/// kPointToPoint. A launch captured into a CUDA graph replays with the number of its capture, so ranks that
+/// replay a graph where a peer makes the same call anew would otherwise differ in the number alone. The price:
+/// a skipped call of the same shape as the next is not found by the kernels.
+inline uint64_t launchSignature(uint64_t signature) {
+  return signature == 0 || signature == kPointToPoint ? kPointToPoint : callSignature(0, signature);
+}
 
 /// The header a rank writes at the start of its window (and gathers for peers it cannot map).
 inline WindowHeader windowHeader(const WindowLayout& l) {
@@ -172,14 +181,34 @@ inline WindowLayout layoutOf(const WindowHeader& h) {
 // equal to some future flag. Slices of both protocols share the ready/credit
 // counters, so consecutive launches may use either.
 constexpr uint64_t kLLLine = 8;
-/// The flag of slice number `seq`: 1..period, never 0 (the value of fresh memory).
+/// A flag's top 8 bits, from kLLTagShift, carry llTag of the sender's call; the bits below, its slice part.
+constexpr int kLLTagShift = 24;
+constexpr uint32_t kLLSliceMask = (1u << kLLTagShift) - 1;
+static_assert(kLLFlagPeriod <= kLLSliceMask, "a flag's slice part stays below its tag");
+/// The flag of slice number `seq` of a launch tagged `tag`: its slice part is 1..period, never 0 (the value of
+/// fresh memory).
 ///
 /// Flags repeat every `period` slices of a connection, so a line left from a slice exactly that many slices
 /// earlier would pass for new. Lines past the end of a short slice keep the flag of the last slice long enough to
 /// reach them, and Simple slices advance the count without touching LL slots, so the sender rewrites stale lines
 /// (kernels/device_prims_ll.cuh, "Stale lines"): no line is ever llStaleAfter(period) + nslots + 1 slices older
-/// than the next slice, well short of `period`.
-COLLIE_HD uint32_t llFlag(uint64_t seq, uint32_t period) { return static_cast<uint32_t>(seq & (period - 1)) + 1; }
+/// than the next slice, well short of `period`. So a line whose slice part is that of the slice a receiver
+/// expects is always that slice's: with another tag, the sender's call is not the receiver's (llOtherCall), and
+/// the receiver refuses it. One difference in 256 goes unseen there.
+COLLIE_HD uint32_t llFlag(uint64_t seq, uint32_t period, uint32_t tag) {
+  return (static_cast<uint32_t>(seq & (period - 1)) + 1) | (tag << kLLTagShift);
+}
+/// 8 bits of a launch's signature (KernelArgs::callSignature): the XOR of its bytes.
+COLLIE_HD uint32_t llTag(uint64_t signature) {
+  signature ^= signature >> 32;
+  signature ^= signature >> 16;
+  signature ^= signature >> 8;
+  return static_cast<uint32_t>(signature & 0xff);
+}
+/// Whether a line's flag `seen` is that of the slice expected (`expected`, an llFlag) sent by another call.
+COLLIE_HD bool llOtherCall(uint32_t seen, uint32_t expected) {
+  return seen != expected && (seen & kLLSliceMask) == (expected & kLLSliceMask);
+}
 /// Slices after which the sender rewrites a connection's LL slots.
 COLLIE_HD uint64_t llStaleAfter(uint32_t period) { return period / 2; }
 /// Data bytes one LL slot carries (half of it), a multiple of 16.

@@ -240,6 +240,13 @@ __device__ inline void releaseFlag(const KernelArgs& a, int peer, uint8_t* p, ui
   }
 }
 
+/// Whether `peer` refused a call (its window's kRefusedOffset, executor/protocol.h): it runs nothing more, so
+/// nothing waited for from it comes. A proxy's outbox, which stands where a peer on another host's window would
+/// be, reads 0 there.
+__device__ inline bool peerRefused(const KernelArgs& a, int peer) {
+  return peer >= 0 && peer != a.rank && dev::loadVolatile64(a.windows[peer] + kRefusedOffset) != 0;
+}
+
 /// COLLIE_KERNEL_TIMING: thread 0 adds the time of each step, and the part of it spent waiting, to the launch's
 /// sums (kernels/launch.h, kPhaseStepTime). Does nothing when the launch is not timed.
 class StepClock {
@@ -336,7 +343,8 @@ class DevicePrims {
                          seq - clean_[q] >= llStaleAfter(a_.layout.llFlagPeriod);
     if (rewrite) {
       // Every LL slot to q is free: this launch runs Simple, and the last LL launch drained.
-      const uint64_t line = static_cast<uint64_t>(llFlag(seq - 1, a_.layout.llFlagPeriod)) << 32;
+      // Tag 0: the slice part alone keeps every expected flag off these lines.
+      const uint64_t line = static_cast<uint64_t>(llFlag(seq - 1, a_.layout.llFlagPeriod, 0)) << 32;
       const uint64_t lines = static_cast<uint64_t>(a_.layout.nslots) * (a_.layout.llSlotBytes / kLLLine);
       uint8_t* const slots = a_.windows[q] + a_.layout.llSlotOffset(channel_, a_.rank, 0);  // a connection's slots
       for (uint64_t w = dev::tid(); w < lines; w += dev::nthreads()) dev::storeVolatile64(slots + kLLLine * w, line);
@@ -356,6 +364,8 @@ class DevicePrims {
       // overwrites what an earlier slice through this slot handed over in place.
       // From the first slice handed over in place, every post of this launch to q says so (kFlagInPlace), so
       // that q announces its reading before it takes one (protocol.h, "Giving up").
+      // The slice is signed with the launch's call, published by the same release (sameCall).
+      dev::storeVolatile64(a_.windows[q] + a_.layout.signatureOffset(channel_, a_.rank, seq), a_.callSignature);
       if (readsInPlace(q)) {
         dev::storeVolatile64(a_.windows[q] + a_.layout.sourceOffset(channel_, a_.rank, seq),
                              static_cast<uint64_t>(reinterpret_cast<uintptr_t>(exposed_)));
@@ -388,6 +398,7 @@ class DevicePrims {
         for (uint32_t i = 0; acquireFlag(a_, q, credit) < posted_[q]; ++i) {
           if ((i & 1023) != 1023) continue;
           if (dev::loadFlag(&a_.status->abort) != 0 || dev::loadFlag(a_.failed) != 0 || lost(q)) rc = collieRemoteError;
+          if (refused(q)) rc = collieInvalidUsage;
           if (dev::globalTimerNs() > deadline) rc = collieTimeout;
           if (rc != 0) {
             *peer = q;
@@ -432,6 +443,9 @@ class DevicePrims {
   /// Thread 0 only: whether `peer` gave up (withdrew what it posted to this block, or stopped reading what this
   /// block posted) as this block's waits saw.
   __device__ bool gaveUp(int peer) const { return peer >= 0 && peer < 64 && ((gone_ >> peer) & 1) != 0; }
+  /// Thread 0 only, after a wait failed with collieInvalidUsage: the signature of the slice that belonged to
+  /// another call (sameCall), or 0 where the peer had refused first (refused).
+  __device__ uint64_t theirs(int) const { return theirs_; }
 
   /// Thread 0's time polling in wait(), with COLLIE_KERNEL_TIMING (kernels/launch.h, KernelPhase); else 0.
   __device__ uint64_t waitedNs() const { return waitedNs_; }
@@ -459,10 +473,10 @@ class DevicePrims {
   __device__ bool pollArrived(int p) {
     const uint8_t* ready = a_.inboxes[p] + a_.layout.readyOffset(channel_, p);
     const uint64_t v = acquireFlag(a_, p, ready);
-    if (!readsInPlace(p)) return sliceReady(consumed_[p], v);
+    if (!readsInPlace(p)) return sliceReady(consumed_[p], v) && sameCall(p);
     const uint64_t bit = uint64_t{1} << p;
     if ((v & kFlagWithdrawn) != 0) gone_ |= bit;
-    if ((gone_ & bit) != 0 || !sliceReady(consumed_[p], v & kFlagCount)) return false;
+    if ((gone_ & bit) != 0 || !sliceReady(consumed_[p], v & kFlagCount) || !sameCall(p)) return false;
     if ((v & kFlagInPlace) != 0 && (marked_ & bit) == 0) {
       marked_ |= bit;
       dev::storeReleaseGpu(a_.windows[p] + a_.layout.readingOffset(channel_, a_.rank), consumed_[p] + 1);
@@ -472,6 +486,34 @@ class DevicePrims {
         return false;
       }
     }
+    return true;
+  }
+  // Thread 0 only, once p's next slice has arrived: whether it belongs to this launch's call. Only the first
+  // slice a block takes from each peer in a launch is compared. Ranks whose first slices agree made the same
+  // call (collective, type, operator, count, root and algorithm), so they cut it into the same slices, and every
+  // later slice of the launch from that peer belongs to it too: the check costs one load per peer and launch,
+  // not one per slice. A peer's slice signed 0 comes from a sender that does not sign (a proxy, an LL post),
+  // and is taken as the host executor takes it. Else the slice is left untaken, and the wait fails with
+  // collieInvalidUsage.
+  __device__ bool sameCall(int p) {
+    if (differs_ >= 0) return false;
+    if (a_.callSignature == kPointToPoint) return true;
+    if (p < 64 && ((checked_ >> p) & 1) != 0) return true;
+    const uint64_t theirs =
+        dev::loadVolatile64(a_.inboxes[p] + a_.layout.signatureOffset(channel_, p, consumed_[p]));
+    if (theirs != 0 && theirs != a_.callSignature) {
+      differs_ = p;
+      theirs_ = theirs;
+      return false;
+    }
+    if (p < 64) checked_ |= uint64_t{1} << p;
+    return true;
+  }
+  // Thread 0 only: whether `peer` refused a call (peerRefused); if so, the failure names it.
+  __device__ bool refused(int peer) {
+    if (!peerRefused(a_, peer)) return false;
+    differs_ = peer;
+    theirs_ = 0;
     return true;
   }
   // Thread 0 only. Room the credits seen before already show (the last launch's drain saw every slice
@@ -498,11 +540,20 @@ class DevicePrims {
       const uint64_t start = dev::globalTimerNs(), deadline = start + a_.timeoutNs;
       for (uint32_t i = 0;; ++i) {
         if ((sending && pollRoom(q)) || (receiving && pollArrived(p))) break;
+        if (differs_ >= 0) {
+          rc = collieInvalidUsage;
+          break;
+        }
         if ((sending && gaveUp(q)) || (receiving && gaveUp(p))) {
-          rc = collieRemoteError;
+          // A peer that refused its call gave up on it: say why.
+          rc = (sending && refused(q)) || (receiving && refused(p)) ? collieInvalidUsage : collieRemoteError;
           break;
         }
         if ((i & 1023) == 1023) {
+          if ((sending && refused(q)) || (receiving && refused(p))) {
+            rc = collieInvalidUsage;
+            break;
+          }
           if (dev::loadFlag(&a_.status->abort) != 0 || dev::loadFlag(a_.failed) != 0 || (sending && lost(q)) ||
               (receiving && lost(p))) {
             rc = collieRemoteError;
@@ -530,6 +581,11 @@ class DevicePrims {
   // Thread 0's, bit p for peer p (protocol.h, "Giving up"): this launch handed p a slice in place; this launch
   // marked that it reads p's; p gave up.
   uint64_t exposedTo_ = 0, marked_ = 0, gone_ = 0;
+  // Thread 0's call check (sameCall): bit p, p's first slice of the launch was compared; the peer whose slice
+  // belonged to another call, or that refused first, and that slice's signature (0: refused).
+  uint64_t checked_ = 0;
+  int differs_ = -1;
+  uint64_t theirs_ = 0;
   uint64_t waitedNs_ = 0;       // thread 0's
   StepClock clock_;
 };

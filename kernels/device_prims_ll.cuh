@@ -57,6 +57,7 @@ class DevicePrimsLL {
         shared_(shared),
         out_(stage),
         in_(stage + llPayloadBytes(a.layout.llSlotBytes) / 4),
+        tag_(llTag(a.callSignature)),
         clock_(a) {}
 
   /// Elements one LL slice carries.
@@ -102,7 +103,7 @@ class DevicePrimsLL {
     const uint32_t period = a_.layout.llFlagPeriod;
     const uint64_t words = (n * sizeof(T) + 3) / 4;
     const uint64_t lines = since >= llStaleAfter(period) ? a_.layout.llSlotBytes / kLLLine : words;
-    const uint64_t flag = static_cast<uint64_t>(llFlag(seq, period)) << 32;
+    const uint64_t flag = static_cast<uint64_t>(llFlag(seq, period, tag_)) << 32;
     uint8_t* slot = a_.windows[q] + a_.layout.llSlotOffset(channel_, a_.rank, seq);
     for (uint64_t w = dev::tid(); w < lines; w += dev::nthreads())
       dev::storeVolatile64(slot + kLLLine * w, w < words ? flag | out_[w] : flag);
@@ -124,7 +125,7 @@ class DevicePrimsLL {
         const uint64_t deadline = dev::globalTimerNs() + a_.timeoutNs;
         for (uint32_t i = 0; acquireFlag(a_, q, mine_ + a_.layout.creditOffset(channel_, q)) < posted_[q]; ++i) {
           if ((i & 1023) != 1023) continue;
-          if (gaveUp(deadline, &rc)) {
+          if (gaveUp(deadline, &rc, q)) {
             *peer = q;
             break;
           }
@@ -150,22 +151,29 @@ class DevicePrimsLL {
   // LL slices are never read in place, so giving up leaves no peer reading this rank's buffers (DevicePrims).
   __device__ void giveUp() {}
   __device__ bool gaveUp(int) const { return false; }
+  /// Thread 0, after a wait on `peer` failed with collieInvalidUsage: 0 where `peer` had refused its call first
+  /// (peerRefused), else kAnotherCall: a line of its came with another call's tag (llOtherCall), of which the
+  /// tag is all that is known.
+  __device__ uint64_t theirs(int peer) const { return peerRefused(a_, peer) ? 0 : kAnotherCall; }
   __device__ void localDone() { dev::sync(); }
   __device__ void stepDone(int si) { clock_.stepDone(si, waitedNs_); }
 
  private:
   __device__ const uint8_t* slotIn(int p) const { return mine_ + a_.layout.llSlotOffset(channel_, p, consumed_[p]); }
-  __device__ bool firstLineIn(int p) const {
-    return static_cast<uint32_t>(dev::loadVolatile64(slotIn(p)) >> 32) == llFlag(consumed_[p], a_.layout.llFlagPeriod);
-  }
+  __device__ uint32_t expectedFlag(int p) const { return llFlag(consumed_[p], a_.layout.llFlagPeriod, tag_); }
+  __device__ uint32_t firstFlag(int p) const { return static_cast<uint32_t>(dev::loadVolatile64(slotIn(p)) >> 32); }
+  __device__ bool firstLineIn(int p) const { return firstFlag(p) == expectedFlag(p); }
   // Thread 0 only; as DevicePrims::pollRoom, a load only when the credits seen so far show no room.
   __device__ bool pollRoom(int q) {
     if (slotFree(posted_[q], credited_[q], a_.layout.nslots)) return true;
     credited_[q] = acquireFlag(a_, q, mine_ + a_.layout.creditOffset(channel_, q));
     return slotFree(posted_[q], credited_[q], a_.layout.nslots);
   }
-  __device__ bool gaveUp(uint64_t deadline, int* rc) const {
+  // Checked every 1024 polls of a wait on `peer` (and `other`, -1 when none): a peer that refused a call runs
+  // nothing more (peerRefused).
+  __device__ bool gaveUp(uint64_t deadline, int* rc, int peer, int other = -1) const {
     if (dev::loadFlag(&a_.status->abort) != 0 || dev::loadFlag(a_.failed) != 0) *rc = collieRemoteError;
+    if (*rc == 0 && (peerRefused(a_, peer) || peerRefused(a_, other))) *rc = collieInvalidUsage;
     if (*rc == 0 && dev::globalTimerNs() > deadline) *rc = collieTimeout;
     return *rc != 0;
   }
@@ -180,7 +188,7 @@ class DevicePrimsLL {
   __device__ int unpack(int p, uint64_t n) {
     const uint64_t seq = consumed_[p];  // read by every thread before the barrier after which thread 0 advances it
     const uint8_t* slot = mine_ + a_.layout.llSlotOffset(channel_, p, seq);
-    const uint32_t flag = llFlag(seq, a_.layout.llFlagPeriod);
+    const uint32_t flag = llFlag(seq, a_.layout.llFlagPeriod, tag_);
     const uint64_t words = (n * sizeof(T) + 3) / 4;
     int rc = 0;
     uint64_t deadline = 0;  // taken at the first slow line only: the clock is not free
@@ -191,7 +199,14 @@ class DevicePrimsLL {
       for (uint32_t i = 0; static_cast<uint32_t>(line >> 32) != flag; ++i) {
         if ((i & 1023) == 1023) {
           if (deadline == 0) deadline = dev::globalTimerNs() + a_.timeoutNs;
-          if (gaveUp(deadline, &rc)) break;
+          if (gaveUp(deadline, &rc, p)) break;
+          // A line of another call (protocol.h, llOtherCall). That call's slice may be shorter than ours: a
+          // thread whose line it never writes learns it from the slice's first line.
+          if (llOtherCall(static_cast<uint32_t>(line >> 32), flag) ||
+              llOtherCall(static_cast<uint32_t>(dev::loadVolatile64(slot) >> 32), flag)) {
+            rc = collieInvalidUsage;
+            break;
+          }
         }
         line = dev::loadVolatile64(slot + kLLLine * w);
       }
@@ -224,7 +239,12 @@ class DevicePrimsLL {
       const uint64_t start = dev::globalTimerNs(), deadline = start + a_.timeoutNs;
       for (uint32_t i = 0;; ++i) {
         if ((sending && pollRoom(q)) || (receiving && firstLineIn(p))) break;
-        if ((i & 1023) == 1023 && gaveUp(deadline, &rc)) break;
+        if ((i & 1023) != 1023) continue;
+        if (gaveUp(deadline, &rc, sending ? q : -1, receiving ? p : -1)) break;
+        if (receiving && llOtherCall(firstFlag(p), expectedFlag(p))) {
+          rc = collieInvalidUsage;
+          break;
+        }
       }
       if (a_.phaseNs != nullptr) waitedNs_ += dev::globalTimerNs() - start;
     }
@@ -241,6 +261,7 @@ class DevicePrimsLL {
   int* shared_;
   uint32_t* out_;
   uint32_t* in_;
+  uint32_t tag_;           // llTag of the launch's call, in every flag it writes and expects
   int pending_ = 0;        // the error of a slice unpack() gave up on, the same in every thread
   uint64_t waitedNs_ = 0;  // thread 0's
   StepClock clock_;

@@ -32,7 +32,12 @@ struct DeviceStatus {
   volatile uint64_t peerStarted;
   // 1: `peer` had given up first, and this block failed on seeing it (protocol.h, "Giving up").
   volatile uint32_t peerGaveUp;
+  // With code collieInvalidUsage: the signature of `peer`'s slice, which belonged to another call than the
+  // launch's (protocol.h, signature[][][]); 0 where `peer` had refused its call first (kRefusedOffset);
+  // kAnotherCall where an LL line said no more than that (protocol.h, llOtherCall).
+  volatile uint64_t theirs;
 };
+constexpr uint64_t kAnotherCall = ~uint64_t{0};
 constexpr uint64_t kPeerStartedUnknown = ~uint64_t{0};
 
 /// Distinct programs one launch may carry: a launch runs every round of a
@@ -83,6 +88,10 @@ struct KernelArgs {
   int rank = 0;
   int divisor = 0;
   uint64_t seq = 0;
+  // What every Simple slice this launch posts carries, and what the first slice each block takes from each peer
+  // must carry (executor/protocol.h, signature[][][]): launchSignature of the call, or kPointToPoint for sends
+  // and receives, whose Simple slices no receiver compares. LL lines carry 8 bits of it in their flags (llTag).
+  uint64_t callSignature = kPointToPoint;
   void* bufs[3] = {nullptr, nullptr, nullptr};  // input, output, scratch (Buffer order)
   uint8_t* const* windows = nullptr;            // device array: every rank's window as we address it
   // device array: where rank p's slices, ready and credits for us land: our own window, or for a peer on

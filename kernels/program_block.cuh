@@ -119,10 +119,15 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
                                   ? dev::loadVolatile64(a.windows[f.peer] + kStartedOffset)
                                   : kPeerStartedUnknown;
       a.status->peerGaveUp = prims.gaveUp(f.peer) ? 1u : 0u;
+      a.status->theirs = f.code == collieInvalidUsage ? prims.theirs(f.peer) : 0;
       dev::fenceSystem();
       dev::storeFlag(&a.status->code, static_cast<uint32_t>(f.code));
       dev::fenceSystem();
     }
+    // A call refused (a peer's slice of another call, or a peer that refused first): nothing more runs here,
+    // and the peers waiting on this rank stop too (executor/protocol.h, kRefusedOffset). Before giveUp's
+    // withdrawal, which a peer acquires before it looks here.
+    if (f.code == collieInvalidUsage) dev::storeVolatile64(a.windows[a.rank] + kRefusedOffset, 1);
     // Every block that fails, after the record, so the host hears of the failure while this waits.
     prims.giveUp();
     return;

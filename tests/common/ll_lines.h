@@ -45,7 +45,7 @@ inline uint64_t oldestLLLine(const Comms& c, int from, int to, int channel = 0) 
   uint64_t oldest = 0;
   for (uint64_t w = 0; w < layout.nslots * (layout.llSlotBytes / kLLLine); ++w) {
     const uint64_t line = __atomic_load_n(reinterpret_cast<const uint64_t*>(slots + kLLLine * w), __ATOMIC_RELAXED);
-    const uint32_t flag = static_cast<uint32_t>(line >> 32);
+    const uint32_t flag = static_cast<uint32_t>(line >> 32) & kLLSliceMask;  // without its call's tag
     if (flag == 0) continue;
     // The flag of slice e is e mod period + 1.
     const uint64_t age = (newest - (flag - 1)) & (layout.llFlagPeriod - 1);

@@ -3,8 +3,9 @@
 // blocks than the GPU holds, the staged path (COLLIE_P2P=0, or GPUs without
 // P2P) against device windows, a bad COLLIE_P2P, ranks sharing a GPU (their
 // tuning, and the streams they need), a rank that never joins (the kernel's
-// bounded wait becomes collieCommGetAsyncError's collieTimeout), and stopping
-// the kernels that wait for it (collieCommRevoke, collieCommShrink).
+// bounded wait becomes collieCommGetAsyncError's collieTimeout), stopping
+// the kernels that wait for it (collieCommRevoke, collieCommShrink), and ranks
+// whose calls differ.
 // Built into collectives_gpu_test with collectives_gpu_test.cc, whose cases
 // run the collectives themselves. Every test skips, saying why, when no GPU is
 // usable; scripts/fake_gpu.sh runs them on the fake CUDA runtime.
@@ -366,6 +367,55 @@ TEST(CudaBackend, ALatePeerNeverReadsTheFreedBufferOfARankThatGaveUp) {
   cudaFree(out[0]);
   cudaFree(out[1]);
   for (cudaStream_t st : stream) cudaStreamDestroy(st);
+}
+
+// Rank 2's allreduce has one more element than its peers' (100000 floats, Simple slices, the ring's read in
+// place). The kernels compare the first slice they take from each peer with their own call (executor/protocol.h,
+// signature[][][]): every rank's call fails with collieInvalidUsage long before COLLIE_TIMEOUT, one naming the
+// difference and the others the rank that refused, and none returns a result computed from the wrong slices.
+TEST(CudaBackend, ACallThatDiffersFailsEveryRank) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv timeout("COLLIE_TIMEOUT", "60");
+  ScopedEnv protocol("COLLIE_PROTO", "simple");
+  ScopedEnv ring("COLLIE_ALGO", "allreduce:ring");
+  constexpr int kRanks = 3;
+  collie::test::Comms comms(kRanks);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  const size_t count = 100000;
+  float* buf[kRanks] = {};
+  cudaStream_t stream[kRanks] = {};
+  const std::vector<float> ones(count + 1, 1.0f);
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream[r], cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&buf[r], (count + 1) * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(buf[r], ones.data(), (count + 1) * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < kRanks; ++r)
+    ASSERT_EQ(collieAllReduce(buf[r], buf[r], r == 2 ? count + 1 : count, collieFloat32, collieSum, comms[r],
+                              stream[r]),
+              collieSuccess)
+        << collieGetLastError(comms[r]);
+  for (int r = 0; r < kRanks; ++r) ASSERT_EQ(cudaStreamSynchronize(stream[r]), cudaSuccess);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(took, 30.0) << "a kernel waited for its timeout";
+  int named = 0;
+  for (int r = 0; r < kRanks; ++r) {
+    collieResult_t async = collieSuccess;
+    ASSERT_EQ(collieCommGetAsyncError(comms[r], &async), collieSuccess);
+    const std::string text = collieGetLastError(comms[r]);
+    EXPECT_EQ(async, collieInvalidUsage) << "rank " << r << ": " << text;
+    const bool differs = text.find("data of another call") != std::string::npos;
+    EXPECT_TRUE(differs || text.find("stopped on finding a rank whose call differs") != std::string::npos)
+        << "rank " << r << ": " << text;
+    named += differs ? 1 : 0;
+  }
+  EXPECT_GE(named, 1) << "no rank named the difference";
+  for (int r = 0; r < kRanks; ++r) {
+    cudaFree(buf[r]);
+    cudaStreamDestroy(stream[r]);
+  }
 }
 
 // Every rank of `comms` but `missing` queues an allreduce on a stream of its own; each kernel then waits for the

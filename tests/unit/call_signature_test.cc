@@ -6,8 +6,14 @@
 // instead of results computed from the wrong bytes (until 2026-11-28 with
 // success; reads past the end of a shorter buffer where slices are read in
 // place) or a wait until COLLIE_TIMEOUT. Calls that agree, in place or not,
-// run as before. Ranks are threads of this process on the host backend;
-// processes: fault_mismatch (tests/mp/faults_mp.cc).
+// run as before. Ranks are threads of this process, on the host executor and
+// on the CUDA kernels' own code run on host threads (COLLIE_EMULATE_KERNELS),
+// with each protocol: Simple, where a kernel compares the first slice it takes
+// from each peer in a launch (kernels/device_prims.cuh, sameCall), and LL,
+// whose line flags carry 8 bits of the signature (executor/protocol.h,
+// llOtherCall; counts too large for one LL round still run Simple).
+// Processes: fault_mismatch (tests/mp/faults_mp.cc); the CUDA runtime:
+// CudaBackend.ACallThatDiffersFailsEveryRank (collectives_gpu_test).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -55,9 +61,11 @@ void expectEveryRankRefused(const Outcome& o, const char* what) {
   for (int r = 0; r < kRanks; ++r) {
     const std::string& t = o.text[static_cast<size_t>(r)];
     EXPECT_EQ(o.result[static_cast<size_t>(r)], collieInvalidUsage) << what << ", rank " << r << ": " << t;
-    EXPECT_TRUE(names(t, "differs from rank") || names(t, "earlier call differed") || names(t, "stopped on finding"))
-        << what << ", rank " << r << ": " << t;
-    found += names(t, "differs from rank") || names(t, "earlier call differed") ? 1 : 0;
+    // The host executor's sentences, then the kernels' (which know the peer's call only by its signature's hash).
+    const bool differs =
+        names(t, "differs from rank") || names(t, "earlier call differed") || names(t, "data of another call");
+    EXPECT_TRUE(differs || names(t, "stopped on finding")) << what << ", rank " << r << ": " << t;
+    found += differs ? 1 : 0;
   }
   EXPECT_GE(found, 1) << what << ": no rank named the difference";
 }
@@ -75,16 +83,20 @@ void expectBrokenEverywhere(const Comms& comms, const char* what) {
     EXPECT_NE(o.result[static_cast<size_t>(r)], collieSuccess) << what << ", rank " << r << " ran the next call";
 }
 
-class CallSignature : public ::testing::Test {
+enum class Executor { kHost, kEmulatedSimple, kEmulatedLL };
+
+class CallSignature : public ::testing::TestWithParam<Executor> {
  protected:
   ScopedEnv device_{"COLLIE_DEVICE", "host"};
   ScopedEnv timeout_{"COLLIE_TIMEOUT", "60"};
   ScopedEnv check_{"COLLIE_CHECK", "0"};
+  ScopedEnv emulate_{"COLLIE_EMULATE_KERNELS", GetParam() == Executor::kHost ? "0" : "2"};
+  ScopedEnv proto_{"COLLIE_PROTO", GetParam() == Executor::kEmulatedLL ? "ll" : "simple"};
 };
 
 // Counts of 1000 and 100000 floats (the latter's ring steps are read in place, from the sender's buffer), out of
 // place and in place: rank 2's count is one more.
-TEST_F(CallSignature, ACountThatDiffersFailsEveryRankPromptly) {
+TEST_P(CallSignature, ACountThatDiffersFailsEveryRankPromptly) {
   const uint64_t seed = collie::test::testSeed();
   for (size_t count : {size_t{1000}, size_t{100000}}) {
     for (bool inPlace : {false, true}) {
@@ -114,7 +126,7 @@ TEST_F(CallSignature, ACountThatDiffersFailsEveryRankPromptly) {
 }
 
 // One rank differs in type (same bytes), operator, collective, or root; each on a communicator of its own.
-TEST_F(CallSignature, ATypeOpCollectiveOrRootThatDiffersFailsPromptly) {
+TEST_P(CallSignature, ATypeOpCollectiveOrRootThatDiffersFailsPromptly) {
   constexpr size_t kCount = 4096;
   struct Case {
     const char* what;
@@ -162,7 +174,7 @@ TEST_F(CallSignature, ATypeOpCollectiveOrRootThatDiffersFailsPromptly) {
 
 // Rank 2 skips a broadcast the others make, then all make an allreduce: rank 2's allreduce meets the others'
 // broadcast, and their allreduce meets data of its earlier collective.
-TEST_F(CallSignature, ASkippedCallFailsEveryRankPromptly) {
+TEST_P(CallSignature, ASkippedCallFailsEveryRankPromptly) {
   Comms comms(kRanks);
   ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
   std::vector<std::vector<float>> buf(kRanks, std::vector<float>(1024, 1.0f));
@@ -182,7 +194,7 @@ TEST_F(CallSignature, ASkippedCallFailsEveryRankPromptly) {
 
 // What ranks may legitimately differ in: in place on one rank and not on the others, and all-to-all-v's
 // per-peer counts. Both run, exactly, call after call.
-TEST_F(CallSignature, CallsThatAgreeRunAsBefore) {
+TEST_P(CallSignature, CallsThatAgreeRunAsBefore) {
   Comms comms(kRanks);
   ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
   const size_t count = 100000;
@@ -216,5 +228,13 @@ TEST_F(CallSignature, CallsThatAgreeRunAsBefore) {
   for (int r = 0; r < kRanks; ++r)
     EXPECT_EQ(o.result[static_cast<size_t>(r)], collieSuccess) << "rank " << r << ": " << o.text[r];
 }
+
+INSTANTIATE_TEST_SUITE_P(Executors, CallSignature,
+                         ::testing::Values(Executor::kHost, Executor::kEmulatedSimple, Executor::kEmulatedLL),
+                         [](const ::testing::TestParamInfo<Executor>& i) {
+                           return i.param == Executor::kHost           ? "Host"
+                                  : i.param == Executor::kEmulatedLL ? "EmulatedLL"
+                                                                     : "EmulatedSimple";
+                         });
 
 }  // namespace

@@ -8,8 +8,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "collie.h"
@@ -386,32 +389,65 @@ TEST(Emulator, ATimeoutSaysWhetherThePeersKernelHadStarted) {
   EXPECT_NE(text(0).find("at step 1 (channel 3, round 12) of collective #70"), std::string::npos) << text(0);
 }
 
+// Rank 0 of two makes a 32-float LL ring allreduce; rank 1 never calls. In its place, the first line of rank 1's
+// first slice to rank 0 (channel 0, slice 0; the slice is 16 floats, half of the call), and none of the others.
+// The line's flag is that of rank 0's own first line to rank 1 (the same slice of the same call), read from rank
+// 1's window while rank 0's call runs, with `tagFlip` XORed into its tag (protocol.h, llTag). Returns rank 0's
+// result and its error's sentence.
+std::pair<collieResult_t, std::string> llFirstLineOnly(uint32_t tagFlip) {
+  ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "2");
+  ScopedEnv timeout("COLLIE_TIMEOUT", "2");
+  ScopedEnv algo("COLLIE_ALGO", "allreduce:ring");
+  ScopedEnv proto("COLLIE_PROTO", "ll");
+  collie::test::Comms c(2);
+  EXPECT_EQ(c.result, collieSuccess) << collieGetLastError(nullptr);
+  if (c.result != collieSuccess) return {c.result, ""};
+  uint8_t* window = c[0]->windows->window(0);
+  collie::WindowHeader h;
+  std::memcpy(&h, window, sizeof(h));
+  EXPECT_EQ(h.magic, collie::kWindowMagic);
+  EXPECT_GT(h.llSlotBytes, 0u) << "the emulated kernels' windows have LL slots";
+  const collie::WindowLayout layout = collie::layoutOf(h);
+  std::vector<float> mine(32, 1.0f);
+  collieResult_t result = collieSuccess;
+  std::thread rank0([&] {
+    result = collieAllReduce(mine.data(), mine.data(), mine.size(), collieFloat32, collieSum, c[0], nullptr);
+  });
+  const uint64_t* sent = reinterpret_cast<const uint64_t*>(c[1]->windows->window(1) + layout.llSlotOffset(0, 0, 0));
+  uint64_t first = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  while ((first = __atomic_load_n(sent, __ATOMIC_ACQUIRE)) == 0 &&
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(1))
+    std::this_thread::yield();
+  EXPECT_NE(first, 0u) << "rank 0 posted no LL line to rank 1 within 1 s";
+  const uint64_t flag = (first >> 32) ^ (static_cast<uint64_t>(tagFlip) << collie::kLLTagShift);
+  __atomic_store_n(reinterpret_cast<uint64_t*>(window + layout.llSlotOffset(0, 1, 0)), flag << 32 | 0x3f800000u,
+                   __ATOMIC_RELEASE);  // 1.0f
+  rank0.join();
+  return {result, collieGetLastError(c[0])};
+}
+
 // An LL slice whose first line came but whose other lines never do (a sender
 // killed half-way through writing it): the receiver's wait for each line is
 // bounded too, so the call times out naming the sender instead of spinning for
 // ever (ctest's timeout would fail this test if it did).
 TEST(Emulator, AnLLSliceWhoseLinesNeverComeTimesOut) {
-  ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "2");
-  ScopedEnv timeout("COLLIE_TIMEOUT", "1");
-  ScopedEnv algo("COLLIE_ALGO", "allreduce:ring");
-  ScopedEnv proto("COLLIE_PROTO", "ll");
-  collie::test::Comms c(2);
-  ASSERT_EQ(c.result, collieSuccess) << collieGetLastError(nullptr);
-  // Rank 1 never calls; in its place, the first line of its first slice to rank 0 (channel 0, slice 0; the
-  // slice is 16 floats, half of a 32-float ring allreduce), and none of the others.
-  uint8_t* window = c[0]->windows->window(0);
-  collie::WindowHeader h;
-  std::memcpy(&h, window, sizeof(h));
-  ASSERT_EQ(h.magic, collie::kWindowMagic);
-  ASSERT_GT(h.llSlotBytes, 0u) << "the emulated kernels' windows have LL slots";
-  const collie::WindowLayout layout = collie::layoutOf(h);
-  const uint64_t line = static_cast<uint64_t>(collie::llFlag(0, h.llFlagPeriod)) << 32 | 0x3f800000u;  // 1.0f
-  __atomic_store_n(reinterpret_cast<uint64_t*>(window + layout.llSlotOffset(0, 1, 0)), line, __ATOMIC_RELEASE);
-  std::vector<float> mine(32, 1.0f);
-  EXPECT_EQ(collieAllReduce(mine.data(), mine.data(), mine.size(), collieFloat32, collieSum, c[0], nullptr),
-            collieTimeout);
-  const std::string text = collieGetLastError(c[0]);
+  const auto [result, text] = llFirstLineOnly(0);
+  EXPECT_EQ(result, collieTimeout) << text;
   EXPECT_NE(text.find("rank 0 waiting on rank 1"), std::string::npos) << text;
+}
+
+// The same line with another call's tag in its flag: rank 0 refuses it at once, with collieInvalidUsage naming
+// rank 1, instead of taking it (were the other lines there) or timing out.
+TEST(Emulator, AnLLLineOfAnotherCallIsRefused) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto [result, text] = llFirstLineOnly(0x5a);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.5)
+      << "the refusal waited for the timeout";
+  EXPECT_EQ(result, collieInvalidUsage) << text;
+  EXPECT_NE(text.find("rank 1 sent rank 0 data of another call while rank 0 ran its collective #0"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // LL flags through many wraps (kernels/device_prims_ll.cuh, "Stale lines").
 // An LL line is new when its flag is that of the slice expected, and flags
-// repeat every COLLIE_LL_FLAG_PERIOD slices of a connection (2^31 by default),
+// repeat every COLLIE_LL_FLAG_PERIOD slices of a connection (2^23 by default),
 // so a line left from a slice exactly one period earlier would pass for new
 // unless the sender rewrites its slots in time. These tests shrink the period
 // to 256 and run the emulated kernels (ranks as threads, ring algorithms)
