@@ -229,6 +229,49 @@ TEST_P(CallSignature, CallsThatAgreeRunAsBefore) {
     EXPECT_EQ(o.result[static_cast<size_t>(r)], collieSuccess) << "rank " << r << ": " << o.text[r];
 }
 
+// Pre-multiplied sums agree whatever their handles: rank 0 made another operator first, so its handle names
+// another slot of its table than its peers' do, and each rank's scalar is its own (r + 1). A pre-multiplied sum
+// runs as a sum over the scaled input (core/collectives.cc, executeScaled), and that sum is what is signed, so
+// neither the handle nor the scalar is compared. Both counts (the first fits LL where the kernels run it) run,
+// exactly.
+TEST_P(CallSignature, PreMulSumsWithHandlesThatDifferRunAsBefore) {
+  Comms comms(kRanks);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  std::vector<collieRedOp_t> op(kRanks), extra(kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    float other = 5.0f, mine = static_cast<float>(r + 1);
+    if (r == 0) {
+      ASSERT_EQ(collieRedOpCreatePreMulSum(&extra[r], &other, collieFloat32, collieScalarHostImmediate, comms[r]),
+                collieSuccess);
+    }
+    ASSERT_EQ(collieRedOpCreatePreMulSum(&op[r], &mine, collieFloat32, collieScalarHostImmediate, comms[r]),
+              collieSuccess);
+  }
+  ASSERT_NE(op[0], op[1]) << "the handles should differ for this test";
+  for (size_t count : {size_t{1000}, size_t{100000}}) {
+    std::vector<std::vector<float>> in(kRanks, std::vector<float>(count)), out(kRanks);
+    const Outcome o = onEveryRank(comms, [&](int r) {
+      for (size_t i = 0; i < count; ++i) in[r][i] = 1.0f + static_cast<float>(i % 3);
+      out[r].assign(count, -1.0f);
+      const collieResult_t res =
+          collieAllReduce(in[r].data(), out[r].data(), count, collieFloat32, op[r], comms[r], nullptr);
+      if (res != collieSuccess) return res;
+      for (size_t i = 0; i < count; ++i)  // (1 + 2 + 3) x the input: small integers, exact in any order
+        if (out[r][i] != 6.0f * (1.0f + static_cast<float>(i % 3))) return collieInternalError;
+      return collieSuccess;
+    });
+    for (int r = 0; r < kRanks; ++r)
+      EXPECT_EQ(o.result[static_cast<size_t>(r)], collieSuccess) << "count " << count << ", rank " << r << ": "
+                                                                 << o.text[r];
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(collieRedOpDestroy(op[r], comms[r]), collieSuccess);
+    if (r == 0) {
+      EXPECT_EQ(collieRedOpDestroy(extra[r], comms[r]), collieSuccess);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Executors, CallSignature,
                          ::testing::Values(Executor::kHost, Executor::kEmulatedSimple, Executor::kEmulatedLL),
                          [](const ::testing::TestParamInfo<Executor>& i) {
