@@ -455,7 +455,6 @@ class HostPrims {
   const T* exposed_ = nullptr;  // what the next post hands over in place, if anything
 };
 
-
 template <typename T, ReduceOp Op>
 Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecArgs& args) {
   uint64_t scratchCount = 0;
@@ -533,10 +532,9 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
     __atomic_store_n(reinterpret_cast<uint64_t*>(windows_[static_cast<size_t>(rank_)] + kRefusedOffset), uint64_t{1},
                      __ATOMIC_RELAXED);
     const std::string name = program.algorithm + " " + collectiveName(program.collective);
-    return Status::error(code, "%s",
-                         callMismatch(rank_, callCheck_.peer, callCheck_.theirs, args.callSignature,
-                                      args.collectiveSeq, name)
-                             .c_str());
+    return Status::error(
+        code, "%s",
+        callMismatch(rank_, callCheck_.peer, callCheck_.theirs, args.callSignature, args.collectiveSeq, name).c_str());
   }
   // The reason a remote peer was lost: the one waited on first, else any (it may be why we waited in vain).
   std::string why;

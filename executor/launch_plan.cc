@@ -165,9 +165,9 @@ std::string RecentLaunches::mismatch(uint64_t seq, int rank, int peer, uint64_t 
   if (theirs != 0 && theirs != kPointToPoint) {
     // A kernel's signature has no collective number (protocol.h, launchSignature), and an LL line's tag says no
     // more than that the call differs (llOtherCall): which call of the peer's it was is not known.
-    const std::string here = e.callSignature != 0 ? "its collective #" + std::to_string(e.collectiveSeq) + " (" +
-                                                         e.name + ")"
-                                                   : std::string("a send/receive");
+    const std::string here = e.callSignature != 0
+                                 ? "its collective #" + std::to_string(e.collectiveSeq) + " (" + e.name + ")"
+                                 : std::string("a send/receive");
     return "rank " + std::to_string(peer) + " sent rank " + std::to_string(rank) + " data of another call while rank " +
            std::to_string(rank) + " ran " + here +
            ": the collective, data type, operator, count, root or algorithm differs, or a call was skipped "
@@ -186,8 +186,7 @@ Status launchFailure(const DeviceStatus& status, int rank, const char* where, co
   const int peer = static_cast<int>(status.peer);
   // A call refused (executor/protocol.h, signature[][][]): the host executor's sentence, and where.
   if (code == collieInvalidUsage)
-    return Status::error(code, "%s; found %s", launches.mismatch(status.seq, rank, peer, status.theirs).c_str(),
-                         where);
+    return Status::error(code, "%s; found %s", launches.mismatch(status.seq, rank, peer, status.theirs).c_str(), where);
   // A peer the proxy lost: its reason (UCX's) says more than "aborted".
   std::string why = proxy != nullptr && peer >= 0 && code == collieRemoteError ? proxy->failure(peer) : "";
   // A peer that reads our sends in place, or hands us its own, and failed first: its error says why.

@@ -41,8 +41,8 @@
 namespace collie {
 
 // "colliew" and the version of the window's format (8: LL flags carry 8 bits of their call's signature, llTag;
-// 7: counters carry kFlagWithdrawn and kFlagInPlace, and reading[][] sits beside each credit; 6: slices carry their call's signature, signature[][][];
-// 5: slices may be read in place, source[][][]), which peers check at init.
+// 7: counters carry kFlagWithdrawn and kFlagInPlace, and reading[][] sits beside each credit; 6: slices carry their
+// call's signature, signature[][][]; 5: slices may be read in place, source[][][]), which peers check at init.
 constexpr uint64_t kWindowMagic = 0x636f6c6c69657738ull;
 constexpr uint64_t kLine = 64;
 
@@ -126,9 +126,9 @@ struct WindowLayout {
 constexpr uint64_t kStartedOffset = 40;
 static_assert(sizeof(WindowHeader) <= kStartedOffset && kStartedOffset + 8 <= kLine, "the started mark fits line 0");
 
-/// Also in line 0: nonzero once the owner's host executor or kernel refused a call, finding that a peer's slice belonged
-/// to another call than its own (signature[][][]). It runs nothing more, and its peers, waiting on it, fail at once
-/// too instead of after COLLIE_TIMEOUT.
+/// Also in line 0: nonzero once the owner's host executor or kernel refused a call, finding that a peer's slice
+/// belonged to another call than its own (signature[][][]). It runs nothing more, and its peers, waiting on it, fail at
+/// once too instead of after COLLIE_TIMEOUT.
 constexpr uint64_t kRefusedOffset = 48;
 static_assert(kRefusedOffset >= kStartedOffset + 8 && kRefusedOffset + 8 <= kLine, "the refusal fits line 0");
 

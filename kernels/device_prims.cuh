@@ -499,8 +499,7 @@ class DevicePrims {
     if (differs_ >= 0) return false;
     if (a_.callSignature == kPointToPoint) return true;
     if (p < 64 && ((checked_ >> p) & 1) != 0) return true;
-    const uint64_t theirs =
-        dev::loadVolatile64(a_.inboxes[p] + a_.layout.signatureOffset(channel_, p, consumed_[p]));
+    const uint64_t theirs = dev::loadVolatile64(a_.inboxes[p] + a_.layout.signatureOffset(channel_, p, consumed_[p]));
     if (theirs != 0 && theirs != a_.callSignature) {
       differs_ = p;
       theirs_ = theirs;
@@ -586,7 +585,7 @@ class DevicePrims {
   uint64_t checked_ = 0;
   int differs_ = -1;
   uint64_t theirs_ = 0;
-  uint64_t waitedNs_ = 0;       // thread 0's
+  uint64_t waitedNs_ = 0;  // thread 0's
   StepClock clock_;
 };
 

@@ -393,9 +393,9 @@ TEST(CudaBackend, ACallThatDiffersFailsEveryRank) {
   }
   const auto t0 = std::chrono::steady_clock::now();
   for (int r = 0; r < kRanks; ++r)
-    ASSERT_EQ(collieAllReduce(buf[r], buf[r], r == 2 ? count + 1 : count, collieFloat32, collieSum, comms[r],
-                              stream[r]),
-              collieSuccess)
+    ASSERT_EQ(
+        collieAllReduce(buf[r], buf[r], r == 2 ? count + 1 : count, collieFloat32, collieSum, comms[r], stream[r]),
+        collieSuccess)
         << collieGetLastError(comms[r]);
   for (int r = 0; r < kRanks; ++r) ASSERT_EQ(cudaStreamSynchronize(stream[r]), cudaSuccess);
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

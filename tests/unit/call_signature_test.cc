@@ -261,8 +261,8 @@ TEST_P(CallSignature, PreMulSumsWithHandlesThatDifferRunAsBefore) {
       return collieSuccess;
     });
     for (int r = 0; r < kRanks; ++r)
-      EXPECT_EQ(o.result[static_cast<size_t>(r)], collieSuccess) << "count " << count << ", rank " << r << ": "
-                                                                 << o.text[r];
+      EXPECT_EQ(o.result[static_cast<size_t>(r)], collieSuccess)
+          << "count " << count << ", rank " << r << ": " << o.text[r];
   }
   for (int r = 0; r < kRanks; ++r) {
     EXPECT_EQ(collieRedOpDestroy(op[r], comms[r]), collieSuccess);
@@ -275,7 +275,7 @@ TEST_P(CallSignature, PreMulSumsWithHandlesThatDifferRunAsBefore) {
 INSTANTIATE_TEST_SUITE_P(Executors, CallSignature,
                          ::testing::Values(Executor::kHost, Executor::kEmulatedSimple, Executor::kEmulatedLL),
                          [](const ::testing::TestParamInfo<Executor>& i) {
-                           return i.param == Executor::kHost           ? "Host"
+                           return i.param == Executor::kHost         ? "Host"
                                   : i.param == Executor::kEmulatedLL ? "EmulatedLL"
                                                                      : "EmulatedSimple";
                          });

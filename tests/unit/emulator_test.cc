@@ -445,8 +445,7 @@ TEST(Emulator, AnLLLineOfAnotherCallIsRefused) {
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.5)
       << "the refusal waited for the timeout";
   EXPECT_EQ(result, collieInvalidUsage) << text;
-  EXPECT_NE(text.find("rank 1 sent rank 0 data of another call while rank 0 ran its collective #0"),
-            std::string::npos)
+  EXPECT_NE(text.find("rank 1 sent rank 0 data of another call while rank 0 ran its collective #0"), std::string::npos)
       << text;
 }
 
