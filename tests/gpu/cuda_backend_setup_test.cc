@@ -349,6 +349,8 @@ TEST(CudaBackend, ALatePeerNeverReadsTheFreedBufferOfARankThatGaveUp) {
     std::vector<float> mine(count, static_cast<float>(r + 7));
     ASSERT_EQ(cudaMemcpy(in[r], mine.data(), count * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
   }
+  // A copy from pageable memory may land after cudaMemcpy returns; the kernels run on other streams.
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   ASSERT_EQ(collieAllGather(in[0], out[0], count, collieFloat32, comms[0], stream[0]), collieSuccess);
   ASSERT_EQ(cudaStreamSynchronize(stream[0]), cudaSuccess);
   collieResult_t async = collieSuccess;
@@ -391,6 +393,8 @@ TEST(CudaBackend, ACallThatDiffersFailsEveryRank) {
     ASSERT_EQ(cudaMalloc(&buf[r], (count + 1) * sizeof(float)), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(buf[r], ones.data(), (count + 1) * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
   }
+  // A copy from pageable memory may land after cudaMemcpy returns; the kernels run on other streams.
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const auto t0 = std::chrono::steady_clock::now();
   for (int r = 0; r < kRanks; ++r)
     ASSERT_EQ(
