@@ -492,9 +492,10 @@ class DevicePrims {
   // slice a block takes from each peer in a launch is compared. Ranks whose first slices agree made the same
   // call (collective, type, operator, count, root and algorithm), so they cut it into the same slices, and every
   // later slice of the launch from that peer belongs to it too: the check costs one load per peer and launch,
-  // not one per slice. A peer's slice signed 0 comes from a sender that does not sign (a proxy, an LL post),
-  // and is taken as the host executor takes it. Else the slice is left untaken, and the wait fails with
-  // collieInvalidUsage.
+  // not one per slice. A slice signed 0 comes through a proxy's inbox (never signed) or a slot nothing has
+  // signed yet, and is taken as the host executor takes it. (An LL post signs nothing: a Simple receiver that
+  // meets one, as only ranks whose calls differ do, reads whatever an earlier slice left in the word, and refuses
+  // unless that is 0.) Else the slice is left untaken, and the wait fails with collieInvalidUsage.
   __device__ bool sameCall(int p) {
     if (differs_ >= 0) return false;
     if (a_.callSignature == kPointToPoint) return true;
