@@ -136,6 +136,132 @@ COLLIE_HD StepFailure runJoined(P& p, const Step* steps, int head, int end, T* c
   return fail;
 }
 
+/// At most this many exchanges run together (exchangeBatchEnd).
+constexpr int kMaxBatchedExchanges = 8;
+
+/// One past the last step of the batch of exchanges that starts at `head` (head + 1 when it is not an exchange
+/// or nothing joins it). Consecutive kSendRecv steps run together (runExchanges) where running them one after
+/// another could only be slower: each sends and receives at most one slice on this channel, no two send to or
+/// receive from the same peer, and none receives into what another sends or receives (pointers compared, so an
+/// input that is the output counts). A one-shot allreduce's or a pairwise all-to-all's exchanges of a small call
+/// then all wait at once, one round trip in all instead of one each; a step that moves more than a slice keeps
+/// its own turn, so large calls run as before. Every thread of a block computes the same answer.
+template <typename T>
+COLLIE_HD int exchangeBatchEnd(const Step* steps, int nsteps, int head, T* const* bufs, uint64_t perSlice,
+                               int channel, int nchannels, uint64_t align) {
+  struct Span {
+    uintptr_t lo = 0, hi = 0;  // [lo, hi), in bytes; empty when lo == hi
+  };
+  struct Ends {
+    Span src, dst;
+  };
+  auto ends = [&](const Step& s, Ends* e) {
+    const ChannelPart out = channelPart(s.count, channel, nchannels, align);
+    const ChannelPart in = channelPart(s.recvCount, channel, nchannels, align);
+    if (out.count > perSlice || in.count > perSlice) return false;
+    const T* src = bufs[static_cast<int>(s.src.buffer)] + s.src.offset + out.offset;
+    const T* dst = bufs[static_cast<int>(s.dst.buffer)] + s.dst.offset + in.offset;
+    e->src = Span{reinterpret_cast<uintptr_t>(src), reinterpret_cast<uintptr_t>(src + out.count)};
+    e->dst = Span{reinterpret_cast<uintptr_t>(dst), reinterpret_cast<uintptr_t>(dst + in.count)};
+    return true;
+  };
+  auto overlap = [](const Span& a, const Span& b) { return a.lo < a.hi && b.lo < b.hi && a.lo < b.hi && b.lo < a.hi; };
+  Ends e[kMaxBatchedExchanges];
+  if (steps[head].op != StepOp::kSendRecv || !ends(steps[head], &e[0])) return head + 1;
+  int end = head + 1;
+  for (; end < nsteps && end - head < kMaxBatchedExchanges; ++end) {
+    const Step& s = steps[end];
+    Ends& mine = e[end - head];
+    if (s.op != StepOp::kSendRecv || s.joined || !ends(s, &mine)) break;
+    bool apart = true;
+    for (int j = head; j < end && apart; ++j) {
+      const Ends& other = e[j - head];
+      apart = s.sendPeer != steps[j].sendPeer && s.recvPeer != steps[j].recvPeer && !overlap(mine.dst, other.src) &&
+              !overlap(mine.dst, other.dst) && !overlap(mine.src, other.dst);
+    }
+    if (!apart) break;
+  }
+  return end;
+}
+
+/// Runs the exchanges steps[head..end) (one, or a batch: exchangeBatchEnd) as one: each sends a slice whenever
+/// its peer has room and takes one whenever it has arrived, so neither direction of any of them waits on
+/// another. Once nothing is left to send, each receive waits for its slice directly: one wait, where polling
+/// first and waiting after would look at the slice's flag twice (and an LL receiver would read its first line
+/// three times).
+template <typename T, typename P>
+COLLIE_HD StepFailure runExchanges(P& p, const Step* steps, int head, int end, T* const* bufs, uint64_t perSlice,
+                                   int divisor, int channel, int nchannels, uint64_t align, DirectSteps direct) {
+  StepFailure fail;
+  const int m = end - head;
+  uint64_t sent[kMaxBatchedExchanges] = {}, got[kMaxBatchedExchanges] = {};
+  for (;;) {
+    bool progressed = false, sending = false;
+    int to = -1, toStep = -1;  // the first send that waits for room
+    for (int j = 0; j < m; ++j) {
+      const Step& s = steps[head + j];
+      const ChannelPart part = channelPart(s.count, channel, nchannels, align);
+      if (sent[j] >= part.count) continue;
+      if (!p.room(s.sendPeer)) {
+        if (to < 0) to = s.sendPeer, toStep = head + j;
+        sending = true;
+        continue;
+      }
+      const uint64_t n = perSlice < part.count - sent[j] ? perSlice : part.count - sent[j];
+      const T* src = bufs[static_cast<int>(s.src.buffer)] + s.src.offset + part.offset + sent[j];
+      if (P::kReadsInPlace && direct[head + j]) {
+        exposeSlice(p, s.sendPeer, src);
+      } else {
+        p.copy(p.outSlot(s.sendPeer), src, n, 0);
+      }
+      p.post(s.sendPeer, n);
+      sent[j] += n;
+      progressed = true;
+      if (sent[j] < part.count) sending = true;  // more to send: poll again before waiting
+    }
+    int from = -1, fromStep = -1;  // the first receive whose slice has not arrived
+    for (int j = 0; j < m; ++j) {
+      const Step& s = steps[head + j];
+      const ChannelPart in = channelPart(s.recvCount, channel, nchannels, align);
+      if (got[j] >= in.count) continue;
+      const uint64_t n = perSlice < in.count - got[j] ? perSlice : in.count - got[j];
+      if (!sending) {
+        const int rc = p.waitArrived(s.recvPeer, n);
+        if (rc != 0) {
+          fail.code = rc;
+          fail.step = head + j;
+          fail.peer = s.recvPeer;
+          return fail;
+        }
+      } else if (!p.arrived(s.recvPeer, n)) {
+        if (from < 0) from = s.recvPeer, fromStep = head + j;
+        continue;
+      }
+      T* d = bufs[static_cast<int>(s.dst.buffer)] + s.dst.offset + in.offset + got[j];
+      const int div = s.finalize ? divisor : 0;
+      if (s.op == StepOp::kSendRecvReduce) {
+        p.reduce(d, p.inSlot(s.recvPeer), d, n, div);
+      } else {
+        p.copy(d, p.inSlot(s.recvPeer), n, div);
+      }
+      p.release(s.recvPeer);
+      got[j] += n;
+      progressed = true;
+    }
+    if (progressed) continue;
+    if (!sending && from < 0) break;  // all sent and all received
+    const int rc = p.waitEither(sending, to, from >= 0, from);
+    if (rc != 0) {
+      fail.code = rc;
+      fail.step = from >= 0 ? fromStep : toStep;
+      fail.peer = from >= 0 ? from : to;
+      return fail;
+    }
+  }
+  fail.step = -1;
+  return fail;
+}
+
 /// Runs steps[0..nsteps) on channel `channel` of `nchannels`. `bufs` are the
 /// input, output and scratch buffers (Buffer order); perSlice is the number of
 /// elements one slot holds; align the channel split's granularity in elements.
@@ -182,50 +308,15 @@ COLLIE_HD StepFailure runSteps(P& p, const Step* steps, int nsteps, T* const* bu
       p.stepDone(si);
       continue;
     }
-    fail.step = si;
-    if (s.op == StepOp::kSendRecv || s.op == StepOp::kSendRecvReduce) {
-      // Both directions at once: send a slice whenever the peer has room,
-      // take one whenever it has arrived, so neither side waits on the other.
-      const ChannelPart in = channelPart(s.recvCount, channel, nchannels, align);
-      uint64_t sent = 0, got = 0;
-      while (sent < part.count || got < in.count) {
-        bool progressed = false;
-        if (sent < part.count && p.room(to)) {
-          const uint64_t n = perSlice < part.count - sent ? perSlice : part.count - sent;
-          if (inPlace) {
-            exposeSlice(p, to, src + sent);
-          } else {
-            p.copy(p.outSlot(to), src + sent, n, 0);
-          }
-          p.post(to, n);
-          sent += n;
-          progressed = true;
-        }
-        const uint64_t n = perSlice < in.count - got ? perSlice : in.count - got;
-        if (got < in.count && p.arrived(from, n)) {
-          T* d = dst + in.offset + got;
-          if (s.op == StepOp::kSendRecvReduce) {
-            p.reduce(d, p.inSlot(from), d, n, div);
-          } else {
-            p.copy(d, p.inSlot(from), n, div);
-          }
-          p.release(from);
-          got += n;
-          progressed = true;
-        }
-        if (progressed) continue;
-        const bool sending = sent < part.count, receiving = got < in.count;
-        const int rc = p.waitEither(sending, to, receiving, from);
-        if (rc != 0) {
-          fail.code = rc;
-          fail.peer = receiving ? from : to;
-          return fail;
-        }
-      }
-      p.stepDone(si);
+    if (stepIsExchange(s.op)) {
+      const int end = exchangeBatchEnd<T>(steps, nsteps, si, bufs, perSlice, channel, nchannels, align);
+      fail = runExchanges<T>(p, steps, si, end, bufs, perSlice, divisor, channel, nchannels, align, direct);
+      if (fail.code != 0) return fail;
+      for (; si < end; ++si) p.stepDone(si);  // a batch's time is its head's
+      --si;
       continue;
     }
-
+    fail.step = si;
     const bool in = stepReceives(s.op), out = stepSends(s.op);
     for (uint64_t off = 0; off < part.count; off += perSlice) {
       const uint64_t n = perSlice < part.count - off ? perSlice : part.count - off;
