@@ -21,7 +21,10 @@
 // Round rule kOneSlot: the exchanges cannot deadlock at any size, but scratch
 // grows with n x count; rounds of one slot bound it to n slots. This is the
 // small-message algorithm: a message bigger than a slot is better served by
-// two-shot or the ring.
+// two-shot or the ring. Exchanges of one slice each, as these are within a
+// round, run as one batch (executor/step_runner.h, exchangeBatchEnd): every
+// send goes out before any receive is waited for, so the n-1 exchanges cost
+// one round trip, not n-1 in a row.
 #include "algorithms/direct_exchange.h"
 #include "algorithms/registry.h"
 

@@ -128,6 +128,29 @@ COLLIE_PROGRAM_HD int joinedGroupEnd(const Step* steps, int nsteps, int head) {
   return end;
 }
 
+/// Exchange groups. Consecutive kSendRecv steps, at most kMaxBatchedExchanges, no two sending to or receiving
+/// from the same peer, form a group; a program is cut into groups greedily from its first step (a step that
+/// starts none is a group of one). An executor may run any consecutive steps of one group as a batch, every send
+/// of the batch going out before any receive is waited for (executor/step_runner.h, exchangeBatchEnd, which
+/// also asks that each moves at most a slice and that none receives into what another sends or receives). So
+/// a group's steps may all start when the group does, and whatever reasons about the ranks' causal order
+/// (executor/direct_sends.h, readOrderFrom) must take them so. Nothing in the program marks a group: the rule
+/// is the steps' own shape.
+constexpr int kMaxBatchedExchanges = 8;
+
+/// One past the last step of the exchange group that starts at `head` (head + 1 when it is not a kSendRecv).
+COLLIE_PROGRAM_HD int exchangeGroupEnd(const Step* steps, int nsteps, int head) {
+  if (steps[head].op != StepOp::kSendRecv) return head + 1;
+  int end = head + 1;
+  for (; end < nsteps && end - head < kMaxBatchedExchanges && steps[end].op == StepOp::kSendRecv; ++end) {
+    bool apart = true;
+    for (int j = head; j < end && apart; ++j)
+      apart = steps[end].sendPeer != steps[j].sendPeer && steps[end].recvPeer != steps[j].recvPeer;
+    if (!apart) break;
+  }
+  return end;
+}
+
 struct Program {
   Collective collective = Collective::kAllReduce;
   std::string algorithm;  // registry name, e.g. "ring"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <utility>
 
 namespace collie {
@@ -28,7 +29,10 @@ struct RankState {
   size_t pc = 0;      // current step
   uint64_t sent = 0;  // elements of the current step sent / received so far
   uint64_t received = 0;
-  std::vector<uint64_t> groupSent;  // a group of joined steps run as one: each step's elements sent so far
+  std::vector<uint64_t> groupSent;  // a group of joined steps or a batch run as one: each step's elements sent
+  std::vector<uint64_t> batchGot;   // a batch of exchanges: each step's elements received so far
+  size_t batchEnd = 0;              // one past the batch being run; 0 when none
+  size_t exchangeGroupEnd = 0;      // one past the exchange group the current step is in (program.h)
 };
 
 Status violation(const Program& p, size_t step, const char* what, uint64_t element) {
@@ -90,6 +94,8 @@ class Machine {
   Status advance(int r, bool* moved);
   Status checkGroup(int r, int end);
   Status advanceGroup(int r, int end, bool* moved, bool* done);
+  size_t batchEnd(int r);
+  Status advanceBatch(int r, bool* moved, bool* done);
 
   const std::vector<Program>& programs_;
   VerifyOptions options_;
@@ -272,6 +278,98 @@ Status Machine::advanceGroup(int r, int end, bool* moved, bool* done) {
   }
 }
 
+// One past the batch of exchanges that starts at rank r's current step, as executor/step_runner.h's
+// exchangeBatchEnd cuts it: within the step's exchange group, each step at most one slice each way, none
+// receiving into what another sends or receives (in place, input and output share `mem`, so the addresses tell).
+size_t Machine::batchEnd(int r) {
+  RankState& s = ranks_[static_cast<size_t>(r)];
+  const Program& p = programs_[static_cast<size_t>(r)];
+  struct Span {
+    const Value *lo, *hi;
+  };
+  auto span = [&](const Range& range, uint64_t count) {
+    if (count == 0) return Span{nullptr, nullptr};
+    const Value* lo = at(s, range, 0);
+    return Span{lo, lo + count};
+  };
+  auto overlap = [](const Span& a, const Span& b) {
+    return a.lo != nullptr && b.lo != nullptr && std::less<const Value*>()(a.lo, b.hi) &&
+           std::less<const Value*>()(b.lo, a.hi);
+  };
+  auto small = [&](const Step& st) {
+    return fits(s, st.src, st.count) && fits(s, st.dst, st.recvCount) && st.count <= sliceOf(st.count) &&
+           st.recvCount <= sliceOf(st.recvCount);
+  };
+  const size_t head = s.pc;
+  if (s.exchangeGroupEnd < head + 2 || !small(p.steps[head])) return head + 1;
+  size_t end = head + 1;
+  for (; end < s.exchangeGroupEnd && small(p.steps[end]); ++end) {
+    const Step& st = p.steps[end];
+    const Span src = span(st.src, st.count), dst = span(st.dst, st.recvCount);
+    bool apart = true;
+    for (size_t j = head; j < end && apart; ++j) {
+      const Step& o = p.steps[j];
+      const Span osrc = span(o.src, o.count), odst = span(o.dst, o.recvCount);
+      apart = !overlap(dst, osrc) && !overlap(dst, odst) && !overlap(src, odst);
+    }
+    if (!apart) break;
+  }
+  return end;
+}
+
+// Runs the batch steps[pc..batchEnd) as one: every send whenever its peer has room, every receive whenever its
+// slice is there; *done once all are over.
+Status Machine::advanceBatch(int r, bool* moved, bool* done) {
+  RankState& s = ranks_[static_cast<size_t>(r)];
+  const Program& p = programs_[static_cast<size_t>(r)];
+  const size_t head = s.pc, m = s.batchEnd - head;
+  *done = false;
+  for (;;) {
+    bool progressed = false;
+    for (size_t j = 0; j < m; ++j) {
+      const Step& st = p.steps[head + j];
+      uint64_t& sent = s.groupSent[j];
+      if (sent >= st.count || full(r, st.sendPeer)) continue;
+      const uint64_t k = std::min(sliceOf(st.count), st.count - sent);
+      Slice out;
+      out.last = sent + k == st.count;
+      for (uint64_t i = 0; i < k; ++i) {
+        const Value& v = *at(s, st.src, sent + i);
+        if (!v.defined) return violation(p, head + j, "sends an undefined value", sent + i);
+        out.values.push_back(v);
+      }
+      channel(r, st.sendPeer).push_back(std::move(out));
+      sent += k;
+      progressed = true;
+    }
+    for (size_t j = 0; j < m; ++j) {
+      const Step& st = p.steps[head + j];
+      uint64_t& got = s.batchGot[j];
+      if (got >= st.recvCount || channel(st.recvPeer, r).empty()) continue;
+      Slice in;
+      COLLIE_RETURN_IF_ERROR(take(r, st.recvPeer, got, st.recvCount, &in));
+      for (uint64_t i = 0; i < in.values.size(); ++i)
+        COLLIE_RETURN_IF_ERROR(write(p, st, in.values[i], got + i, at(s, st.dst, got + i)));
+      got += in.values.size();
+      progressed = true;
+    }
+    bool over = true;
+    for (size_t j = 0; j < m && over; ++j)
+      over = s.groupSent[j] == p.steps[head + j].count && s.batchGot[j] == p.steps[head + j].recvCount;
+    if (over) {
+      s.pc = s.batchEnd;
+      s.batchEnd = 0;
+      s.groupSent.clear();
+      s.batchGot.clear();
+      *moved = true;
+      *done = true;
+      return Status();
+    }
+    if (!progressed) return Status();
+    *moved = true;
+  }
+}
+
 // Takes the next slice from `from` for a receive that has `done` of `total` elements.
 Status Machine::take(int r, int from, uint64_t done, uint64_t total, Slice* out) {
   std::deque<Slice>& ch = channel(from, r);
@@ -289,6 +387,26 @@ Status Machine::advance(int r, bool* moved) {
   RankState& s = ranks_[static_cast<size_t>(r)];
   const Program& p = programs_[static_cast<size_t>(r)];
   while (s.pc < p.steps.size()) {
+    if (s.pc >= s.exchangeGroupEnd)
+      s.exchangeGroupEnd = static_cast<size_t>(
+          collie::exchangeGroupEnd(p.steps.data(), static_cast<int>(p.steps.size()), static_cast<int>(s.pc)));
+    if (options_.batchExchanges && s.batchEnd == 0 && s.sent == 0 && s.received == 0) {
+      const size_t end = batchEnd(r);
+      if (end > s.pc + 1) {
+        const size_t head = s.pc;
+        for (; s.pc < end; ++s.pc) COLLIE_RETURN_IF_ERROR(checkStep(r));  // each step's own rules
+        s.pc = head;
+        s.batchEnd = end;
+        s.groupSent.assign(end - s.pc, 0);
+        s.batchGot.assign(end - s.pc, 0);
+      }
+    }
+    if (s.batchEnd != 0) {
+      bool done = false;
+      COLLIE_RETURN_IF_ERROR(advanceBatch(r, moved, &done));
+      if (!done) break;
+      continue;
+    }
     const int group = joinedGroupEnd(p.steps.data(), static_cast<int>(p.steps.size()), static_cast<int>(s.pc));
     if (group > static_cast<int>(s.pc) + 1 && !p.steps[s.pc].joined) {
       if (options_.joinReceives) {
@@ -400,6 +518,9 @@ Status Machine::run() {
     const RankState& s = ranks_[static_cast<size_t>(r)];
     const Program& p = programs_[static_cast<size_t>(r)];
     if (s.pc < p.steps.size()) {
+      if (s.batchEnd != 0)
+        return violation(p, s.pc, "deadlock: a batch of exchanges waits for a message or a free slot that never comes",
+                         0);
       if (!s.groupSent.empty())
         return violation(p, s.pc, "deadlock: joined steps wait for a message or a free slot that never comes", 0);
       const Step& st = p.steps[s.pc];

@@ -31,6 +31,10 @@ struct VerifyOptions {
   /// from every peer of the group, whose slots are freed only then. False: one step after another, as LL runs
   /// them. Both must hold for a program with joined steps.
   bool joinReceives = true;
+  /// Consecutive exchanges of one exchange group (program.h, exchangeGroupEnd) that each move at most one slice
+  /// and touch none of each other's data run as a batch, every send first, as every executor runs them
+  /// (executor/step_runner.h, exchangeBatchEnd). False: one step after another.
+  bool batchExchanges = true;
 };
 
 /// Verifies programs[r] (one per rank, all of the same call). Returns an

@@ -146,14 +146,21 @@ Status verifyAlgorithm(const AlgorithmInfo& algo, const SweepOptions& options, l
             bool joins = false;
             for (const Program& p : programs)
               for (const Step& st : p.steps) joins = joins || st.joined;
+            // Exchanges that may run as a batch (program.h, exchangeGroupEnd) run so or one after another: both.
+            bool groups = false;
+            for (const Program& p : programs)
+              for (int t = 0; t < static_cast<int>(p.steps.size()) && !groups; ++t)
+                groups = exchangeGroupEnd(p.steps.data(), static_cast<int>(p.steps.size()), t) > t + 1;
             for (int mode = 0; mode < (joins ? 4 : 2); ++mode) {
               const bool inPlace = (mode & 1) != 0;
               uint64_t in = 0, out = 0;
               if (inPlace && !inPlaceBases(programs[0], &in, &out)) continue;
-              for (bool tight : {false, true}) {
+              for (int variant = 0; variant < (groups ? 4 : 2); ++variant) {
+                const bool tight = (variant & 1) != 0;
                 VerifyOptions vo;
                 vo.inPlace = inPlace;
                 vo.joinReceives = mode < 2;
+                vo.batchExchanges = variant < 2;
                 if (tight) {
                   vo.nslots = 2;
                   vo.sliceElems = tightestSlice(algo, n, count, perNode);
@@ -162,7 +169,8 @@ Status verifyAlgorithm(const AlgorithmInfo& algo, const SweepOptions& options, l
                 if (!s.ok()) {
                   const std::string slots =
                       (tight ? "two slots of " + std::to_string(vo.sliceElems) : "unbounded slots") +
-                      (vo.joinReceives ? "" : ", joined steps one after another");
+                      (vo.joinReceives ? "" : ", joined steps one after another") +
+                      (vo.batchExchanges ? "" : ", exchanges one after another");
                   return s.withContext(std::string(collectiveName(algo.collective)) + " " + algo.name + ", n " +
                                        std::to_string(n) +
                                        (perNode > 0 ? " in nodes of " + std::to_string(perNode) : "") + ", root " +

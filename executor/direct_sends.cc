@@ -148,21 +148,28 @@ ReadOrder readOrderFrom(const std::vector<Program>& all, int me) {
   //
   // A group of joined steps (program.h) runs as one step where slices are read in place (Simple, the host): its
   // steps all start when the group does, and what it writes comes after every one of its receives' senders
-  // posted, so they share one start clock, and one clock for what they write. groupEnd[r][t]: one past the
-  // last step of the group step t heads; t + 1 for a step that heads none, 0 for a step joined to another.
+  // posted, so they share one start clock, and one clock for what they write. An exchange group (program.h,
+  // exchangeGroupEnd) may run as a batch: its steps may all start when the group does, but each writes only
+  // what its own receive brought. Either group ends when all its steps are done. groupEnd[r][t]: one past the
+  // last step of the group step t heads; 0 for a step inside another's group. joint[r][t]: whether that group
+  // is joined.
   std::vector<std::vector<size_t>> groupEnd(n);
+  std::vector<std::vector<bool>> joint(n);
   std::vector<std::vector<std::vector<int>>> start(n), seen(n);
   for (int r = 0; r < n; ++r) {
     const std::vector<Step>& steps = all[static_cast<size_t>(r)].steps;
     const int count = static_cast<int>(steps.size());
     groupEnd[r].assign(steps.size(), 0);
+    joint[r].assign(steps.size(), false);
     start[r].assign(steps.size() + 1, std::vector<int>(static_cast<size_t>(n), 0));
     for (int t = 0; t <= count; ++t) start[r][t][static_cast<size_t>(r)] = t;
-    for (int t = 0; t < count; ++t) {
-      if (t > 0 && steps[static_cast<size_t>(t)].joined) continue;
-      const int end = joinedGroupEnd(steps.data(), count, t);
+    for (int t = 0; t < count;) {
+      const int joinedEnd = joinedGroupEnd(steps.data(), count, t);
+      const int end = joinedEnd > t + 1 ? joinedEnd : exchangeGroupEnd(steps.data(), count, t);
       groupEnd[r][t] = static_cast<size_t>(end);
-      for (int u = t + 1; u < end; ++u) start[r][u][static_cast<size_t>(r)] = t;  // joined steps start with it
+      joint[r][t] = joinedEnd > t + 1;
+      for (int u = t + 1; u < end; ++u) start[r][u][static_cast<size_t>(r)] = t;  // the group's steps start with it
+      t = end;
     }
     seen[r].assign(steps.size(), std::vector<int>(static_cast<size_t>(n), 0));
   }
@@ -172,32 +179,42 @@ ReadOrder readOrderFrom(const std::vector<Program>& all, int me) {
       const std::vector<Step>& steps = all[static_cast<size_t>(r)].steps;
       for (size_t t = 0; t < steps.size(); ++t) {
         const size_t end = groupEnd[r][t];
-        if (end == 0) continue;  // a joined step: done with the step that heads its group
-        std::vector<int> w = start[r][t];
+        if (end == 0) continue;  // inside a group: done with the step that heads it
+        const std::vector<int> begin = start[r][t];
         for (size_t u = t + 1; u < end; ++u)
-          if (start[r][u] != w) {
-            start[r][u] = w;
+          if (start[r][u] != begin) {
+            start[r][u] = begin;
             changed = true;
           }
-        for (size_t u = t; u < end; ++u) {
+        // What step u writes comes after its receive's sender posted; a joined group's writes after all of them.
+        auto after = [&](size_t u, std::vector<int>* w) {
           const int from = matched[r][u];
-          if (from < 0) continue;
+          if (from < 0) return;
           const size_t p = static_cast<size_t>(steps[u].recvPeer), s = static_cast<size_t>(from);
           const Step& sent = all[p].steps[s];
           const bool forwards = stepReceives(sent.op) && !stepIsExchange(sent.op);
           const std::vector<int>& sender = forwards ? seen[p][s] : start[p][s];
-          for (int x = 0; x < n; ++x) w[x] = std::max(w[x], sender[x]);
-        }
-        for (size_t u = t; u < end; ++u)
+          for (int x = 0; x < n; ++x) (*w)[x] = std::max((*w)[x], sender[x]);
+        };
+        std::vector<int> every = begin, w;
+        for (size_t u = t; u < end; ++u) after(u, &every);
+        for (size_t u = t; u < end; ++u) {
+          w = begin;
+          if (joint[r][t]) {
+            w = every;
+          } else {
+            after(u, &w);
+          }
           for (int x = 0; x < n; ++x)
             if (w[x] > seen[r][u][x]) {
               seen[r][u][x] = w[x];
               changed = true;
             }
+        }
         std::vector<int>& next = start[r][end];
         for (int x = 0; x < n; ++x)
-          if (x != r && w[x] > next[x]) {
-            next[x] = w[x];
+          if (x != r && every[x] > next[x]) {
+            next[x] = every[x];
             changed = true;
           }
       }

@@ -18,7 +18,8 @@
 // finished reading, by the causal order of the ranks' programs. Steps of one
 // program run one after another (executor/step_runner.h), and a receive takes
 // a slice only after its sender posted it, which the sender does only once its
-// earlier steps are done. So the receiver's step that reads the send "happens
+// earlier steps are done; but the steps of a group (joined, or an exchange
+// group, program.h) may all start when the group does. So the receiver's step that reads the send "happens
 // before" a step of ours whenever a chain of such edges leads from the one to
 // the other, through any ranks. A receiver that forwards what it reads orders
 // each slice the same way, though not the end of its step: the reduced chunk

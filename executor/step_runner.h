@@ -136,18 +136,16 @@ COLLIE_HD StepFailure runJoined(P& p, const Step* steps, int head, int end, T* c
   return fail;
 }
 
-/// At most this many exchanges run together (exchangeBatchEnd).
-constexpr int kMaxBatchedExchanges = 8;
-
 /// One past the last step of the batch of exchanges that starts at `head` (head + 1 when it is not an exchange
-/// or nothing joins it). Consecutive kSendRecv steps run together (runExchanges) where running them one after
-/// another could only be slower: each sends and receives at most one slice on this channel, no two send to or
-/// receive from the same peer, and none receives into what another sends or receives (pointers compared, so an
-/// input that is the output counts). A one-shot allreduce's or a pairwise all-to-all's exchanges of a small call
-/// then all wait at once, one round trip in all instead of one each; a step that moves more than a slice keeps
-/// its own turn, so large calls run as before. Every thread of a block computes the same answer.
+/// or nothing joins it), within its exchange group, which ends at `groupEnd` (program.h, exchangeGroupEnd).
+/// Consecutive steps of a group run together (runExchanges) where running them one after another could only be
+/// slower: each sends and receives at most one slice on this channel, and none receives into what another
+/// sends or receives (pointers compared, so an input that is the output counts). A one-shot allreduce's or a
+/// pairwise all-to-all's exchanges of a small call then all wait at once, one round trip in all instead of one
+/// each; a step that moves more than a slice keeps its own turn, so large calls run as before. Every thread of
+/// a block computes the same answer.
 template <typename T>
-COLLIE_HD int exchangeBatchEnd(const Step* steps, int nsteps, int head, T* const* bufs, uint64_t perSlice,
+COLLIE_HD int exchangeBatchEnd(const Step* steps, int groupEnd, int head, T* const* bufs, uint64_t perSlice,
                                int channel, int nchannels, uint64_t align) {
   struct Span {
     uintptr_t lo = 0, hi = 0;  // [lo, hi), in bytes; empty when lo == hi
@@ -167,17 +165,15 @@ COLLIE_HD int exchangeBatchEnd(const Step* steps, int nsteps, int head, T* const
   };
   auto overlap = [](const Span& a, const Span& b) { return a.lo < a.hi && b.lo < b.hi && a.lo < b.hi && b.lo < a.hi; };
   Ends e[kMaxBatchedExchanges];
-  if (steps[head].op != StepOp::kSendRecv || !ends(steps[head], &e[0])) return head + 1;
+  if (groupEnd - head < 2 || !ends(steps[head], &e[0])) return head + 1;
   int end = head + 1;
-  for (; end < nsteps && end - head < kMaxBatchedExchanges; ++end) {
-    const Step& s = steps[end];
+  for (; end < groupEnd; ++end) {
     Ends& mine = e[end - head];
-    if (s.op != StepOp::kSendRecv || s.joined || !ends(s, &mine)) break;
+    if (!ends(steps[end], &mine)) break;
     bool apart = true;
     for (int j = head; j < end && apart; ++j) {
       const Ends& other = e[j - head];
-      apart = s.sendPeer != steps[j].sendPeer && s.recvPeer != steps[j].recvPeer && !overlap(mine.dst, other.src) &&
-              !overlap(mine.dst, other.dst) && !overlap(mine.src, other.dst);
+      apart = !overlap(mine.dst, other.src) && !overlap(mine.dst, other.dst) && !overlap(mine.src, other.dst);
     }
     if (!apart) break;
   }
@@ -271,6 +267,7 @@ template <typename T, typename P>
 COLLIE_HD StepFailure runSteps(P& p, const Step* steps, int nsteps, T* const* bufs, uint64_t perSlice, int divisor,
                                int channel, int nchannels, uint64_t align, DirectSteps direct = {}) {
   StepFailure fail;
+  int groupEnd = 0;  // of the exchange group step si is in (program.h): batches never reach past it
   for (int si = 0; si < nsteps; ++si) {
     const Step& s = steps[si];
     const int div = s.finalize ? divisor : 0;
@@ -308,8 +305,9 @@ COLLIE_HD StepFailure runSteps(P& p, const Step* steps, int nsteps, T* const* bu
       p.stepDone(si);
       continue;
     }
+    if (si >= groupEnd) groupEnd = exchangeGroupEnd(steps, nsteps, si);
     if (stepIsExchange(s.op)) {
-      const int end = exchangeBatchEnd<T>(steps, nsteps, si, bufs, perSlice, channel, nchannels, align);
+      const int end = exchangeBatchEnd<T>(steps, groupEnd, si, bufs, perSlice, channel, nchannels, align);
       fail = runExchanges<T>(p, steps, si, end, bufs, perSlice, divisor, channel, nchannels, align, direct);
       if (fail.code != 0) return fail;
       for (; si < end; ++si) p.stepDone(si);  // a batch's time is its head's

@@ -209,6 +209,45 @@ TEST(DirectSends, TheStepsOfAJoinedGroupStartTogether) {
   EXPECT_EQ(readOrderFrom({zero, one, two}, 0).stepDone[0], INT_MAX);
 }
 
+// An exchange group (program.h, exchangeGroupEnd) may run as a batch, every send before any receive: rank 1's
+// exchange with rank 2 may send while its exchange with rank 0 still reads. With a copy between them they are two
+// groups, and rank 1 sends to rank 2 only once it has read rank 0's send, which orders rank 0's later write.
+TEST(DirectSends, TheStepsOfAnExchangeGroupStartTogether) {
+  const Range buf{Buffer::kOutput, 0}, scratch{Buffer::kScratch, 0};
+  const int n = 3;
+  const Program zero = program(
+      n, 0,
+      {exchangeStep(StepOp::kSendRecv, 1, 1, buf, 64, scratch, 64), makeStep(StepOp::kRecv, -1, 2, Range{}, buf, 64)});
+  const Step withZero = exchangeStep(StepOp::kSendRecv, 0, 0, Range{Buffer::kInput, 0}, 64, scratch, 64);
+  const Step withTwo =
+      exchangeStep(StepOp::kSendRecv, 2, 2, Range{Buffer::kInput, 64}, 64, Range{Buffer::kScratch, 64}, 64);
+  const Step copy = makeStep(StepOp::kCopy, -1, -1, scratch, Range{Buffer::kOutput, 0}, 64);
+  const Program two = program(n, 2,
+                              {exchangeStep(StepOp::kSendRecv, 1, 1, Range{Buffer::kInput, 0}, 64, scratch, 64),
+                               makeStep(StepOp::kSend, 0, -1, Range{Buffer::kInput, 0}, Range{}, 64)});
+  EXPECT_EQ(readOrderFrom({zero, program(n, 1, {withZero, copy, withTwo}), two}, 0).stepDone[0], 1);
+  EXPECT_EQ(readOrderFrom({zero, program(n, 1, {withZero, withTwo}), two}, 0).stepDone[0], INT_MAX);
+}
+
+// In place, a one-shot allreduce copies the sum over its input after its exchanges. Its peers' exchanges form
+// one group, so none of their posts shows that they have read this rank's input: no send of it is ordered
+// before that copy, and none may be read in place.
+TEST(DirectSends, AnInPlaceOneShotsSendsAreNeverOrderedBeforeItsCopy) {
+  for (int n : {3, 4, 5}) {
+    std::vector<Program> all;
+    for (int r = 0; r < n; ++r) all.push_back(buildAllReduceOneShot(allReduce(n, r, 64)));
+    for (int r = 0; r < n; ++r) {
+      const ReadOrder o = readOrderFrom(all, r);
+      ASSERT_EQ(o.stepDone.size(), all[static_cast<size_t>(r)].steps.size());
+      for (size_t i = 0; i < o.stepDone.size(); ++i) {
+        if (all[static_cast<size_t>(r)].steps[i].sent() > 0) {
+          EXPECT_EQ(o.stepDone[i], INT_MAX) << "n " << n << " rank " << r << " step " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(DirectSends, EveryRanksProgramIsRebuiltOnlyWhereItCanBe) {
   std::vector<Program> all;
   const Program ring = buildAllReduceRing(allReduce(4, 2, 4096));

@@ -3,6 +3,8 @@
 // say exactly when a peer's slice arrives and see the order in which the runner
 // posts, waits and takes. Which exchanges run together (exchangeBatchEnd), and
 // that a batch sends everything before it waits for anything.
+#include "executor/step_runner.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -12,7 +14,6 @@
 
 #include "collie.h"
 #include "common/programs.h"
-#include "executor/step_runner.h"
 
 namespace {
 
@@ -94,8 +95,7 @@ collie::StepFailure runOneShot(ScriptedPrims& p, int n, int rank, uint64_t count
   std::vector<float> input(count, 1.0f), scratch(prog.scratchCount);
   output->assign(count, -1.0f);
   float* bufs[3] = {input.data(), output->data(), scratch.data()};
-  return collie::runSteps<float>(p, prog.steps.data(), static_cast<int>(prog.steps.size()), bufs, perSlice, 0, 0, 1,
-                                 1);
+  return collie::runSteps<float>(p, prog.steps.data(), static_cast<int>(prog.steps.size()), bufs, perSlice, 0, 0, 1, 1);
 }
 
 // The batch begins at the first exchange; the index of a one-shot program's first step that exchanges.
@@ -171,8 +171,10 @@ Step exchange(int to, int from, Range src, uint64_t count, Range dst, uint64_t r
   return s;
 }
 
+// The batch the runner would run from `head`, in the exchange group that begins there.
 int batchEnd(const std::vector<Step>& steps, float* const* bufs, uint64_t perSlice = 4, int head = 0) {
-  return collie::exchangeBatchEnd<float>(steps.data(), static_cast<int>(steps.size()), head, bufs, perSlice, 0, 1, 1);
+  const int group = collie::exchangeGroupEnd(steps.data(), static_cast<int>(steps.size()), head);
+  return collie::exchangeBatchEnd<float>(steps.data(), group, head, bufs, perSlice, 0, 1, 1);
 }
 
 TEST(StepRunner, OnlyExchangesThatCannotTouchEachOthersDataRunTogether) {

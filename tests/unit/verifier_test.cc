@@ -59,4 +59,46 @@ TEST(Verifier, SlotsExposeARingThatDoesNotFitItsRound) {
   EXPECT_TRUE(collie::verifyPrograms(programs, o).ok());
 }
 
+// Rank 0's two exchanges form one group: run as a batch, both send before either waits, so rank 2, which
+// sends to rank 0 only once it has rank 0's data, is answered; one after another, rank 0 waits in its first
+// exchange for rank 2, which waits for rank 0's second: a deadlock. The batch is what every executor runs.
+TEST(Verifier, AGroupOfExchangesRunsAsABatch) {
+  using collie::Buffer;
+  using collie::Range;
+  using collie::StepOp;
+  const Range in{Buffer::kInput, 0}, tmp0{Buffer::kScratch, 0}, tmp1{Buffer::kScratch, 2};
+  auto program = [](int rank, std::vector<collie::Step> steps) {
+    collie::Program p;
+    p.collective = collie::Collective::kAllToAll;
+    p.algorithm = "test";
+    p.nranks = 3;
+    p.rank = rank;
+    p.count = 1;
+    p.scratchCount = 4;
+    p.steps = std::move(steps);
+    return p;
+  };
+  std::vector<collie::Program> programs = {program(0, {collie::exchangeStep(StepOp::kSendRecv, 1, 2, in, 1, tmp0, 1),
+                                                       collie::exchangeStep(StepOp::kSendRecv, 2, 1, in, 1, tmp1, 1)}),
+                                           program(1, {collie::exchangeStep(StepOp::kSendRecv, 0, 0, in, 1, tmp0, 1)}),
+                                           program(2, {collie::makeStep(StepOp::kRecv, -1, 0, Range{}, tmp0, 1),
+                                                       collie::makeStep(StepOp::kSend, 0, -1, in, Range{}, 1)})};
+  collie::VerifyOptions o;
+  o.sliceElems = 1;
+  o.nslots = 2;
+  const collie::Status batched = collie::verifyPrograms(programs, o);
+  // These programs compute no all-to-all: what shows that every step ran is the end's check of the output.
+  EXPECT_NE(batched.message().find("rank 0 step 2 (end): output never written"), std::string::npos)
+      << batched.message();
+  o.batchExchanges = false;
+  const collie::Status oneByOne = collie::verifyPrograms(programs, o);
+  EXPECT_NE(oneByOne.message().find("rank 0 step 0 (sendRecv): deadlock: waits for a message"), std::string::npos)
+      << oneByOne.message();
+  // Two slices each way: each keeps its turn, as in the executors, and the verifier finds the deadlock.
+  o.batchExchanges = true;
+  for (collie::Program& p : programs)
+    for (collie::Step& st : p.steps) st.count = st.recvCount = st.sent() || st.received() ? 2 : 0;
+  EXPECT_NE(collie::verifyPrograms(programs, o).message().find("deadlock"), std::string::npos);
+}
+
 }  // namespace
