@@ -94,6 +94,7 @@ class Machine {
   Status advance(int r, bool* moved);
   Status checkGroup(int r, int end);
   Status advanceGroup(int r, int end, bool* moved, bool* done);
+  Status sendPass(int r, size_t first, size_t m, bool* progressed);
   size_t batchEnd(int r);
   Status advanceBatch(int r, bool* moved, bool* done);
 
@@ -210,6 +211,30 @@ Status Machine::checkGroup(int r, int end) {
   return Status();
 }
 
+// One pass over the sends of steps[first..first+m) of a group or a batch run as one: each sends its next slice
+// where its peer has room (s.groupSent[j]: what step first+j has sent so far).
+Status Machine::sendPass(int r, size_t first, size_t m, bool* progressed) {
+  RankState& s = ranks_[static_cast<size_t>(r)];
+  const Program& p = programs_[static_cast<size_t>(r)];
+  for (size_t j = 0; j < m; ++j) {
+    const Step& st = p.steps[first + j];
+    uint64_t& sent = s.groupSent[j];
+    if (sent >= st.count || full(r, st.sendPeer)) continue;
+    const uint64_t k = std::min(sliceOf(st.count), st.count - sent);
+    Slice out;
+    out.last = sent + k == st.count;
+    for (uint64_t i = 0; i < k; ++i) {
+      const Value& v = *at(s, st.src, sent + i);
+      if (!v.defined) return violation(p, first + j, "sends an undefined value", sent + i);
+      out.values.push_back(v);
+    }
+    channel(r, st.sendPeer).push_back(std::move(out));
+    sent += k;
+    *progressed = true;
+  }
+  return Status();
+}
+
 // Runs the group steps[pc..end) as one step (VerifyOptions::joinReceives); *done once it is over.
 Status Machine::advanceGroup(int r, int end, bool* moved, bool* done) {
   RankState& s = ranks_[static_cast<size_t>(r)];
@@ -226,22 +251,7 @@ Status Machine::advanceGroup(int r, int end, bool* moved, bool* done) {
   *done = false;
   for (;;) {
     bool progressed = false;
-    for (size_t j = 0; j < m; ++j) {
-      const Step& st = p.steps[first + j];
-      uint64_t& sent = s.groupSent[j];
-      if (sent >= st.count || full(r, st.sendPeer)) continue;
-      const uint64_t k = std::min(sliceOf(st.count), st.count - sent);
-      Slice out;
-      out.last = sent + k == st.count;
-      for (uint64_t i = 0; i < k; ++i) {
-        const Value& v = *at(s, st.src, sent + i);
-        if (!v.defined) return violation(p, first + j, "sends an undefined value", sent + i);
-        out.values.push_back(v);
-      }
-      channel(r, st.sendPeer).push_back(std::move(out));
-      sent += k;
-      progressed = true;
-    }
+    COLLIE_RETURN_IF_ERROR(sendPass(r, first, m, &progressed));
     bool all = s.received < total;
     for (size_t j = 0; j < m && all; ++j) all = !channel(p.steps[first + j].recvPeer, r).empty();
     if (all) {
@@ -326,22 +336,7 @@ Status Machine::advanceBatch(int r, bool* moved, bool* done) {
   *done = false;
   for (;;) {
     bool progressed = false;
-    for (size_t j = 0; j < m; ++j) {
-      const Step& st = p.steps[head + j];
-      uint64_t& sent = s.groupSent[j];
-      if (sent >= st.count || full(r, st.sendPeer)) continue;
-      const uint64_t k = std::min(sliceOf(st.count), st.count - sent);
-      Slice out;
-      out.last = sent + k == st.count;
-      for (uint64_t i = 0; i < k; ++i) {
-        const Value& v = *at(s, st.src, sent + i);
-        if (!v.defined) return violation(p, head + j, "sends an undefined value", sent + i);
-        out.values.push_back(v);
-      }
-      channel(r, st.sendPeer).push_back(std::move(out));
-      sent += k;
-      progressed = true;
-    }
+    COLLIE_RETURN_IF_ERROR(sendPass(r, head, m, &progressed));
     for (size_t j = 0; j < m; ++j) {
       const Step& st = p.steps[head + j];
       uint64_t& got = s.batchGot[j];

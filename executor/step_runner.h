@@ -67,6 +67,43 @@ COLLIE_HD void exposeSlice(P& p, int q, const T* data) {
   if constexpr (P::kReadsInPlace) p.expose(q, data);
 }
 
+/// What one pass over the sends of a group of steps did (sendPass).
+struct SendPass {
+  bool progressed = false;   // some step posted a slice
+  bool sending = false;      // some step has more to send
+  int to = -1, toStep = -1;  // the first step that waits for room, and its peer
+};
+
+/// One pass over the sends of steps[first..first+m) on this channel, each posting its next slice where its peer
+/// has room; sent[j]: the elements step first+j has sent so far.
+template <typename T, typename P>
+COLLIE_HD SendPass sendPass(P& p, const Step* steps, int first, int m, uint64_t* sent, T* const* bufs,
+                            uint64_t perSlice, int channel, int nchannels, uint64_t align, DirectSteps direct) {
+  SendPass r;
+  for (int j = 0; j < m; ++j) {
+    const Step& s = steps[first + j];
+    const ChannelPart part = channelPart(s.count, channel, nchannels, align);
+    if (sent[j] >= part.count) continue;
+    if (!p.room(s.sendPeer)) {
+      if (r.to < 0) r.to = s.sendPeer, r.toStep = first + j;
+      r.sending = true;
+      continue;
+    }
+    const uint64_t n = perSlice < part.count - sent[j] ? perSlice : part.count - sent[j];
+    const T* src = bufs[static_cast<int>(s.src.buffer)] + s.src.offset + part.offset + sent[j];
+    if (P::kReadsInPlace && direct[first + j]) {
+      exposeSlice(p, s.sendPeer, src);
+    } else {
+      p.copy(p.outSlot(s.sendPeer), src, n, 0);
+    }
+    p.post(s.sendPeer, n);
+    sent[j] += n;
+    r.progressed = true;
+    if (sent[j] < part.count) r.sending = true;  // more to send: poll again before waiting
+  }
+  return r;
+}
+
 /// Runs the group of joined steps steps[head..end) (program.h, "Joined steps") as one step: every send
 /// progresses whenever its peer has room, as an exchange's does, and slice k of dst is reduced from the
 /// head's source (or dst) and slice k of every receive in one pass, once all of them have arrived; their
@@ -87,29 +124,10 @@ COLLIE_HD StepFailure runJoined(P& p, const Step* steps, int head, int end, T* c
   const T* ins[kMaxJoinedSteps] = {};
   uint64_t got = 0;
   for (;;) {
-    bool progressed = false, sending = false;
-    int to = -1;
-    for (int j = 0; j < m; ++j) {
-      const Step& s = steps[first + j];
-      const ChannelPart part = channelPart(s.count, channel, nchannels, align);
-      if (sent[j] >= part.count) continue;
-      if (!p.room(s.sendPeer)) {
-        if (!sending) to = s.sendPeer;
-        sending = true;
-        continue;
-      }
-      const uint64_t n = perSlice < part.count - sent[j] ? perSlice : part.count - sent[j];
-      const T* src = bufs[static_cast<int>(s.src.buffer)] + s.src.offset + part.offset + sent[j];
-      if (P::kReadsInPlace && direct[first + j]) {
-        exposeSlice(p, s.sendPeer, src);
-      } else {
-        p.copy(p.outSlot(s.sendPeer), src, n, 0);
-      }
-      p.post(s.sendPeer, n);
-      sent[j] += n;
-      progressed = true;
-      if (sent[j] < part.count) sending = true;  // more to send: poll again before waiting
-    }
+    const SendPass sends = sendPass<T>(p, steps, first, m, sent, bufs, perSlice, channel, nchannels, align, direct);
+    bool progressed = sends.progressed;
+    const bool sending = sends.sending;
+    const int to = sends.to;
     int from = -1;
     if (got < in.count) {
       const uint64_t n = perSlice < in.count - got ? perSlice : in.count - got;
@@ -192,29 +210,10 @@ COLLIE_HD StepFailure runExchanges(P& p, const Step* steps, int head, int end, T
   const int m = end - head;
   uint64_t sent[kMaxBatchedExchanges] = {}, got[kMaxBatchedExchanges] = {};
   for (;;) {
-    bool progressed = false, sending = false;
-    int to = -1, toStep = -1;  // the first send that waits for room
-    for (int j = 0; j < m; ++j) {
-      const Step& s = steps[head + j];
-      const ChannelPart part = channelPart(s.count, channel, nchannels, align);
-      if (sent[j] >= part.count) continue;
-      if (!p.room(s.sendPeer)) {
-        if (to < 0) to = s.sendPeer, toStep = head + j;
-        sending = true;
-        continue;
-      }
-      const uint64_t n = perSlice < part.count - sent[j] ? perSlice : part.count - sent[j];
-      const T* src = bufs[static_cast<int>(s.src.buffer)] + s.src.offset + part.offset + sent[j];
-      if (P::kReadsInPlace && direct[head + j]) {
-        exposeSlice(p, s.sendPeer, src);
-      } else {
-        p.copy(p.outSlot(s.sendPeer), src, n, 0);
-      }
-      p.post(s.sendPeer, n);
-      sent[j] += n;
-      progressed = true;
-      if (sent[j] < part.count) sending = true;  // more to send: poll again before waiting
-    }
+    const SendPass sends = sendPass<T>(p, steps, head, m, sent, bufs, perSlice, channel, nchannels, align, direct);
+    bool progressed = sends.progressed;
+    const bool sending = sends.sending;
+    const int to = sends.to, toStep = sends.toStep;
     int from = -1, fromStep = -1;  // the first receive whose slice has not arrived
     for (int j = 0; j < m; ++j) {
       const Step& s = steps[head + j];
