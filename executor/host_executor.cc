@@ -507,6 +507,13 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
     }
     if (f.code != collieSuccess) {
       peerGaveUp = prims.gaveUp(f.peer);
+      // A call refused (a peer's slice of another call, or a peer that refused first): nothing more runs here,
+      // and the peers waiting on us stop too. Before giveUp's withdrawal, which a peer acquires before it looks
+      // for this mark (HostPrims::wait): marked after it, a peer could see the withdrawal alone and report a
+      // remote error instead of the refusal.
+      if (f.code == collieInvalidUsage && callCheck_.peer >= 0)
+        __atomic_store_n(reinterpret_cast<uint64_t*>(windows_[static_cast<size_t>(rank_)] + kRefusedOffset),
+                         uint64_t{1}, __ATOMIC_RELAXED);
       prims.giveUp();
     }
     failed = w.program;
@@ -528,9 +535,6 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
   if (f.code == collieSuccess) return Status();
   const collieResult_t code = static_cast<collieResult_t>(f.code);
   if (code == collieInvalidUsage && callCheck_.peer >= 0) {
-    // Nothing more runs here: the peers waiting on us stop too.
-    __atomic_store_n(reinterpret_cast<uint64_t*>(windows_[static_cast<size_t>(rank_)] + kRefusedOffset), uint64_t{1},
-                     __ATOMIC_RELAXED);
     const std::string name = program.algorithm + " " + collectiveName(program.collective);
     return Status::error(
         code, "%s",
