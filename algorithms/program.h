@@ -151,6 +151,37 @@ COLLIE_PROGRAM_HD int exchangeGroupEnd(const Step* steps, int nsteps, int head) 
   return end;
 }
 
+/// An address range [lo, hi) in bytes; empty when lo == hi.
+struct ByteSpan {
+  uintptr_t lo = 0, hi = 0;
+};
+
+COLLIE_PROGRAM_HD bool spansOverlap(const ByteSpan& a, const ByteSpan& b) {
+  return a.lo < a.hi && b.lo < b.hi && a.lo < b.hi && b.lo < a.hi;
+}
+
+/// The one rule of which steps of an exchange group run as a batch, for the step runner (executor/step_runner.h,
+/// exchangeBatchEnd) and the verifier, which must cut batches alike for its proofs to hold of what runs. One
+/// past the last step of the batch that starts at `head`, within the group that ends at `groupEnd`. A batch is
+/// the longest run of steps from `head` of which `spansOf(i, &src, &dst)` gives each step's ranges (false when
+/// a step moves more than a slice either way: it keeps its own turn) and none receives into what another sends
+/// or receives. Why a step larger than a slice does not join is in exchangeBatchEnd.
+template <typename SpansOf>
+COLLIE_PROGRAM_HD int cutExchangeBatch(int head, int groupEnd, SpansOf spansOf) {
+  ByteSpan src[kMaxBatchedExchanges], dst[kMaxBatchedExchanges];
+  if (groupEnd - head < 2 || !spansOf(head, &src[0], &dst[0])) return head + 1;
+  int end = head + 1;
+  for (; end < groupEnd; ++end) {
+    const int k = end - head;  // < kMaxBatchedExchanges: a group is never longer
+    if (!spansOf(end, &src[k], &dst[k])) break;
+    bool apart = true;
+    for (int j = 0; j < k && apart; ++j)
+      apart = !spansOverlap(dst[k], src[j]) && !spansOverlap(dst[k], dst[j]) && !spansOverlap(src[k], dst[j]);
+    if (!apart) break;
+  }
+  return end;
+}
+
 struct Program {
   Collective collective = Collective::kAllReduce;
   std::string algorithm;  // registry name, e.g. "ring"

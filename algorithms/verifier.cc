@@ -288,43 +288,27 @@ Status Machine::advanceGroup(int r, int end, bool* moved, bool* done) {
   }
 }
 
-// One past the batch of exchanges that starts at rank r's current step, as executor/step_runner.h's
-// exchangeBatchEnd cuts it: within the step's exchange group, each step at most one slice each way, none
+// One past the batch of exchanges that starts at rank r's current step, cut by the step runner's own rule
+// (program.h, cutExchangeBatch): within the step's exchange group, each step at most one slice each way, none
 // receiving into what another sends or receives (in place, input and output share `mem`, so the addresses tell).
 size_t Machine::batchEnd(int r) {
   RankState& s = ranks_[static_cast<size_t>(r)];
   const Program& p = programs_[static_cast<size_t>(r)];
-  struct Span {
-    const Value *lo, *hi;
-  };
   auto span = [&](const Range& range, uint64_t count) {
-    if (count == 0) return Span{nullptr, nullptr};
+    if (count == 0) return ByteSpan{};
     const Value* lo = at(s, range, 0);
-    return Span{lo, lo + count};
+    return ByteSpan{reinterpret_cast<uintptr_t>(lo), reinterpret_cast<uintptr_t>(lo + count)};
   };
-  auto overlap = [](const Span& a, const Span& b) {
-    return a.lo != nullptr && b.lo != nullptr && std::less<const Value*>()(a.lo, b.hi) &&
-           std::less<const Value*>()(b.lo, a.hi);
+  auto spansOf = [&](int i, ByteSpan* src, ByteSpan* dst) {
+    const Step& st = p.steps[static_cast<size_t>(i)];
+    if (!fits(s, st.src, st.count) || !fits(s, st.dst, st.recvCount) || st.count > sliceOf(st.count) ||
+        st.recvCount > sliceOf(st.recvCount))
+      return false;
+    *src = span(st.src, st.count);
+    *dst = span(st.dst, st.recvCount);
+    return true;
   };
-  auto small = [&](const Step& st) {
-    return fits(s, st.src, st.count) && fits(s, st.dst, st.recvCount) && st.count <= sliceOf(st.count) &&
-           st.recvCount <= sliceOf(st.recvCount);
-  };
-  const size_t head = s.pc;
-  if (s.exchangeGroupEnd < head + 2 || !small(p.steps[head])) return head + 1;
-  size_t end = head + 1;
-  for (; end < s.exchangeGroupEnd && small(p.steps[end]); ++end) {
-    const Step& st = p.steps[end];
-    const Span src = span(st.src, st.count), dst = span(st.dst, st.recvCount);
-    bool apart = true;
-    for (size_t j = head; j < end && apart; ++j) {
-      const Step& o = p.steps[j];
-      const Span osrc = span(o.src, o.count), odst = span(o.dst, o.recvCount);
-      apart = !overlap(dst, osrc) && !overlap(dst, odst) && !overlap(src, odst);
-    }
-    if (!apart) break;
-  }
-  return end;
+  return static_cast<size_t>(cutExchangeBatch(static_cast<int>(s.pc), static_cast<int>(s.exchangeGroupEnd), spansOf));
 }
 
 // Runs the batch steps[pc..batchEnd) as one: every send whenever its peer has room, every receive whenever its

@@ -199,10 +199,10 @@ ReadOrder readOrderFrom(const std::vector<Program>& all, int me) {
         std::vector<int> every = begin, w;
         for (size_t u = t; u < end; ++u) after(u, &every);
         for (size_t u = t; u < end; ++u) {
-          w = begin;
           if (joint[r][t]) {
             w = every;
           } else {
+            w = begin;
             after(u, &w);
           }
           for (int x = 0; x < n; ++x)

@@ -161,41 +161,22 @@ COLLIE_HD StepFailure runJoined(P& p, const Step* steps, int head, int end, T* c
 /// sends or receives (pointers compared, so an input that is the output counts). A one-shot allreduce's or a
 /// pairwise all-to-all's exchanges of a small call then all wait at once, one round trip in all instead of one
 /// each; a step that moves more than a slice keeps its own turn, so large calls run as before. Every thread of
-/// a block computes the same answer.
+/// a block computes the same answer. The rule is program.h's cutExchangeBatch, shared with the verifier; here
+/// are the ranges a step moves on this channel.
 template <typename T>
 COLLIE_HD int exchangeBatchEnd(const Step* steps, int groupEnd, int head, T* const* bufs, uint64_t perSlice,
                                int channel, int nchannels, uint64_t align) {
-  struct Span {
-    uintptr_t lo = 0, hi = 0;  // [lo, hi), in bytes; empty when lo == hi
-  };
-  struct Ends {
-    Span src, dst;
-  };
-  auto ends = [&](const Step& s, Ends* e) {
+  return cutExchangeBatch(head, groupEnd, [&](int i, ByteSpan* src, ByteSpan* dst) {
+    const Step& s = steps[i];
     const ChannelPart out = channelPart(s.count, channel, nchannels, align);
     const ChannelPart in = channelPart(s.recvCount, channel, nchannels, align);
     if (out.count > perSlice || in.count > perSlice) return false;
-    const T* src = bufs[static_cast<int>(s.src.buffer)] + s.src.offset + out.offset;
-    const T* dst = bufs[static_cast<int>(s.dst.buffer)] + s.dst.offset + in.offset;
-    e->src = Span{reinterpret_cast<uintptr_t>(src), reinterpret_cast<uintptr_t>(src + out.count)};
-    e->dst = Span{reinterpret_cast<uintptr_t>(dst), reinterpret_cast<uintptr_t>(dst + in.count)};
+    const T* from = bufs[static_cast<int>(s.src.buffer)] + s.src.offset + out.offset;
+    const T* into = bufs[static_cast<int>(s.dst.buffer)] + s.dst.offset + in.offset;
+    *src = ByteSpan{reinterpret_cast<uintptr_t>(from), reinterpret_cast<uintptr_t>(from + out.count)};
+    *dst = ByteSpan{reinterpret_cast<uintptr_t>(into), reinterpret_cast<uintptr_t>(into + in.count)};
     return true;
-  };
-  auto overlap = [](const Span& a, const Span& b) { return a.lo < a.hi && b.lo < b.hi && a.lo < b.hi && b.lo < a.hi; };
-  Ends e[kMaxBatchedExchanges];
-  if (groupEnd - head < 2 || !ends(steps[head], &e[0])) return head + 1;
-  int end = head + 1;
-  for (; end < groupEnd; ++end) {
-    Ends& mine = e[end - head];
-    if (!ends(steps[end], &mine)) break;
-    bool apart = true;
-    for (int j = head; j < end && apart; ++j) {
-      const Ends& other = e[j - head];
-      apart = !overlap(mine.dst, other.src) && !overlap(mine.dst, other.dst) && !overlap(mine.src, other.dst);
-    }
-    if (!apart) break;
-  }
-  return end;
+  });
 }
 
 /// Runs the exchanges steps[head..end) (one, or a batch: exchangeBatchEnd) as one: each sends a slice whenever
