@@ -156,15 +156,23 @@ collieResult_t collieCommInitAll(collieComm_t* comms, int ndev, const int* devli
         results[static_cast<size_t>(r)] = collie::commInit(id, ndev, r, mine, &comms[r]);
       });
     for (std::thread& t : threads) t.join();
+    // The error to return: the first rank's that failed for a reason of its own. A rank whose peer failed first
+    // (collieRemoteError: the peer's window gone before it was mapped, the peer's bootstrap connection closed)
+    // only echoes it, and which rank reached its check first is a race: rank 0's error alone was the echo in some
+    // runs and the cause in others (CudaBackend.ABadProgramCacheSettingIsRefusedAtInit, on the fake runtime).
+    int first = -1;
     for (int r = 0; r < ndev; ++r) {
-      if (results[static_cast<size_t>(r)].ok()) continue;
-      for (int i = 0; i < ndev; ++i) {
-        if (comms[i] != nullptr) collieCommDestroy(comms[i]);
-        comms[i] = nullptr;
-      }
-      return results[static_cast<size_t>(r)].withContext(call);
+      const Status& s = results[static_cast<size_t>(r)];
+      if (!s.ok() && (first < 0 || (results[static_cast<size_t>(first)].code() == collieRemoteError &&
+                                    s.code() != collieRemoteError)))
+        first = r;
     }
-    return Status();
+    if (first < 0) return Status();
+    for (int i = 0; i < ndev; ++i) {
+      if (comms[i] != nullptr) collieCommDestroy(comms[i]);
+      comms[i] = nullptr;
+    }
+    return results[static_cast<size_t>(first)].withContext(call);
   });
 }
 

@@ -40,10 +40,11 @@
 
 namespace collie {
 
-// "colliew" and the version of the window's format (8: LL flags carry 8 bits of their call's signature, llTag;
+// "colliew" and the version of the window's format (9: an LL post marks its ready counter, kFlagLL, and LL flags
+// carry 16 bits of their call's signature; 8: LL flags carry 8 bits of it, llTag;
 // 7: counters carry kFlagWithdrawn and kFlagInPlace, and reading[][] sits beside each credit; 6: slices carry their
 // call's signature, signature[][][]; 5: slices may be read in place, source[][][]), which peers check at init.
-constexpr uint64_t kWindowMagic = 0x636f6c6c69657738ull;
+constexpr uint64_t kWindowMagic = 0x636f6c6c69657739ull;
 constexpr uint64_t kLine = 64;
 
 struct WindowHeader {
@@ -58,8 +59,8 @@ struct WindowHeader {
 };
 
 /// LL flags repeat after this many slices of a connection (a power of two; COLLIE_LL_FLAG_PERIOD shrinks it in
-/// tests). At most 2^23, so that a flag's slice part (1..period) stays below kLLTagShift's bits.
-constexpr uint32_t kLLFlagPeriod = 1u << 23;
+/// tests). At most 2^15, so that a flag's slice part (1..period) stays below kLLTagShift's bits.
+constexpr uint32_t kLLFlagPeriod = 1u << 15;
 /// The smallest period allowed for a connection of `nslots` slots: no line is ever more than half a period plus
 /// nslots slices old, which must stay below the period, so half of it must exceed nslots, here with room to spare:
 /// a power of two of at least 4 x nslots, and never below 16.
@@ -181,8 +182,8 @@ inline WindowLayout layoutOf(const WindowHeader& h) {
 // equal to some future flag. Slices of both protocols share the ready/credit
 // counters, so consecutive launches may use either.
 constexpr uint64_t kLLLine = 8;
-/// A flag's top 8 bits, from kLLTagShift, carry llTag of the sender's call; the bits below, its slice part.
-constexpr int kLLTagShift = 24;
+/// A flag's top 16 bits, from kLLTagShift, carry llTag of the sender's call; the bits below, its slice part.
+constexpr int kLLTagShift = 16;
 constexpr uint32_t kLLSliceMask = (1u << kLLTagShift) - 1;
 static_assert(kLLFlagPeriod <= kLLSliceMask, "a flag's slice part stays below its tag");
 /// The flag of slice number `seq` of a launch tagged `tag`: its slice part is 1..period, never 0 (the value of
@@ -194,16 +195,15 @@ static_assert(kLLFlagPeriod <= kLLSliceMask, "a flag's slice part stays below it
 /// (kernels/device_prims_ll.cuh, "Stale lines"): no line is ever llStaleAfter(period) + nslots + 1 slices older
 /// than the next slice, well short of `period`. So a line whose slice part is that of the slice a receiver
 /// expects is always that slice's: with another tag, the sender's call is not the receiver's (llOtherCall), and
-/// the receiver refuses it. One difference in 256 goes unseen there.
+/// the receiver refuses it. One difference in 65536 goes unseen there.
 COLLIE_HD uint32_t llFlag(uint64_t seq, uint32_t period, uint32_t tag) {
   return (static_cast<uint32_t>(seq & (period - 1)) + 1) | (tag << kLLTagShift);
 }
-/// 8 bits of a launch's signature (KernelArgs::callSignature): the XOR of its bytes.
+/// 16 bits of a launch's signature (KernelArgs::callSignature): the XOR of its four 16-bit parts.
 COLLIE_HD uint32_t llTag(uint64_t signature) {
   signature ^= signature >> 32;
   signature ^= signature >> 16;
-  signature ^= signature >> 8;
-  return static_cast<uint32_t>(signature & 0xff);
+  return static_cast<uint32_t>(signature & 0xffff);
 }
 /// Whether a line's flag `seen` is that of the slice expected (`expected`, an llFlag) sent by another call.
 COLLIE_HD bool llOtherCall(uint32_t seen, uint32_t expected) {
@@ -245,11 +245,24 @@ COLLIE_HD ChannelPart channelPart(uint64_t count, int c, int nchannels, uint64_t
 // connections that may, and only while sends may be read in place; a proxy or a peer process never sees them.
 constexpr uint64_t kFlagWithdrawn = uint64_t{1} << 63;
 constexpr uint64_t kFlagInPlace = uint64_t{1} << 62;
-constexpr uint64_t kFlagCount = kFlagInPlace - 1;
+// The protocol of a connection's latest post (kernels only). An LL post stores its ready counter with kFlagLL;
+// a Simple post, without. A launch ends only once every slice it posted is credited (its drain), so a sender's
+// slices of one protocol have all been taken before it posts one of the other. A receiver waiting for slice k
+// whose peer's counter has passed k with the other protocol's mark therefore knows that slice k itself was
+// posted with the other protocol: the two ranks' calls differ (by size across the LL line, COLLIE_PROTO=auto),
+// which the slice's signature (Simple) or its lines' tag (LL) cannot show, since neither protocol writes the
+// other's. postedWithOtherProtocol.
+constexpr uint64_t kFlagLL = uint64_t{1} << 61;
+constexpr uint64_t kFlagCount = kFlagLL - 1;
 
 /// A sender may fill its next slot.
 COLLIE_HD bool slotFree(uint64_t posted, uint64_t credit, uint32_t nslots) { return posted - credit < nslots; }
 /// A receiver's next slice has arrived.
 COLLIE_HD bool sliceReady(uint64_t consumed, uint64_t ready) { return ready > consumed; }
+/// A receiver of protocol LL (`ll`) or Simple, waiting for slice number `consumed`, whose peer's ready counter reads
+/// `ready`: whether the peer posted that slice with the other protocol (kFlagLL), so that it never comes.
+COLLIE_HD bool postedWithOtherProtocol(uint64_t consumed, uint64_t ready, bool ll) {
+  return sliceReady(consumed, ready & kFlagCount) && ((ready & kFlagLL) != 0) != ll;
+}
 
 }  // namespace collie

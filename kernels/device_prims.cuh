@@ -473,7 +473,14 @@ class DevicePrims {
   __device__ bool pollArrived(int p) {
     const uint8_t* ready = a_.inboxes[p] + a_.layout.readyOffset(channel_, p);
     const uint64_t v = acquireFlag(a_, p, ready);
-    if (!readsInPlace(p)) return sliceReady(consumed_[p], v) && sameCall(p);
+    if (postedWithOtherProtocol(consumed_[p], v, false)) {
+      // p's call posted this slice as LL (protocol.h, kFlagLL): its size differs. The slot holds nothing of it,
+      // and a signature left there by an earlier Simple slice could even pass sameCall.
+      differs_ = p;
+      theirs_ = kAnotherCall;
+      return false;
+    }
+    if (!readsInPlace(p)) return sliceReady(consumed_[p], v & kFlagCount) && sameCall(p);
     const uint64_t bit = uint64_t{1} << p;
     if ((v & kFlagWithdrawn) != 0) gone_ |= bit;
     if ((gone_ & bit) != 0 || !sliceReady(consumed_[p], v & kFlagCount) || !sameCall(p)) return false;

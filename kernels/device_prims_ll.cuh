@@ -91,8 +91,10 @@ class DevicePrimsLL {
 
   // Writes the staged slice as lines into the peer's LL slot. Each line is
   // self-validating, so no fence. The ready counter still advances, so that a
-  // later Simple launch finds the counters where it expects them; no LL
-  // receiver reads it, so it needs no release either. Half a period after the
+  // later Simple launch finds the counters where it expects them, marked LL so
+  // that a Simple receiver of another call knows it (protocol.h, kFlagLL); an LL
+  // receiver reads it only to learn the same of a Simple sender, so it needs no
+  // release either. Half a period after the
   // slots were last rewritten, each slice also writes the rest of its slot
   // ("Stale lines" above).
   __device__ void post(int q, uint64_t n) {
@@ -112,7 +114,7 @@ class DevicePrimsLL {
       // Whole slots began exactly at the half-period mark (clean_ never lets a slice be posted further past it
       // unnoticed), and this is the last of nslots of them in a row: every slot now holds newer lines only.
       if (since == llStaleAfter(period) + a_.layout.nslots - 1) clean_[q] += llStaleAfter(period);
-      dev::storeVolatile64(a_.windows[q] + a_.layout.readyOffset(channel_, a_.rank), seq + 1);
+      dev::storeVolatile64(a_.windows[q] + a_.layout.readyOffset(channel_, a_.rank), (seq + 1) | kFlagLL);
     }
     dev::sync();  // every thread has read its words before the next slice is staged
   }
@@ -153,7 +155,7 @@ class DevicePrimsLL {
   __device__ bool gaveUp(int) const { return false; }
   /// Thread 0, after a wait on `peer` failed with collieInvalidUsage: 0 where `peer` had refused its call first
   /// (peerRefused), else kAnotherCall: a line of its came with another call's tag (llOtherCall), of which the
-  /// tag is all that is known.
+  /// tag is all that is known, or its call posted the slice as Simple (simpleFrom).
   __device__ uint64_t theirs(int peer) const { return peerRefused(a_, peer) ? 0 : kAnotherCall; }
   __device__ void localDone() { dev::sync(); }
   __device__ void stepDone(int si) { clock_.stepDone(si, waitedNs_); }
@@ -168,6 +170,11 @@ class DevicePrimsLL {
     if (slotFree(posted_[q], credited_[q], a_.layout.nslots)) return true;
     credited_[q] = acquireFlag(a_, q, mine_ + a_.layout.creditOffset(channel_, q));
     return slotFree(posted_[q], credited_[q], a_.layout.nslots);
+  }
+  // Checked every 1024 polls of a wait for slice `seq` from p: whether p posted it as Simple, a call of another
+  // size (protocol.h, postedWithOtherProtocol). A plain load: only the counter's own value is used.
+  __device__ bool simpleFrom(int p, uint64_t seq) const {
+    return postedWithOtherProtocol(seq, dev::loadVolatile64(mine_ + a_.layout.readyOffset(channel_, p)), true);
   }
   // Checked every 1024 polls of a wait on `peer` (and `other`, -1 when none): a peer that refused a call runs
   // nothing more (peerRefused).
@@ -201,9 +208,10 @@ class DevicePrimsLL {
           if (deadline == 0) deadline = dev::globalTimerNs() + a_.timeoutNs;
           if (gaveUp(deadline, &rc, p)) break;
           // A line of another call (protocol.h, llOtherCall). That call's slice may be shorter than ours: a
-          // thread whose line it never writes learns it from the slice's first line.
+          // thread whose line it never writes learns it from the slice's first line. Or no line at all: the
+          // peer's call posted this slice as Simple.
           if (llOtherCall(static_cast<uint32_t>(line >> 32), flag) ||
-              llOtherCall(static_cast<uint32_t>(dev::loadVolatile64(slot) >> 32), flag)) {
+              llOtherCall(static_cast<uint32_t>(dev::loadVolatile64(slot) >> 32), flag) || simpleFrom(p, seq)) {
             rc = collieInvalidUsage;
             break;
           }
@@ -241,7 +249,7 @@ class DevicePrimsLL {
         if ((sending && pollRoom(q)) || (receiving && firstLineIn(p))) break;
         if ((i & 1023) != 1023) continue;
         if (gaveUp(deadline, &rc, sending ? q : -1, receiving ? p : -1)) break;
-        if (receiving && llOtherCall(firstFlag(p), expectedFlag(p))) {
+        if (receiving && (llOtherCall(firstFlag(p), expectedFlag(p)) || simpleFrom(p, consumed_[p]))) {
           rc = collieInvalidUsage;
           break;
         }

@@ -28,11 +28,13 @@ inline WindowLayout windowLayout(const Comms& c, int to) {
   return layoutOf(h);
 }
 
-/// Slices rank `from` has posted to rank `to` on `channel` (the ready counter in the receiver's window).
+/// Slices rank `from` has posted to rank `to` on `channel` (the ready counter in the receiver's window, without
+/// its marks: protocol.h, kFlagCount).
 inline uint64_t postedSlices(const Comms& c, int from, int to, int channel = 0) {
   const uint8_t* window = c[to]->windows->window(to);
   return __atomic_load_n(reinterpret_cast<const uint64_t*>(window + windowLayout(c, to).readyOffset(channel, from)),
-                         __ATOMIC_ACQUIRE);
+                         __ATOMIC_ACQUIRE) &
+         kFlagCount;
 }
 
 /// The oldest line of the LL slots of connection from -> to on `channel`, in slices before the newest posted

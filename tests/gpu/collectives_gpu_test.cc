@@ -549,7 +549,7 @@ TEST(CudaBackend, OneRankCopiesInCallOrderWithoutALaunch) {
   EXPECT_EQ(exec->launches(), 0u);
 }
 
-// LL flags that come round every 256 slices (COLLIE_LL_FLAG_PERIOD; 2^23 by default) under the GPU's memory model:
+// LL flags that come round every 256 slices (COLLIE_LL_FLAG_PERIOD; 2^15 by default) under the GPU's memory model:
 // full-slot LL calls landing in the same slots exactly one period apart, with short LL calls (which leave the
 // slots' tails alone) or Simple calls (which leave LL slots alone) between. A receiver would take a tail left a
 // period earlier unless its sender had rewritten it in time (kernels/device_prims_ll.cuh, "Stale lines").

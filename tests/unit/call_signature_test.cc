@@ -272,6 +272,36 @@ TEST_P(CallSignature, PreMulSumsWithHandlesThatDifferRunAsBefore) {
   }
 }
 
+// Ranks whose calls fall on either side of the LL line (COLLIE_PROTO=auto: LL up to 64 KiB) run different
+// protocols: an LL receiver meets a Simple sender, a Simple receiver an LL one. The receiver sees its peer's
+// ready counter pass the slice it waits for, marked by the other protocol (protocol.h, kFlagLL), and refuses.
+// Before 2026-11-29 an LL receiver waited out COLLIE_TIMEOUT, and a Simple receiver took an LL sender's slice from
+// a slot signed 0 (nothing had signed it yet) as data. One rank (first, last) runs the other protocol than the
+// other two, each way round; 1000 floats run LL, 100000 Simple.
+TEST(CallSignatureProtocols, CallsOnEitherSideOfTheLLLineFailEveryRankPromptly) {
+  ScopedEnv device{"COLLIE_DEVICE", "host"};
+  ScopedEnv timeout{"COLLIE_TIMEOUT", "60"};
+  ScopedEnv check{"COLLIE_CHECK", "0"};
+  ScopedEnv emulate{"COLLIE_EMULATE_KERNELS", "2"};
+  ScopedEnv proto{"COLLIE_PROTO", "auto"};
+  for (int lone : {0, kRanks - 1}) {
+    for (bool loneLL : {true, false}) {
+      const std::string what =
+          "rank " + std::to_string(lone) + (loneLL ? " LL, the others Simple" : " Simple, the others LL");
+      Comms comms(kRanks);
+      ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+      std::vector<std::vector<float>> buf(kRanks);
+      for (int r = 0; r < kRanks; ++r) buf[r].assign((r == lone) == loneLL ? 1000 : 100000, 1.0f);
+      const Outcome o = onEveryRank(comms, [&](int r) {
+        return collieAllReduce(buf[r].data(), buf[r].data(), buf[r].size(), collieFloat32, collieSum, comms[r],
+                               nullptr);
+      });
+      expectEveryRankRefused(o, what.c_str());
+      expectBrokenEverywhere(comms, what.c_str());
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Executors, CallSignature,
                          ::testing::Values(Executor::kHost, Executor::kEmulatedSimple, Executor::kEmulatedLL),
                          [](const ::testing::TestParamInfo<Executor>& i) {

@@ -1,6 +1,6 @@
 // LL flags through many wraps (kernels/device_prims_ll.cuh, "Stale lines").
 // An LL line is new when its flag is that of the slice expected, and flags
-// repeat every COLLIE_LL_FLAG_PERIOD slices of a connection (2^23 by default),
+// repeat every COLLIE_LL_FLAG_PERIOD slices of a connection (2^15 by default),
 // so a line left from a slice exactly one period earlier would pass for new
 // unless the sender rewrites its slots in time. These tests shrink the period
 // to 256 and run the emulated kernels (ranks as threads, ring algorithms)
@@ -163,9 +163,8 @@ TEST(LLFlagPeriod, OnlyPowersOfTwoInRangeAreAccepted) {
   for (const Case& c :
        {Case{"4", "8", "16"}, Case{"4", "300", "16"}, Case{"4", "4294967296", "16"}, Case{"4", "-256", "16"},
         Case{"4", "many", "16"}, Case{"16", "32", "64"}, Case{"20", "64", "128"}, Case{"64", "128", "256"},
-        Case{"4", "16777216", "16"},  // 2^24: the slice part would reach the call's tag (protocol.h, llFlag)
-        Case{"4", "16", nullptr}, Case{"16", "64", nullptr}, Case{"64", "256", nullptr},
-        Case{"4", "8388608", nullptr}}) {
+        Case{"4", "65536", "16"},  // 2^16: the slice part would reach the call's tag (protocol.h, llFlag)
+        Case{"4", "16", nullptr}, Case{"16", "64", nullptr}, Case{"64", "256", nullptr}, Case{"4", "32768", nullptr}}) {
     ScopedEnv slots("COLLIE_SLOTS", c.slots);
     ScopedEnv period("COLLIE_LL_FLAG_PERIOD", c.period);
     collieComm_t comm = nullptr;
@@ -178,7 +177,7 @@ TEST(LLFlagPeriod, OnlyPowersOfTwoInRangeAreAccepted) {
     }
     EXPECT_EQ(rc, collieInvalidArgument) << c.slots << " slots, period " << c.period;
     const std::string want = std::string("COLLIE_LL_FLAG_PERIOD must be a power of two from ") + c.least +
-                             " (4 x COLLIE_SLOTS, and 16 at least) to 8388608";
+                             " (4 x COLLIE_SLOTS, and 16 at least) to 32768";
     EXPECT_NE(text.find(want), std::string::npos) << text;
   }
 }

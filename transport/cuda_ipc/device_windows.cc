@@ -148,9 +148,13 @@ Status DeviceWindows::create(Bootstrap* bootstrap, const std::vector<PeerInfo>& 
         std::lock_guard<std::mutex> lock(gPooledMu);
         auto it = pooledWindows().find(reinterpret_cast<const void*>(rec.pointer));
         std::shared_ptr<PooledWindow> held = it != pooledWindows().end() ? it->second.lock() : nullptr;
+        // Only the peer's own init lets its window go before ours has mapped it: that init failed, for a reason
+        // its own error gives (a setting it refused after the windows were exchanged, say).
         if (!held)
-          return Status::error(collieInternalError, "rank %d's device window is gone before rank %d could map it", r,
-                               rank);
+          return Status::error(collieRemoteError,
+                               "rank %d's device window is gone before rank %d could map it: rank %d's init failed "
+                               "(its own error says why)",
+                               r, rank, r);
         w->held_.push_back(std::move(held));
       }
       continue;
