@@ -40,7 +40,7 @@ const std::vector<VarInfo>& knownVars() {
       {"COLLIE_LL_SLOT_BYTES", "CUDA backend: bytes of one LL slot (default 16384; half carries data)"},
       {"COLLIE_LL_FLAG_PERIOD",
        "test setting: LL flags repeat after this many slices of a connection (a power of two from 4 x "
-       "COLLIE_SLOTS, and 16 at least, to 2^23, the default), so that tests see them wrap"},
+       "COLLIE_SLOTS, and 16 at least, to 2^15, the default), so that tests see them wrap"},
       {"COLLIE_PROGRAM_CACHE",
        "CUDA backend: uploaded programs (those too long for the launch parameters) kept for reuse before the least "
        "recently used are overwritten (default 256; also past 4 MiB of them)"},

@@ -90,7 +90,7 @@ struct KernelArgs {
   uint64_t seq = 0;
   // What every Simple slice this launch posts carries, and what the first slice each block takes from each peer
   // must carry (executor/protocol.h, signature[][][]): launchSignature of the call, or kPointToPoint for sends
-  // and receives, whose Simple slices no receiver compares. LL lines carry 8 bits of it in their flags (llTag).
+  // and receives, whose Simple slices no receiver compares. LL lines carry 16 bits of it in their flags (llTag).
   uint64_t callSignature = kPointToPoint;
   void* bufs[3] = {nullptr, nullptr, nullptr};  // input, output, scratch (Buffer order)
   uint8_t* const* windows = nullptr;            // device array: every rank's window as we address it

@@ -10,7 +10,7 @@
 // on the CUDA kernels' own code run on host threads (COLLIE_EMULATE_KERNELS),
 // with each protocol: Simple, where a kernel compares the first slice it takes
 // from each peer in a launch (kernels/device_prims.cuh, sameCall), and LL,
-// whose line flags carry 8 bits of the signature (executor/protocol.h,
+// whose line flags carry 16 bits of the signature (executor/protocol.h,
 // llOtherCall; counts too large for one LL round still run Simple).
 // Processes: fault_mismatch (tests/mp/faults_mp.cc); the CUDA runtime:
 // CudaBackend.ACallThatDiffersFailsEveryRank (collectives_gpu_test).
