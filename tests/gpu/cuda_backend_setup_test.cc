@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -371,55 +372,71 @@ TEST(CudaBackend, ALatePeerNeverReadsTheFreedBufferOfARankThatGaveUp) {
   for (cudaStream_t st : stream) cudaStreamDestroy(st);
 }
 
-// Rank 2's allreduce has one more element than its peers' (100000 floats, Simple slices, the ring's read in
-// place). The kernels compare the first slice they take from each peer with their own call (executor/protocol.h,
-// signature[][][]): every rank's call fails with collieInvalidUsage long before COLLIE_TIMEOUT, one naming the
-// difference and the others the rank that refused, and none returns a result computed from the wrong slices.
-TEST(CudaBackend, ACallThatDiffersFailsEveryRank) {
-  SKIP_WITHOUT_GPU();
+// Rank 2 calls an allreduce of `lone` floats, its two peers one of `count` (ring, COLLIE_PROTO=`proto`): every
+// rank's call fails with collieInvalidUsage long before COLLIE_TIMEOUT, one naming the difference and the others
+// the rank that refused, and none returns a result computed from the wrong slices.
+void expectEveryRankRefuses(const char* proto, size_t lone, size_t count) {
   ScopedEnv device("COLLIE_DEVICE", "cuda");
   ScopedEnv timeout("COLLIE_TIMEOUT", "60");
-  ScopedEnv protocol("COLLIE_PROTO", "simple");
+  ScopedEnv protocol("COLLIE_PROTO", proto);
   ScopedEnv ring("COLLIE_ALGO", "allreduce:ring");
   constexpr int kRanks = 3;
+  const std::string what =
+      std::string(proto) + ", rank 2 " + std::to_string(lone) + " floats, the others " + std::to_string(count);
   collie::test::Comms comms(kRanks);
   ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
-  const size_t count = 100000;
+  const size_t most = std::max(lone, count);
   float* buf[kRanks] = {};
   cudaStream_t stream[kRanks] = {};
-  const std::vector<float> ones(count + 1, 1.0f);
+  const std::vector<float> ones(most, 1.0f);
   for (int r = 0; r < kRanks; ++r) {
     ASSERT_EQ(cudaStreamCreateWithFlags(&stream[r], cudaStreamNonBlocking), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&buf[r], (count + 1) * sizeof(float)), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(buf[r], ones.data(), (count + 1) * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&buf[r], most * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(buf[r], ones.data(), most * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
   }
   // A copy from pageable memory may land after cudaMemcpy returns; the kernels run on other streams.
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const auto t0 = std::chrono::steady_clock::now();
   for (int r = 0; r < kRanks; ++r)
-    ASSERT_EQ(
-        collieAllReduce(buf[r], buf[r], r == 2 ? count + 1 : count, collieFloat32, collieSum, comms[r], stream[r]),
-        collieSuccess)
-        << collieGetLastError(comms[r]);
+    ASSERT_EQ(collieAllReduce(buf[r], buf[r], r == 2 ? lone : count, collieFloat32, collieSum, comms[r], stream[r]),
+              collieSuccess)
+        << what << ": " << collieGetLastError(comms[r]);
   for (int r = 0; r < kRanks; ++r) ASSERT_EQ(cudaStreamSynchronize(stream[r]), cudaSuccess);
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_LT(took, 30.0) << "a kernel waited for its timeout";
+  EXPECT_LT(took, 30.0) << what << ": a kernel waited for its timeout";
   int named = 0;
   for (int r = 0; r < kRanks; ++r) {
     collieResult_t async = collieSuccess;
     ASSERT_EQ(collieCommGetAsyncError(comms[r], &async), collieSuccess);
     const std::string text = collieGetLastError(comms[r]);
-    EXPECT_EQ(async, collieInvalidUsage) << "rank " << r << ": " << text;
+    EXPECT_EQ(async, collieInvalidUsage) << what << ", rank " << r << ": " << text;
     const bool differs = text.find("data of another call") != std::string::npos;
     EXPECT_TRUE(differs || text.find("stopped on finding a rank whose call differs") != std::string::npos)
-        << "rank " << r << ": " << text;
+        << what << ", rank " << r << ": " << text;
     named += differs ? 1 : 0;
   }
-  EXPECT_GE(named, 1) << "no rank named the difference";
+  EXPECT_GE(named, 1) << what << ": no rank named the difference";
   for (int r = 0; r < kRanks; ++r) {
     cudaFree(buf[r]);
     cudaStreamDestroy(stream[r]);
   }
+}
+
+// Rank 2's allreduce has one more element than its peers' (100000 floats, Simple slices, the ring's read in
+// place). The kernels compare the first slice they take from each peer with their own call (executor/protocol.h,
+// signature[][][]).
+TEST(CudaBackend, ACallThatDiffersFailsEveryRank) {
+  SKIP_WITHOUT_GPU();
+  expectEveryRankRefuses("simple", 100001, 100000);
+}
+
+// Calls on either side of the LL line (COLLIE_PROTO=auto: 1000 floats run LL, 100000 Simple), each way round:
+// each receiver learns from its peer's ready counter that the slice it waits for was posted with the other
+// protocol (executor/protocol.h, kFlagLL). Until 2026-11-29 the ranks waited out COLLIE_TIMEOUT.
+TEST(CudaBackend, CallsOnEitherSideOfTheLLLineFailEveryRank) {
+  SKIP_WITHOUT_GPU();
+  expectEveryRankRefuses("auto", 1000, 100000);
+  expectEveryRankRefuses("auto", 100000, 1000);
 }
 
 // Every rank of `comms` but `missing` queues an allreduce on a stream of its own; each kernel then waits for the
