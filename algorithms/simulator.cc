@@ -60,11 +60,21 @@ struct Conn {
   bool sendWaits = false;             // the sender waits for a free slot
 };
 
+// A batch of exchanges a rank runs at once, as the step runner does (executor/step_runner.h, runExchanges):
+// steps[first..end), each with what it has sent and received so far.
+struct Batch {
+  size_t first = 0, end = 0;
+  uint64_t sent[kMaxBatchedExchanges] = {};
+  uint64_t received[kMaxBatchedExchanges] = {};
+};
+
 struct RankSim {
   uint64_t round = 0;
   size_t pc = 0;
-  uint64_t sent = 0, received = 0;  // elements of the current step
-  bool inExchange = false;
+  uint64_t sent = 0;    // elements of the current send / receive / forwarding step
+  size_t groupEnd = 0;  // of the exchange group the current step is in (program.h)
+  bool inBatch = false;
+  Batch batch;
   double engine = 0;  // when the rank's previous action ends
   double sendEngine = 0, recvEngine = 0;
   double scheduled = kNever;
@@ -85,6 +95,7 @@ class Simulation {
         n_(n),
         es_(static_cast<double>(elemBytes)),
         slice_(sliceElems),
+        slotElems_(topo.slotBytes / elemBytes),
         slots_(topo.slots),
         full_(full),
         last_(last),
@@ -165,7 +176,8 @@ class Simulation {
   double arrival(int p, int r, const Conn& c) const { return arrive_[at(p, r) * slots_ + c.consumed % slots_]; }
 
   bool forward(int r, const Step& st, double now);
-  bool exchange(int r, const Step& st, double now);
+  Batch batchAt(int r, const Program& p);
+  bool runBatch(int r, const Program& p, double now);
   void advance(int r, double now);
   Status deadlock() const;
 
@@ -173,6 +185,7 @@ class Simulation {
   const int n_;
   const double es_;
   const uint64_t slice_;
+  const uint64_t slotElems_;  // a slot's elements: a step that moves more joins no batch
   const uint64_t slots_;
   const std::vector<Program>& full_;
   const std::vector<Program>& last_;
@@ -235,56 +248,95 @@ bool Simulation::forward(int r, const Step& st, double now) {
   return true;
 }
 
-// An exchange step: its send and its receive progress independently.
-bool Simulation::exchange(int r, const Step& st, double now) {
+// Where a step's range lies, for the batch rule: each buffer its own address space, input and output apart
+// (predictions are out of place).
+ByteSpan spanOf(const Range& r, uint64_t count, double elemBytes) {
+  if (count == 0) return ByteSpan{};
+  const uintptr_t lo = (static_cast<uintptr_t>(r.buffer) + 1) << 58 | static_cast<uintptr_t>(r.offset * elemBytes);
+  return ByteSpan{lo, lo + static_cast<uintptr_t>(count * elemBytes)};
+}
+
+// The batch of exchanges from rank r's current step, cut by the executors' own rule (program.h,
+// cutExchangeBatch; a step joins only if it moves at most one slot each way), else that exchange alone.
+Batch Simulation::batchAt(int r, const Program& p) {
   RankSim& s = ranks_[static_cast<size_t>(r)];
-  if (!s.inExchange) {
-    s.inExchange = true;
+  const Step* steps = p.steps.data();
+  const int pc = static_cast<int>(s.pc);
+  if (s.pc >= s.groupEnd)
+    s.groupEnd = static_cast<size_t>(exchangeGroupEnd(steps, static_cast<int>(p.steps.size()), pc));
+  Batch b;
+  b.first = s.pc;
+  b.end =
+      static_cast<size_t>(cutExchangeBatch(pc, static_cast<int>(s.groupEnd), [&](int i, ByteSpan* src, ByteSpan* dst) {
+        const Step& st = steps[i];
+        if (st.count > slotElems_ || st.recvCount > slotElems_) return false;
+        *src = spanOf(st.src, st.count, es_);
+        *dst = spanOf(st.dst, st.recvCount, es_);
+        return true;
+      }));
+  return b;
+}
+
+// A batch (batchAt), or one exchange: every send progresses whenever its peer has a free slot, one after another
+// through the rank's send engine, and every receive whenever its slice is there, so no direction of any step
+// waits on another.
+bool Simulation::runBatch(int r, const Program& p, double now) {
+  RankSim& s = ranks_[static_cast<size_t>(r)];
+  if (!s.inBatch) {
+    s.inBatch = true;
+    s.batch = batchAt(r, p);
     s.sendEngine = s.recvEngine = s.engine;
-    s.sent = s.received = 0;
   }
-  const int p = st.recvPeer, q = st.sendPeer;
-  bool progressed = false;
+  Batch& b = s.batch;
+  bool progressed = false, done = true;
   double next = kNever;
-  if (s.sent < st.count) {
-    Conn& c = conn(r, q);
+  for (size_t i = b.first; i < b.end; ++i) {
+    const Step& st = p.steps[i];
+    uint64_t& sent = b.sent[i - b.first];
+    if (sent >= st.count) continue;
+    done = false;
+    Conn& c = conn(r, st.sendPeer);
     if (!slotKnown(c)) {
       c.sendWaits = true;
-    } else {
-      const double ready = portsFree(r, q, std::max(s.sendEngine, slotTime(r, q, c)));
-      if (ready <= now) {
-        const uint64_t k = std::min(slice_, st.count - s.sent);
-        s.sendEngine = send(r, q, static_cast<double>(k) * es_, now, 0);
-        s.sent += k;
-        progressed = true;
-      } else {
-        next = ready;
-      }
+      continue;
     }
+    const double ready = portsFree(r, st.sendPeer, std::max(s.sendEngine, slotTime(r, st.sendPeer, c)));
+    if (ready > now) {
+      next = std::min(next, ready);
+      continue;
+    }
+    const uint64_t k = std::min(slice_, st.count - sent);
+    s.sendEngine = send(r, st.sendPeer, static_cast<double>(k) * es_, now, 0);
+    sent += k;
+    progressed = true;
   }
-  if (s.received < st.recvCount) {
-    Conn& c = conn(p, r);
+  for (size_t i = b.first; i < b.end; ++i) {
+    const Step& st = p.steps[i];
+    uint64_t& received = b.received[i - b.first];
+    if (received >= st.recvCount) continue;
+    done = false;
+    Conn& c = conn(st.recvPeer, r);
     if (c.consumed >= c.posted) {
       c.recvWaits = true;
-    } else {
-      const double ready = std::max(s.recvEngine, arrival(p, r, c));
-      if (ready <= now) {
-        const uint64_t k = std::min(slice_, st.recvCount - s.received);
-        const double b = static_cast<double>(k) * es_;
-        s.recvEngine = now + b * (st.op == StepOp::kSendRecvReduce ? topo_.gamma : copyGamma_);
-        consume(p, r, s.recvEngine);
-        s.received += k;
-        progressed = true;
-      } else {
-        next = std::min(next, ready);
-      }
+      continue;
     }
+    const double ready = std::max(s.recvEngine, arrival(st.recvPeer, r, c));
+    if (ready > now) {
+      next = std::min(next, ready);
+      continue;
+    }
+    const uint64_t k = std::min(slice_, st.recvCount - received);
+    const double bytes = static_cast<double>(k) * es_;
+    s.recvEngine = now + bytes * (st.op == StepOp::kSendRecvReduce ? topo_.gamma : copyGamma_);
+    consume(st.recvPeer, r, s.recvEngine);
+    received += k;
+    progressed = true;
   }
-  if (s.sent == st.count && s.received == st.recvCount) {
+  if (done) {
     s.engine = std::max(s.sendEngine, s.recvEngine);
-    s.inExchange = false;
-    s.sent = s.received = 0;
-    ++s.pc;
+    s.inBatch = false;
+    s.pc = b.end;
+    s.batch = Batch{};  // b with it
     return true;
   }
   if (progressed) return true;
@@ -300,18 +352,19 @@ void Simulation::advance(int r, double now) {
     if (s.pc >= p.steps.size()) {
       roundEnd_[s.round] = std::max(roundEnd_[s.round], s.engine);
       s.pc = 0;
+      s.groupEnd = 0;
       if (++s.round == rounds_) ++finished_;
       continue;
     }
     const Step& st = p.steps[s.pc];
+    if (s.inBatch || stepIsExchange(st.op)) {  // exchanges, or a joined group's head
+      if (!runBatch(r, p, now)) return;
+      continue;
+    }
     if (st.op == StepOp::kCopy || st.op == StepOp::kReduce) {
       // Local work needs no one: it just occupies the rank.
       s.engine += static_cast<double>(st.count) * es_ * (st.op == StepOp::kReduce ? topo_.gamma : copyGamma_);
       ++s.pc;
-      continue;
-    }
-    if (stepIsExchange(st.op)) {
-      if (!exchange(r, st, now)) return;
       continue;
     }
     if (st.count == 0) {  // moves nothing, as in the executors

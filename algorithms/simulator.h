@@ -13,7 +13,12 @@
 //     overlapping its own transfer (the executor reduces and stores in one pass);
 //   * the receiver frees the slot when it has consumed the slice; the sender
 //     sees the credit alpha(L) later.
-// Exchange steps (kSendRecv*) progress their two directions independently.
+// Exchange steps (kSendRecv*) progress their two directions independently, and
+// consecutive small exchanges run as one batch, every send before any receive
+// is waited for, cut by the executors' own rule (program.h, cutExchangeBatch):
+// a one-shot allreduce or a pairwise all-to-all of a small call pays one round
+// trip, not one per peer. Joined steps (program.h) run one after another, as
+// the GPU's LL path runs them; the host and Simple reduce them in one pass.
 // Ranks that share one memory (Topology::sharedMemoryBeta: ranks on one GPU)
 // take at least their node's summed memory traffic (memory_traffic.h) times
 // it: a roofline over the simulated time, not a resource in the simulation.

@@ -93,6 +93,29 @@ TEST(Simulator, TinyMessagesCostAlphaPerSequentialStep) {
   EXPECT_NEAR(q.seconds, 6 * alpha, 0.1 * 6 * alpha);
 }
 
+// Small independent exchanges run as one batch in every executor (program.h, cutExchangeBatch), every send
+// before any receive is waited for, and the simulator runs them so: a one-shot allreduce or a pairwise
+// all-to-all of 8 ranks pays one NVLink alpha, not one per peer. rd's exchanges each send what the one before
+// received, so they never batch: one alpha each. A step larger than a slot keeps its own turn.
+TEST(Simulator, ABatchOfSmallExchangesPaysOneRoundTrip) {
+  const collie::Topology& t = topo("h100-nvlink");
+  const double alpha = t.link(collie::LinkClass::kNvlink).alpha;
+  const collie::AlgorithmInfo* oneshot = collie::findAlgorithm(Collective::kAllReduce, "oneshot");
+  const collie::AlgorithmInfo* pairwise = collie::findAlgorithm(Collective::kAllToAll, "pairwise");
+  const collie::AlgorithmInfo* rd = collie::findAlgorithm(Collective::kAllReduce, "rd");
+  ASSERT_TRUE(oneshot != nullptr && pairwise != nullptr && rd != nullptr);
+  for (const collie::AlgorithmInfo* a : {oneshot, pairwise}) {
+    const collie::Prediction p = predictOrDie(*a, 2, 8, 4, t);
+    EXPECT_GE(p.seconds, alpha) << a->name;
+    EXPECT_LT(p.seconds, 1.5 * alpha) << a->name << ": " << p.seconds / alpha << " alphas";
+  }
+  EXPECT_NEAR(predictOrDie(*rd, 2, 8, 4, t).seconds, 3 * alpha, 0.1 * 3 * alpha);
+  // Two slots per peer: seven exchanges one after another, each at least its two slices' round trip.
+  const uint64_t twoSlots = 2 * t.slotBytes / 4;
+  const collie::Prediction big = predictOrDie(*oneshot, twoSlots, 8, 4, t);
+  EXPECT_GE(big.seconds, 7 * alpha) << big.seconds / alpha << " alphas";
+}
+
 TEST(Simulator, NetworkHopsCostTheNetworkAlpha) {
   // Two ranks on two nodes: one send each way; a chain broadcast of one
   // element is one hop at the network's alpha, not NVLink's.
