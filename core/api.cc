@@ -161,12 +161,12 @@ collieResult_t collieCommInitAll(collieComm_t* comms, int ndev, const int* devli
     // only echoes it, and which rank reached its check first is a race: rank 0's error alone was the echo in some
     // runs and the cause in others (CudaBackend.ABadProgramCacheSettingIsRefusedAtInit, on the fake runtime).
     int first = -1;
-    for (int r = 0; r < ndev; ++r) {
+    for (int r = 0; r < ndev && first < 0; ++r) {  // a rank's own failure
       const Status& s = results[static_cast<size_t>(r)];
-      if (!s.ok() && (first < 0 || (results[static_cast<size_t>(first)].code() == collieRemoteError &&
-                                    s.code() != collieRemoteError)))
-        first = r;
+      if (!s.ok() && s.code() != collieRemoteError) first = r;
     }
+    for (int r = 0; r < ndev && first < 0; ++r)  // else an echo: every rank failed for a peer
+      if (!results[static_cast<size_t>(r)].ok()) first = r;
     if (first < 0) return Status();
     for (int i = 0; i < ndev; ++i) {
       if (comms[i] != nullptr) collieCommDestroy(comms[i]);
