@@ -357,7 +357,7 @@ void Simulation::advance(int r, double now) {
       continue;
     }
     const Step& st = p.steps[s.pc];
-    if (s.inBatch || stepIsExchange(st.op)) {  // exchanges, or a joined group's head
+    if (s.inBatch || stepIsExchange(st.op)) {  // an exchange, or the rest of a batch
       if (!runBatch(r, p, now)) return;
       continue;
     }
