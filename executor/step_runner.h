@@ -104,6 +104,23 @@ COLLIE_HD SendPass sendPass(P& p, const Step* steps, int first, int m, uint64_t*
   return r;
 }
 
+/// What the end of a pass of runJoined or runExchanges found.
+enum class PassEnd { kAgain, kDone, kFailed };
+
+/// The end of a pass that moved nothing: done when nothing is left to send or receive; else the primitives wait
+/// until the first send that found no room (`s`) or the first receive whose slice was missing (from `from`, of
+/// step `fromStep`; -1: none) can go on. A failed wait fills `*fail` with the step and peer waited on.
+template <typename P>
+COLLIE_HD PassEnd awaitEither(P& p, const SendPass& s, int from, int fromStep, StepFailure* fail) {
+  if (!s.sending && from < 0) return PassEnd::kDone;
+  const int rc = p.waitEither(s.sending, s.to, from >= 0, from);
+  if (rc == 0) return PassEnd::kAgain;
+  fail->code = rc;
+  fail->step = from >= 0 ? fromStep : s.toStep;
+  fail->peer = from >= 0 ? from : s.to;
+  return PassEnd::kFailed;
+}
+
 /// Runs the group of joined steps steps[head..end) (program.h, "Joined steps") as one step: every send
 /// progresses whenever its peer has room, as an exchange's does, and slice k of dst is reduced from the
 /// head's source (or dst) and slice k of every receive in one pass, once all of them have arrived; their
@@ -112,7 +129,6 @@ template <typename T, typename P>
 COLLIE_HD StepFailure runJoined(P& p, const Step* steps, int head, int end, T* const* bufs, uint64_t perSlice,
                                 int divisor, int channel, int nchannels, uint64_t align, DirectSteps direct) {
   StepFailure fail;
-  fail.step = head;
   const Step& h = steps[head];
   const ChannelPart in = channelPart(joinedGroupCount(h), channel, nchannels, align);
   T* const dst = bufs[static_cast<int>(h.dst.buffer)] + h.dst.offset + in.offset;
@@ -124,10 +140,9 @@ COLLIE_HD StepFailure runJoined(P& p, const Step* steps, int head, int end, T* c
   const T* ins[kMaxJoinedSteps] = {};
   uint64_t got = 0;
   for (;;) {
-    const SendPass sends = sendPass<T>(p, steps, first, m, sent, bufs, perSlice, channel, nchannels, align, direct);
+    SendPass sends = sendPass<T>(p, steps, first, m, sent, bufs, perSlice, channel, nchannels, align, direct);
+    sends.toStep = head;  // a failure names the group's head
     bool progressed = sends.progressed;
-    const bool sending = sends.sending;
-    const int to = sends.to;
     int from = -1;
     if (got < in.count) {
       const uint64_t n = perSlice < in.count - got ? perSlice : in.count - got;
@@ -142,15 +157,10 @@ COLLIE_HD StepFailure runJoined(P& p, const Step* steps, int head, int end, T* c
       }
     }
     if (progressed) continue;
-    if (!sending && from < 0) break;  // all sent and all received
-    const int rc = p.waitEither(sending, to, from >= 0, from);
-    if (rc != 0) {
-      fail.code = rc;
-      fail.peer = from >= 0 ? from : to;
-      return fail;
-    }
+    const PassEnd e = awaitEither(p, sends, from, head, &fail);
+    if (e == PassEnd::kFailed) return fail;
+    if (e == PassEnd::kDone) break;
   }
-  fail.step = -1;
   return fail;
 }
 
@@ -194,7 +204,6 @@ COLLIE_HD StepFailure runExchanges(P& p, const Step* steps, int head, int end, T
     const SendPass sends = sendPass<T>(p, steps, head, m, sent, bufs, perSlice, channel, nchannels, align, direct);
     bool progressed = sends.progressed;
     const bool sending = sends.sending;
-    const int to = sends.to, toStep = sends.toStep;
     int from = -1, fromStep = -1;  // the first receive whose slice has not arrived
     for (int j = 0; j < m; ++j) {
       const Step& s = steps[head + j];
@@ -225,16 +234,10 @@ COLLIE_HD StepFailure runExchanges(P& p, const Step* steps, int head, int end, T
       progressed = true;
     }
     if (progressed) continue;
-    if (!sending && from < 0) break;  // all sent and all received
-    const int rc = p.waitEither(sending, to, from >= 0, from);
-    if (rc != 0) {
-      fail.code = rc;
-      fail.step = from >= 0 ? fromStep : toStep;
-      fail.peer = from >= 0 ? from : to;
-      return fail;
-    }
+    const PassEnd e = awaitEither(p, sends, from, fromStep, &fail);
+    if (e == PassEnd::kFailed) return fail;
+    if (e == PassEnd::kDone) break;
   }
-  fail.step = -1;
   return fail;
 }
 

@@ -247,6 +247,25 @@ __device__ inline bool peerRefused(const KernelArgs& a, int peer) {
   return peer >= 0 && peer != a.rank && dev::loadVolatile64(a.windows[peer] + kRefusedOffset) != 0;
 }
 
+/// Thread 0, every 1024 polls of a wait on `peer` and `other` (-1: none), with either protocol: why it stops
+/// waiting, or 0. In this order: one of them refused a call and runs nothing more (collieInvalidUsage, *refuser
+/// names it); the host aborted, another block of this rank failed, or the proxy lost one of them
+/// (collieRemoteError); the deadline passed (collieTimeout). The loads are not free, hence not every poll.
+__device__ inline int stopWaiting(const KernelArgs& a, uint64_t deadline, int peer, int other, int* refuser) {
+  const int who[2] = {peer, other};
+  for (int x : who)
+    if (peerRefused(a, x)) {
+      *refuser = x;
+      return collieInvalidUsage;
+    }
+  if (dev::loadFlag(&a.status->abort) != 0 || dev::loadFlag(a.failed) != 0) return collieRemoteError;
+  // A proxy's flags, one per peer on another host (null without a proxy, and so always with LL).
+  if (a.lost != nullptr)
+    for (int x : who)
+      if (x >= 0 && dev::loadFlag(a.lost + x) != 0) return collieRemoteError;
+  return dev::globalTimerNs() > deadline ? collieTimeout : 0;
+}
+
 /// COLLIE_KERNEL_TIMING: thread 0 adds the time of each step, and the part of it spent waiting, to the launch's
 /// sums (kernels/launch.h, kPhaseStepTime). Does nothing when the launch is not timed.
 class StepClock {
@@ -397,10 +416,7 @@ class DevicePrims {
         const uint64_t deadline = dev::globalTimerNs() + a_.timeoutNs;
         for (uint32_t i = 0; acquireFlag(a_, q, credit) < posted_[q]; ++i) {
           if ((i & 1023) != 1023) continue;
-          if (dev::loadFlag(&a_.status->abort) != 0 || dev::loadFlag(a_.failed) != 0 || lost(q)) rc = collieRemoteError;
-          if (refused(q)) rc = collieInvalidUsage;
-          if (dev::globalTimerNs() > deadline) rc = collieTimeout;
-          if (rc != 0) {
+          if ((rc = stop(deadline, q, -1)) != 0) {
             *peer = q;
             break;
           }
@@ -537,8 +553,16 @@ class DevicePrims {
   }
   // Whether slices between us and `peer` carry a source word (KernelArgs::readsInPlace).
   __device__ bool readsInPlace(int peer) const { return peer < 64 && ((a_.readsInPlace >> peer) & 1) != 0; }
-  // The proxy lost this peer (another host): waits on it give up, others go on.
-  __device__ bool lost(int peer) const { return a_.lost != nullptr && dev::loadFlag(a_.lost + peer) != 0; }
+  // Thread 0: stopWaiting, with the peer that refused first named in the failure (theirs() 0).
+  __device__ int stop(uint64_t deadline, int peer, int other) {
+    int refuser = -1;
+    const int rc = stopWaiting(a_, deadline, peer, other, &refuser);
+    if (rc == collieInvalidUsage) {
+      differs_ = refuser;
+      theirs_ = 0;
+    }
+    return rc;
+  }
   // Thread 0 spins until a direction can progress, the deadline passes, the
   // host aborts, or another block of this rank has failed.
   __device__ int wait(bool sending, int q, bool receiving, int p) {
@@ -556,21 +580,7 @@ class DevicePrims {
           rc = (sending && refused(q)) || (receiving && refused(p)) ? collieInvalidUsage : collieRemoteError;
           break;
         }
-        if ((i & 1023) == 1023) {
-          if ((sending && refused(q)) || (receiving && refused(p))) {
-            rc = collieInvalidUsage;
-            break;
-          }
-          if (dev::loadFlag(&a_.status->abort) != 0 || dev::loadFlag(a_.failed) != 0 || (sending && lost(q)) ||
-              (receiving && lost(p))) {
-            rc = collieRemoteError;
-            break;
-          }
-          if (dev::globalTimerNs() > deadline) {
-            rc = collieTimeout;
-            break;
-          }
-        }
+        if ((i & 1023) == 1023 && (rc = stop(deadline, sending ? q : -1, receiving ? p : -1)) != 0) break;
       }
       if (a_.phaseNs != nullptr) waitedNs_ += dev::globalTimerNs() - start;
     }

@@ -176,12 +176,11 @@ class DevicePrimsLL {
   __device__ bool simpleFrom(int p, uint64_t seq) const {
     return postedWithOtherProtocol(seq, dev::loadVolatile64(mine_ + a_.layout.readyOffset(channel_, p)), true);
   }
-  // Checked every 1024 polls of a wait on `peer` (and `other`, -1 when none): a peer that refused a call runs
-  // nothing more (peerRefused).
+  // Thread 0, or each thread waiting on its lines: stopWaiting (device_prims.cuh). Which peer refused need not
+  // be kept: theirs() looks again.
   __device__ bool gaveUp(uint64_t deadline, int* rc, int peer, int other = -1) const {
-    if (dev::loadFlag(&a_.status->abort) != 0 || dev::loadFlag(a_.failed) != 0) *rc = collieRemoteError;
-    if (*rc == 0 && (peerRefused(a_, peer) || peerRefused(a_, other))) *rc = collieInvalidUsage;
-    if (*rc == 0 && dev::globalTimerNs() > deadline) *rc = collieTimeout;
+    int refuser = -1;
+    *rc = stopWaiting(a_, deadline, peer, other, &refuser);
     return *rc != 0;
   }
   // Every thread waits for its lines of the slice of n elements from p and
