@@ -89,6 +89,9 @@ const std::vector<VarInfo>& knownVars() {
        "CUDA backend (and COLLIE_EMULATE_KERNELS): 1 releases and acquires every kernel flag at system scope, "
        "also between ranks that are threads of one process on one GPU (GPU scope there by default since "
        "2026-11-27), to measure what it costs (default 0)"},
+      {"COLLIE_LL_SEPARATE_POSTS",
+       "CUDA backend (and COLLIE_EMULATE_KERNELS): 1 posts the LL slices of a batch of small exchanges one by one, "
+       "as until 2026-11-29, instead of in one pass of the block, to measure the difference (default 0)"},
       {"COLLIE_ALGO", "algorithm per collective, overriding the tuner: allreduce:ring;broadcast:binomial"},
       {"COLLIE_CHECK", "1: ranks compare each collective's call, type, op, count and root first (debugging)"},
       {"COLLIE_TEST_SEED", "seed of the random inputs of Collie's own tests (read by the tests, not the library)"},

@@ -99,6 +99,7 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
   t.phaseNs = e->phaseNs_;
   t.systemFence = switches.systemFence;
   t.systemScope = switches.systemScope;
+  t.separatePosts = switches.separatePosts;
   // Ranks that are threads of this process on this GPU load from our buffers as we do: their large sends are
   // read in place (executor/direct_sends.h). Not ranks on other GPUs of the process, though P2P reaches their
   // windows: a buffer from a memory pool or a VMM mapping (PyTorch's expandable segments) may not be open to
@@ -578,13 +579,25 @@ void CudaExecutor::abort() {
 }
 
 void CudaExecutor::watchPeerProcesses(std::vector<int> pids) {
-  peerWatch_ = std::make_unique<PeerWatch>(std::move(pids), [this] { abort(); });
+  peerWatch_ = std::make_unique<PeerWatch>(std::move(pids), [this](int r) {
+    if (status_ == nullptr) return;
+    // The kernels' waits on r give up (DeviceStatus::exited); a rank past the mask's 64 stops them all, as an
+    // abort does.
+    if (r < 64) {
+      __atomic_fetch_or(&status_->exited, uint64_t{1} << r, __ATOMIC_RELAXED);
+    } else {
+      abort();
+    }
+  });
 }
 
 Status CudaExecutor::asyncStatus() const {
-  if (status_ == nullptr) return Status();
+  if (status_ == nullptr || __atomic_load_n(&status_->code, __ATOMIC_ACQUIRE) == 0) return Status();
+  // Said only where the rank waited on is the one gone; waits on the others failed for reasons of their own.
+  // Written before the code (acquired above), and not again.
+  const int peer = status_->peer;
   return launchFailure(*status_, rank_, "on the GPU", launches_, proxy_,
-                       peerWatch_ != nullptr ? peerWatch_->reason() : std::string());
+                       peerWatch_ != nullptr ? peerWatch_->reason(peer) : std::string());
 }
 
 Status CudaExecutor::synchronize() {

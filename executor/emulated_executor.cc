@@ -25,6 +25,7 @@ EmulatedExecutor::EmulatedExecutor(int rank, const WindowLayout& layout, std::ve
   tables_.timeoutSec = timeoutSec;
   tables_.systemFence = switches.systemFence;
   tables_.systemScope = switches.systemScope;
+  tables_.separatePosts = switches.separatePosts;
   if (switches.timing) {
     phaseNs_.assign(kPhaseWords, 0);
     tables_.phaseNs = phaseNs_.data();

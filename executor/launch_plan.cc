@@ -98,6 +98,7 @@ Status planLaunch(const RoundPlan& plan, const ExecArgs& args, const LaunchTable
   a->timeoutNs = static_cast<uint64_t>(tables.timeoutSec * 1e9);
   a->phaseNs = tables.phaseNs;
   a->systemFence = tables.systemFence ? 1 : 0;
+  a->separatePosts = tables.separatePosts ? 1 : 0;
   if (!tables.systemScope) {
     a->gpuScopePeers = tables.inPlaceMask;
     if (tables.rank < 64) a->gpuScopePeers |= uint64_t{1} << tables.rank;
@@ -238,6 +239,7 @@ Status kernelSwitch(const char* name, bool* on) {
 Status readKernelSwitches(KernelSwitches* out) {
   COLLIE_RETURN_IF_ERROR(kernelSwitch("COLLIE_KERNEL_TIMING", &out->timing));
   COLLIE_RETURN_IF_ERROR(kernelSwitch("COLLIE_SYSTEM_SCOPE", &out->systemScope));
+  COLLIE_RETURN_IF_ERROR(kernelSwitch("COLLIE_LL_SEPARATE_POSTS", &out->separatePosts));
   return kernelSwitch("COLLIE_SYSTEM_FENCE", &out->systemFence);
 }
 

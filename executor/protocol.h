@@ -133,6 +133,13 @@ static_assert(sizeof(WindowHeader) <= kStartedOffset && kStartedOffset + 8 <= kL
 constexpr uint64_t kRefusedOffset = 48;
 static_assert(kRefusedOffset >= kStartedOffset + 8 && kRefusedOffset + 8 <= kLine, "the refusal fits line 0");
 
+/// Also in line 0: nonzero once the owner's kernels failed a call otherwise (a timeout, an abort, a peer that
+/// exited or failed first). Its communicator runs nothing more either, so its peers, waiting on it, fail at once
+/// too, instead of after COLLIE_TIMEOUT: a rank waiting on one that waits on a dead process learns it in
+/// milliseconds, not only the ranks that wait on the dead one.
+constexpr uint64_t kFailedOffset = 56;
+static_assert(kFailedOffset >= kRefusedOffset + 8 && kFailedOffset + 8 <= kLine, "the failure mark fits line 0");
+
 /// A call's signature, which every slice of it carries: for a collective, the low 24 bits of its number among
 /// the communicator's collectives over the low 40 bits of a hash of what the ranks must agree on (never 0 or
 /// kPointToPoint); kPointToPoint for sends and receives, which peers do not compare (they differ by design).

@@ -30,6 +30,9 @@
 //                                       else its steps run one after another, with the same values
 //   void reduceMany(dst, base, ins, m, n, divisor)   dst = (((base (op) ins[0]) (op) ins[1]) ...)
 //                                       (/ divisor), one pass; base may equal dst (only where kJoinsReceives)
+//   kSendsTogether (optional)           whether sendTogether exists:
+//   bool sendTogether(out, k)           posts k slices (Outgoing: peer, src, n) to k distinct peers at once, or
+//                                       nothing and false where one has no room or they must go one by one
 //
 // Every thread of a device block calls each primitive with the same arguments
 // (control flow here is uniform), so the device primitives can put barriers
@@ -39,6 +42,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "algorithms/program.h"
 #include "executor/protocol.h"
@@ -67,6 +71,46 @@ COLLIE_HD void exposeSlice(P& p, int q, const T* data) {
   if constexpr (P::kReadsInPlace) p.expose(q, data);
 }
 
+/// One slice of a batch's sends posted together (the primitives' sendTogether): n elements at src, to peer.
+template <typename T>
+struct Outgoing {
+  int peer;
+  const T* src;
+  uint64_t n;
+};
+
+/// Whether the primitives post a batch's sends together (P::kSendsTogether, with sendTogether); false when P
+/// does not say.
+template <typename P, typename = void>
+struct SendsTogether : std::false_type {};
+template <typename P>
+struct SendsTogether<P, std::void_t<decltype(P::kSendsTogether)>> : std::integral_constant<bool, P::kSendsTogether> {};
+
+/// The first pass over a batch's sends, all at once where the primitives can (LL on the GPU: one pass of the
+/// block over every slice's lines, where k posts one after another take k times the barriers and the waits for
+/// the source's loads). Only when each step has its whole part, at most a slice, still to send, as every step of
+/// a batch of two or more has on the first pass (exchangeBatchEnd). True when sendTogether posted them all and
+/// sent[] says so; false, nothing posted, when they go one by one.
+template <typename T, typename P>
+COLLIE_HD bool sendBatchTogether(P& p, const Step* steps, int first, int m, uint64_t* sent, T* const* bufs,
+                                 uint64_t perSlice, int channel, int nchannels, uint64_t align) {
+  if (m < 2 || m > kMaxBatchedExchanges) return false;
+  Outgoing<T> out[kMaxBatchedExchanges];
+  uint64_t counts[kMaxBatchedExchanges];
+  int k = 0;
+  for (int j = 0; j < m; ++j) {
+    const Step& s = steps[first + j];
+    const ChannelPart part = channelPart(s.count, channel, nchannels, align);
+    if (sent[j] != 0 || part.count > perSlice) return false;
+    counts[j] = part.count;
+    if (part.count > 0)
+      out[k++] = Outgoing<T>{s.sendPeer, bufs[static_cast<int>(s.src.buffer)] + s.src.offset + part.offset, part.count};
+  }
+  if (k < 2 || !p.sendTogether(out, k)) return false;
+  for (int j = 0; j < m; ++j) sent[j] = counts[j];
+  return true;
+}
+
 /// What one pass over the sends of a group of steps did (sendPass).
 struct SendPass {
   bool progressed = false;   // some step posted a slice
@@ -80,6 +124,12 @@ template <typename T, typename P>
 COLLIE_HD SendPass sendPass(P& p, const Step* steps, int first, int m, uint64_t* sent, T* const* bufs,
                             uint64_t perSlice, int channel, int nchannels, uint64_t align, DirectSteps direct) {
   SendPass r;
+  if constexpr (SendsTogether<P>::value) {
+    if (sendBatchTogether<T>(p, steps, first, m, sent, bufs, perSlice, channel, nchannels, align)) {
+      r.progressed = true;  // and nothing is left to send
+      return r;
+    }
+  }
   for (int j = 0; j < m; ++j) {
     const Step& s = steps[first + j];
     const ChannelPart part = channelPart(s.count, channel, nchannels, align);

@@ -247,10 +247,17 @@ __device__ inline bool peerRefused(const KernelArgs& a, int peer) {
   return peer >= 0 && peer != a.rank && dev::loadVolatile64(a.windows[peer] + kRefusedOffset) != 0;
 }
 
+/// Whether `peer`'s kernels failed a call (its window's kFailedOffset, executor/protocol.h): it runs nothing more.
+/// A proxy's outbox reads 0 there.
+__device__ inline bool peerFailed(const KernelArgs& a, int peer) {
+  return peer >= 0 && peer != a.rank && dev::loadVolatile64(a.windows[peer] + kFailedOffset) != 0;
+}
+
 /// Thread 0, every 1024 polls of a wait on `peer` and `other` (-1: none), with either protocol: why it stops
 /// waiting, or 0. In this order: one of them refused a call and runs nothing more (collieInvalidUsage, *refuser
-/// names it); the host aborted, another block of this rank failed, or the proxy lost one of them
-/// (collieRemoteError); the deadline passed (collieTimeout). The loads are not free, hence not every poll.
+/// names it); one of them failed first, its process exited (DeviceStatus::exited) or the proxy lost it, the
+/// host aborted, or another block of this rank failed (collieRemoteError); the deadline passed
+/// (collieTimeout). The loads are not free, hence not every poll.
 __device__ inline int stopWaiting(const KernelArgs& a, uint64_t deadline, int peer, int other, int* refuser) {
   const int who[2] = {peer, other};
   for (int x : who)
@@ -258,6 +265,9 @@ __device__ inline int stopWaiting(const KernelArgs& a, uint64_t deadline, int pe
       *refuser = x;
       return collieInvalidUsage;
     }
+  const uint64_t exited = a.status->exited;
+  for (int x : who)
+    if (peerFailed(a, x) || (x >= 0 && x < 64 && ((exited >> x) & 1) != 0)) return collieRemoteError;
   if (dev::loadFlag(&a.status->abort) != 0 || dev::loadFlag(a.failed) != 0) return collieRemoteError;
   // A proxy's flags, one per peer on another host (null without a proxy, and so always with LL).
   if (a.lost != nullptr)
@@ -384,7 +394,10 @@ class DevicePrims {
       // From the first slice handed over in place, every post of this launch to q says so (kFlagInPlace), so
       // that q announces its reading before it takes one (protocol.h, "Giving up").
       // The slice is signed with the launch's call, published by the same release (sameCall).
-      dev::storeVolatile64(a_.windows[q] + a_.layout.signatureOffset(channel_, a_.rank, seq), a_.callSignature);
+      // Not through a proxy, which forwards slots and counters only (its peer takes unsigned slices): the store
+      // would cross PCIe into its pinned outbox for nothing.
+      if (!viaProxy(q))
+        dev::storeVolatile64(a_.windows[q] + a_.layout.signatureOffset(channel_, a_.rank, seq), a_.callSignature);
       if (readsInPlace(q)) {
         dev::storeVolatile64(a_.windows[q] + a_.layout.sourceOffset(channel_, a_.rank, seq),
                              static_cast<uint64_t>(reinterpret_cast<uintptr_t>(exposed_)));
@@ -553,6 +566,9 @@ class DevicePrims {
   }
   // Whether slices between us and `peer` carry a source word (KernelArgs::readsInPlace).
   __device__ bool readsInPlace(int peer) const { return peer < 64 && ((a_.readsInPlace >> peer) & 1) != 0; }
+  // Whether `peer` is on another host: its slices go through the proxy's outbox, its own through the proxy's
+  // inbox instead of our window. No load without a proxy.
+  __device__ bool viaProxy(int peer) const { return a_.lost != nullptr && a_.inboxes[peer] != a_.windows[a_.rank]; }
   // Thread 0: stopWaiting, with the peer that refused first named in the failure (theirs() 0).
   __device__ int stop(uint64_t deadline, int peer, int other) {
     int refuser = -1;

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 
+#include "executor/step_runner.h"  // Outgoing
 #include "kernels/device_prims.cuh"
 
 namespace collie {
@@ -43,6 +44,8 @@ class DevicePrimsLL {
   static constexpr bool kReadsInPlace = false;
   // One incoming slice at a time (staged in shared memory): joined steps (program.h) run one after another.
   static constexpr bool kJoinsReceives = false;
+  // A batch's slices go out in one pass of the block (sendTogether).
+  static constexpr bool kSendsTogether = true;
 
   /// `counters` holds four arrays of nranks (posted, consumed, credited, clean); `stage` is 2 x llPayloadBytes of
   /// shared memory: outgoing, then incoming slice.
@@ -118,6 +121,55 @@ class DevicePrimsLL {
     }
     dev::sync();  // every thread has read its words before the next slice is staged
   }
+  /// A batch's k slices, to k distinct peers (executor/step_runner.h, sendBatchTogether), in one pass of the
+  /// block: the threads share out every line of all of them and write each straight from the source, with its
+  /// slice's flag. Posting them one by one stages each in shared memory first and takes three barriers each, and
+  /// the few threads a small slice needs load its source only after the last slice's barriers: for one-shot at
+  /// 8 ranks, 21 barriers and 7 source loads in a row where this takes 3 barriers and one round of loads. False,
+  /// nothing posted, where they must go one by one: a peer twice or beyond 64, one with no room yet, or one whose
+  /// slots are due to be rewritten whole ("Stale lines"), which post() does; and with COLLIE_LL_SEPARATE_POSTS=1.
+  __device__ bool sendTogether(const Outgoing<T>* out, int k) {
+    if (pending_ != 0 || a_.separatePosts) return false;
+    const uint32_t period = a_.layout.llFlagPeriod;
+    bool alone = false;
+    if (dev::tid() == 0) {
+      uint64_t seen = 0;
+      for (int j = 0; j < k && !alone; ++j) {
+        const int q = out[j].peer;
+        alone = q >= 64 || ((seen >> q) & 1) != 0 || posted_[q] - clean_[q] >= llStaleAfter(period) || !pollRoom(q);
+        if (q < 64) seen |= uint64_t{1} << q;
+      }
+    }
+    if (dev::syncOr(alone)) return false;
+    // Line g of the batch: line w of slice j, the slices' lines one after another. Every thread reads the
+    // connections' counters here, before the barrier after which thread 0 advances them.
+    uint64_t total = 0;
+    for (int j = 0; j < k; ++j) total += (out[j].n * sizeof(T) + 3) / 4;
+    for (uint64_t g = dev::tid(); g < total; g += dev::nthreads()) {
+      int j = 0;
+      uint64_t w = g;
+      for (uint64_t words = (out[j].n * sizeof(T) + 3) / 4; w >= words; words = (out[j].n * sizeof(T) + 3) / 4) {
+        w -= words;
+        ++j;
+      }
+      const int q = out[j].peer;
+      const uint64_t seq = posted_[q];
+      const uint64_t flag = static_cast<uint64_t>(llFlag(seq, period, tag_)) << 32;
+      uint8_t* slot = a_.windows[q] + a_.layout.llSlotOffset(channel_, a_.rank, seq);
+      dev::storeVolatile64(slot + kLLLine * w, flag | wordOf(out[j].src, out[j].n * sizeof(T), w));
+    }
+    dev::sync();
+    if (dev::tid() == 0) {
+      // As post() does for each, with no slot rewritten: clean_ stays.
+      for (int j = 0; j < k; ++j) {
+        const int q = out[j].peer;
+        posted_[q] += 1;
+        dev::storeVolatile64(a_.windows[q] + a_.layout.readyOffset(channel_, a_.rank), posted_[q] | kFlagLL);
+      }
+    }
+    dev::sync();  // the counters are advanced before any thread reads them again
+    return true;
+  }
   // As DevicePrims::drain: no load for a peer whose credits thread 0 has seen cover what it posted.
   __device__ int drain(int* peer) {
     int rc = 0;
@@ -161,6 +213,17 @@ class DevicePrimsLL {
   __device__ void stepDone(int si) { clock_.stepDone(si, waitedNs_); }
 
  private:
+  // Word w (4 bytes, little-endian) of the `bytes` at src, as a staged slice holds it; the bytes past the end of
+  // the last word, which no receiver reads, 0. One load where the word is whole and aligned (read as a word, as
+  // BlockMoves reads its vectors), else byte by byte (1- and 2-byte types at odd offsets, a slice's tail): never
+  // a load past the source.
+  __device__ static uint32_t wordOf(const T* src, uint64_t bytes, uint64_t w) {
+    const uint8_t* b = reinterpret_cast<const uint8_t*>(src) + 4 * w;
+    if ((reinterpret_cast<uintptr_t>(b) & 3) == 0 && 4 * w + 4 <= bytes) return *reinterpret_cast<const uint32_t*>(b);
+    uint32_t v = 0;
+    for (uint64_t i = 0; i < 4 && 4 * w + i < bytes; ++i) v |= static_cast<uint32_t>(b[i]) << (8 * i);
+    return v;
+  }
   __device__ const uint8_t* slotIn(int p) const { return mine_ + a_.layout.llSlotOffset(channel_, p, consumed_[p]); }
   __device__ uint32_t expectedFlag(int p) const { return llFlag(consumed_[p], a_.layout.llFlagPeriod, tag_); }
   __device__ uint32_t firstFlag(int p) const { return static_cast<uint32_t>(dev::loadVolatile64(slotIn(p)) >> 32); }

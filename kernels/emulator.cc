@@ -19,6 +19,7 @@ bool BlockBarrier::arriveAndWait(bool pred) {
   const uint64_t gen = generation_;
   any_ = any_ || pred;
   if (++waiting_ == threads_) {
+    countBarrier();
     waiting_ = 0;
     result_ = any_;
     any_ = false;
@@ -46,12 +47,15 @@ void pollPause() {
 namespace {
 std::atomic<uint64_t> gFences{0};
 std::atomic<uint64_t> gSystemScope{0};
+std::atomic<uint64_t> gBarriers{0};
 }  // namespace
 
 void countFence() { gFences.fetch_add(1, std::memory_order_relaxed); }
 uint64_t fencesTaken() { return gFences.load(std::memory_order_relaxed); }
 void countSystemScope() { gSystemScope.fetch_add(1, std::memory_order_relaxed); }
 uint64_t systemScopeTaken() { return gSystemScope.load(std::memory_order_relaxed); }
+void countBarrier() { gBarriers.fetch_add(1, std::memory_order_relaxed); }
+uint64_t barriersTaken() { return gBarriers.load(std::memory_order_relaxed); }
 
 uint64_t nowNs() {
   return static_cast<uint64_t>(

@@ -59,6 +59,9 @@ uint64_t fencesTaken();
 /// The same for the flag loads and stores at system scope (dev::loadAcquireSys, storeReleaseSys).
 void countSystemScope();
 uint64_t systemScopeTaken();
+/// The same for block barriers (dev::sync, dev::syncOr): one per barrier a whole block passed.
+void countBarrier();
+uint64_t barriersTaken();
 
 /// The host threads that play a launch's blocks: `blocks` x `threadsPerBlock`
 /// threads, started once and reused by every launch (thread creation per launch

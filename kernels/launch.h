@@ -36,6 +36,10 @@ struct DeviceStatus {
   // launch's (protocol.h, signature[][][]); 0 where `peer` had refused its call first (kRefusedOffset);
   // kAnotherCall where an LL line said no more than that (protocol.h, llOtherCall).
   volatile uint64_t theirs;
+  // host -> device: bit r, rank r's process of this machine is gone (PeerWatch, ranks below 64): the waits on it
+  // give up with collieRemoteError, the others go on. A rank that destroyed its communicator and exited owes
+  // the calls still running nothing more.
+  volatile uint64_t exited;
 };
 constexpr uint64_t kAnotherCall = ~uint64_t{0};
 constexpr uint64_t kPeerStartedUnknown = ~uint64_t{0};
@@ -85,6 +89,7 @@ struct KernelArgs {
   uint64_t scratchPerChannel = 0;           // bytes of scratch each block owns, from bufs[2]
   int lowLatency = 0;                       // 1: the LL protocol (executor/protocol.h), else Simple
   int systemFence = 0;                      // 1: COLLIE_SYSTEM_FENCE, a full fence before each Simple post
+  int separatePosts = 0;                    // 1: COLLIE_LL_SEPARATE_POSTS, a batch's LL slices posted one by one
   int rank = 0;
   int divisor = 0;
   uint64_t seq = 0;

@@ -118,7 +118,7 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
       a.status->peerStarted = f.peer >= 0 && f.peer < n && a.lost == nullptr
                                   ? dev::loadVolatile64(a.windows[f.peer] + kStartedOffset)
                                   : kPeerStartedUnknown;
-      a.status->peerGaveUp = prims.gaveUp(f.peer) ? 1u : 0u;
+      a.status->peerGaveUp = prims.gaveUp(f.peer) || (f.code == collieRemoteError && peerFailed(a, f.peer)) ? 1u : 0u;
       a.status->theirs = f.code == collieInvalidUsage ? prims.theirs(f.peer) : 0;
       dev::fenceSystem();
       dev::storeFlag(&a.status->code, static_cast<uint32_t>(f.code));
@@ -127,7 +127,8 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
     // A call refused (a peer's slice of another call, or a peer that refused first): nothing more runs here,
     // and the peers waiting on this rank stop too (executor/protocol.h, kRefusedOffset). Before giveUp's
     // withdrawal, which a peer acquires before it looks here.
-    if (f.code == collieInvalidUsage) dev::storeVolatile64(a.windows[a.rank] + kRefusedOffset, 1);
+    // Any other failure, likewise, so that peers waiting on this rank stop at once (kFailedOffset).
+    dev::storeVolatile64(a.windows[a.rank] + (f.code == collieInvalidUsage ? kRefusedOffset : kFailedOffset), 1);
     // Every block that fails, after the record, so the host hears of the failure while this waits.
     prims.giveUp();
     return;

@@ -335,6 +335,14 @@ part_tune() {
     --backend cuda -b 8 -e 64K -f 4 --json "$logs/tune_scope_small_t4_simple.json"
   step tune_scope_small_t4 env COLLIE_SYSTEM_SCOPE=1 "$bench" allreduce -t 4 --backend cuda -b 8 -e 64K -f 4 \
     --json "$logs/tune_scope_small_t4.json"
+  # An LL batch's slices in one pass of the block (the default since 2026-11-29) against one by one
+  # (COLLIE_LL_SEPARATE_POSTS=1): one-shot allreduce and pairwise all-to-all, the batches' users, at 8 ranks.
+  for posts in together:0 separate:1; do
+    step "tune_posts_t8_${posts%%:*}" env COLLIE_LL_SEPARATE_POSTS="${posts#*:}" "$bench" allreduce -t 8 \
+      --backend cuda -b 8 -e 8K -f 8 -n 50 -w 10 --algo oneshot --json "$logs/tune_posts_t8_${posts%%:*}.json"
+    step "tune_posts_alltoall_t8_${posts%%:*}" env COLLIE_LL_SEPARATE_POSTS="${posts#*:}" "$bench" alltoall -t 8 \
+      --backend cuda -b 64 -e 8K -f 8 -n 50 -w 10 --json "$logs/tune_posts_alltoall_t8_${posts%%:*}.json"
+  done
   # At a large size: is a block's time its own moving or waiting for peers (the cap near 2 TB/s of traffic,
   # docs/cuda-executor.md, "Memory traffic")?
   step tune_phases_t4_128M env COLLIE_KERNEL_TIMING=1 "$bench" allreduce -t 4 --backend cuda -b 128M -e 128M -n 10 \

@@ -214,22 +214,41 @@ TEST(Emulator, ABadSettingIsRefusedAtInit) {
   ScopedEnv noFence("COLLIE_SYSTEM_FENCE", "0");
   ScopedEnv scope("COLLIE_SYSTEM_SCOPE", "on");
   refusedSaying("COLLIE_SYSTEM_SCOPE must be 0 or 1, not \"on\"");
+  ScopedEnv globalScope("COLLIE_SYSTEM_SCOPE", "0");
+  ScopedEnv posts("COLLIE_LL_SEPARATE_POSTS", "2");
+  refusedSaying("COLLIE_LL_SEPARATE_POSTS must be 0 or 1, not \"2\"");
 }
 
-// What `counter` (one of the emulation's counts) grows by in one ring allreduce of 3000 floats on `n` ranks as
-// threads, with `variable` set to `setting`.
-uint64_t countedInOneAllReduce(int n, uint64_t (*counter)(), const char* variable, const char* setting) {
+// What `counter` (one of the emulation's counts) grows by in one allreduce of `count` floats (the algorithm and
+// protocol the caller's settings pick) on `n` ranks as threads, with `variable` set to `setting`.
+uint64_t countedInOneAllReduce(int n, uint64_t (*counter)(), const char* variable, const char* setting,
+                               size_t count = 3000) {
   ScopedEnv set(variable, setting);
   collie::test::Comms c(n);
   EXPECT_EQ(c.result, collieSuccess) << collieGetLastError(nullptr);
   const uint64_t before = counter();
   collie::test::onRanks(n, [&](int r) {
-    std::vector<float> mine(3000, 1.0f);
+    std::vector<float> mine(count, 1.0f);
     EXPECT_EQ(collieAllReduce(mine.data(), mine.data(), mine.size(), collieFloat32, collieSum, c[r], nullptr),
               collieSuccess);
-    EXPECT_EQ(mine[0], static_cast<float>(n));
+    for (float v : mine) EXPECT_EQ(v, static_cast<float>(n));
   });
   return counter() - before;
+}
+
+// A batch's LL slices go out in one pass of the block (kernels/device_prims_ll.cuh, sendTogether): the 7 sends of
+// a one-shot allreduce of 2 floats at 8 ranks take 3 barriers in all where one by one they take 3 each, 18 fewer
+// per rank; COLLIE_LL_SEPARATE_POSTS=1 posts them one by one again. Counted through the kernels' own code (the
+// emulation counts the barriers blocks pass).
+TEST(Emulator, AnLLBatchsSlicesGoOutInOnePass) {
+  ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "2");
+  ScopedEnv proto("COLLIE_PROTO", "ll");
+  ScopedEnv algo("COLLIE_ALGO", "allreduce:oneshot");
+  ScopedEnv channels("COLLIE_CHANNELS", "1");
+  const int n = 8;
+  const uint64_t together = countedInOneAllReduce(n, collie::emu::barriersTaken, "COLLIE_LL_SEPARATE_POSTS", "0", 2);
+  const uint64_t apart = countedInOneAllReduce(n, collie::emu::barriersTaken, "COLLIE_LL_SEPARATE_POSTS", "1", 2);
+  EXPECT_GE(apart, together + static_cast<uint64_t>(n * (3 * (n - 1) - 3))) << together << " against " << apart;
 }
 
 // A Simple post's release store is its only fence; COLLIE_SYSTEM_FENCE=1 adds the full one before it, one per
@@ -355,6 +374,39 @@ TEST(Emulator, AMissingRankTimesOutInsideTheKernel) {
   float x = 1;
   EXPECT_EQ(collieAllReduce(&x, &x, 1, collieFloat32, collieSum, c[0], nullptr), collieTimeout);
   EXPECT_NE(std::string(collieGetLastError(c[0])).find("broken"), std::string::npos) << collieGetLastError(c[0]);
+}
+
+// A rank whose kernel failed marks its window (executor/protocol.h, kFailedOffset), and a peer waiting on it
+// fails at once, naming it, instead of waiting out its own timeout. LL, where no slice is read in place, so the
+// giving-up protocol of ranks that read each other's sends plays no part: the mark alone tells rank 1. Rank 2
+// never calls; rank 0 waits on it and times out after 1 s; rank 1 calls 0.6 s late and waits on rank 0, so that
+// its own timeout would come 0.6 s after rank 0's.
+TEST(Emulator, ARankWaitingOnOneThatFailedFailsAtOnce) {
+  ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "2");
+  ScopedEnv timeout("COLLIE_TIMEOUT", "1");
+  ScopedEnv algo("COLLIE_ALGO", "allreduce:ring");
+  ScopedEnv proto("COLLIE_PROTO", "ll");
+  collie::test::Comms c(3);
+  ASSERT_EQ(c.result, collieSuccess) << collieGetLastError(nullptr);
+  std::vector<collieResult_t> rc(2);
+  std::vector<std::string> text(2);
+  std::vector<double> took(2);
+  collie::test::onRanks(2, [&](int r) {
+    if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<float> mine(1000, 1.0f);
+    rc[static_cast<size_t>(r)] =
+        collieAllReduce(mine.data(), mine.data(), mine.size(), collieFloat32, collieSum, c[r], nullptr);
+    took[static_cast<size_t>(r)] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    text[static_cast<size_t>(r)] = collieGetLastError(c[r]);
+  });
+  EXPECT_EQ(rc[0], collieTimeout) << text[0];
+  EXPECT_NE(text[0].find("waiting on rank 2"), std::string::npos) << text[0];
+  EXPECT_EQ(rc[1], collieRemoteError) << text[1];
+  EXPECT_NE(text[1].find("rank 1 waiting on rank 0"), std::string::npos) << text[1];
+  EXPECT_NE(text[1].find("failed in the emulated kernel: rank 0 had given up this call first"), std::string::npos)
+      << text[1];
+  EXPECT_LT(took[1], 0.9) << "rank 1 waited out its own timeout";
 }
 
 // The report of a timed-out wait says which call the peer's newest kernel was (an earlier one: a stalled host
