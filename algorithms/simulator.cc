@@ -266,6 +266,10 @@ Batch Simulation::batchAt(int r, const Program& p) {
     s.groupEnd = static_cast<size_t>(exchangeGroupEnd(steps, static_cast<int>(p.steps.size()), pc));
   Batch b;
   b.first = s.pc;
+  if (topo_.serialBatches) {  // each exchange its own turn, as the GPU's kernels pay them (topology.h)
+    b.end = b.first + 1;
+    return b;
+  }
   b.end =
       static_cast<size_t>(cutExchangeBatch(pc, static_cast<int>(s.groupEnd), [&](int i, ByteSpan* src, ByteSpan* dst) {
         const Step& st = steps[i];

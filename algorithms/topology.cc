@@ -71,6 +71,11 @@ Topology sharedGpuTopology(double peakBytesPerSec) {
   // 128 MiB allreduce at 2, 4 and 8 ranks; docs/PERFORMANCE.md, "Memory traffic"), rhd or ring alike. Copies alone
   // (allgather, all-to-all) moved more, 0.46: their times come out long, their algorithms in the same order.
   t.sharedMemoryBeta = 1.0 / (0.38 * peakBytesPerSec);
+  // The kernels take a batch's slices one peer after another, each at the cost of a lone exchange: on an H200 a
+  // one-shot allreduce of 8 B spent 15.8 us in its batch at 4 ranks and 37.7 us at 8, against 4.4 us per
+  // recursive-doubling step (docs/PERFORMANCE.md, 2026-11-28 and -29). Modelled as one batch, one-shot was picked
+  // and ran 1.6-1.7x slower than tree at 8 ranks.
+  t.serialBatches = true;
   return t;
 }
 
@@ -207,6 +212,7 @@ std::string Topology::describe() const {
   }
   add("gamma_gbps %.6g\n", gamma > 0 ? 1.0 / gamma / kGBps : 0.0);
   if (sharedMemoryBeta > 0) add("shared_memory_gbps %.6g\n", 1.0 / sharedMemoryBeta / kGBps);
+  if (serialBatches) add("serial_batches 1\n");
   add("slot_bytes %llu\n", static_cast<unsigned long long>(slotBytes));
   add("slots %u\n", slots);
   return out;
@@ -302,6 +308,13 @@ Status parseTopology(const std::string& text, const std::string& source, Topolog
         return fail(lineNo,
                     "shared_memory_gbps: expected a number of GB/s from 0 (none shared) to 1e6, got " + quoted(value));
       t.sharedMemoryBeta = d > 0 ? 1.0 / (d * kGBps) : 0;
+    } else if (key == "serial_batches") {
+      if (value != "0" && value != "1")
+        return fail(lineNo,
+                    "serial_batches: expected 0 (a batch of small exchanges costs one round trip) or 1 (one "
+                    "per exchange), got " +
+                        quoted(value));
+      t.serialBatches = value == "1";
     } else if (key == "slot_bytes") {
       if (!parseUnsigned(value, uint64_t{1} << 30, &u) || u < 64 || u % 8 != 0)
         return fail(lineNo, "slot_bytes: expected a multiple of 8 from 64 to 1073741824, got " + quoted(value));

@@ -21,6 +21,8 @@
 //   gamma_gbps 1000                the rate at which a rank reduces, GB/s
 //   shared_memory_gbps 1900        memory traffic (read + written) per second that
 //                                  all ranks of a node share: ranks on one GPU
+//   serial_batches 1               1: a batch of small exchanges costs a round trip per
+//                                  exchange (the GPU's kernels), 0: one for the batch
 //   slot_bytes 262144              executor slot size
 //   slots 4                        slots per connection
 //
@@ -69,6 +71,10 @@ struct Topology {
   // memory system, as ranks sharing a GPU do; 0 when each rank has its own. A call then takes at least the node's
   // summed traffic times this (simulator.h).
   double sharedMemoryBeta = 0;
+  // Whether a batch of small exchanges (program.h, cutExchangeBatch) costs a round trip per exchange rather than one
+  // for the batch: so on the GPU, where a one-shot allreduce's batch took about 5.3 us per peer on an H200, as much
+  // as a lone recursive-doubling step (docs/PERFORMANCE.md, 2026-11-29); the host's threads overlap them.
+  bool serialBatches = false;
   uint64_t slotBytes = 1 << 18;  // executor defaults (executor/protocol.h): 4 slots of 256 KiB
   uint32_t slots = 4;
 

@@ -58,6 +58,7 @@ std::string fingerprint(const Topology& t) {
   }
   add(t.gamma);
   add(t.sharedMemoryBeta);
+  add(t.serialBatches);
   add(t.slotBytes);
   add(t.slots);
   return key;

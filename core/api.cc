@@ -259,7 +259,7 @@ collieResult_t collieCommGetAsyncError(collieComm_t comm, collieResult_t* asyncE
     if (c->asyncError.load() == collieSuccess) {
       collie::Status st = c->executor ? c->executor->asyncStatus() : collie::Status();
       if (!st.ok()) {
-        c->asyncError.store(st.code());
+        c->breakWith(st);
         std::lock_guard<std::mutex> lock(c->errorMu);
         c->lastError = st.message();
       }

@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <exception>
+#include <mutex>
 #include <new>
+#include <string>
 
 #include "collie.h"
 #include "core/comm.h"
@@ -87,16 +89,19 @@ inline Status checkComm(collieComm_t comm, const char* call, Accept accept = Acc
       (revoked && accept == Accept::kRevoked))
     return Status();
   // A kernel's failure (CUDA backend) breaks the communicator for the next call too.
-  if (comm->asyncError.load() == collieSuccess && comm->executor) {
-    const Status st = comm->executor->asyncStatus();
-    if (!st.ok()) comm->asyncError.store(st.code());
-  }
+  if (comm->asyncError.load() == collieSuccess && comm->executor) comm->breakWith(comm->executor->asyncStatus());
   const int async = comm->asyncError.load();
-  if (async != collieSuccess)
-    return Status::error(static_cast<collieResult_t>(async),
-                         "%s: comm is broken by an earlier failure (%s); destroy it and create a new one", call,
-                         resultName(static_cast<collieResult_t>(async)));
-  return Status();
+  if (async == collieSuccess) return Status();
+  // The failure that broke it, in full: with the GPU's, which no call returned, it is the only place its rank, peer
+  // and step are said (the bench's first sweep refusals on an H200 said only "collieTimeout", 2026-11-29).
+  std::string why;
+  {
+    std::lock_guard<std::mutex> lock(comm->errorMu);
+    why = comm->brokenBy;
+  }
+  return Status::error(static_cast<collieResult_t>(async),
+                       "%s: comm is broken by an earlier failure (%s%s%s); destroy it and create a new one", call,
+                       resultName(static_cast<collieResult_t>(async)), why.empty() ? "" : ": ", why.c_str());
 }
 
 /// The buffer is memory the communicator's executor can reach: device (or

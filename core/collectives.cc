@@ -123,7 +123,7 @@ Status executeCall(collieComm_t comm, const Call& call) {
       n = call.recvCounts[0];
     }
     Status st = n == 0 ? Status() : comm->executor->localCopy(out, in, n * es, call.stream);
-    if (!st.ok()) comm->asyncError.store(st.code());
+    if (!st.ok()) comm->breakWith(st.withContext(call.name));
     return st.withContext(call.name);
   }
   const collie::AlgorithmInfo* chosen = call.algo ? call.algo : comm->algorithmFor(call.collective, call.count * es);
@@ -155,7 +155,7 @@ Status executeCall(collieComm_t comm, const Call& call) {
     exec.output = call.output;
     // Its steps never read what an earlier step wrote, so channels may split each step.
     Status st = comm->executor->runSplit(algo.build(args), exec);
-    if (!st.ok()) comm->asyncError.store(st.code());
+    if (!st.ok()) comm->breakWith(st.withContext(call.name));
     return st.withContext(call.name);
   }
   // Channels: a round is cut again into one part per channel, each a complete
@@ -187,7 +187,7 @@ Status executeCall(collieComm_t comm, const Call& call) {
   exec.output = call.output;
   Status st = comm->executor->runRounds(plan, exec);
   if (!st.ok()) {
-    comm->asyncError.store(st.code());
+    comm->breakWith(st.withContext(call.name));
     return st.withContext(call.name);
   }
   return Status();
@@ -208,7 +208,7 @@ Status executeScaled(collieComm_t comm, const Call& call, const collie::ScaleArg
       // (every rank timed out on the fake runtime with the streams in 3 queues or fewer).
       Status st = collie::resolveScalar(scale, &sum.scale.deviceScalar, sum.scale.hostScalar);
       if (!st.ok()) {
-        comm->asyncError.store(st.code());  // the peers go on without this rank
+        comm->breakWith(st.withContext(call.name));  // the peers go on without this rank
         return st.withContext(call.name);
       }
       sum.scale.active = true;
@@ -218,7 +218,7 @@ Status executeScaled(collieComm_t comm, const Call& call, const collie::ScaleArg
     void* staging = nullptr;
     Status st = collie::scaleInputDevice(scale, call.input, n, call.stream, comm->executor->devicePool(), &staging);
     if (!st.ok()) {
-      comm->asyncError.store(st.code());  // the peers go on without this rank
+      comm->breakWith(st.withContext(call.name));  // the peers go on without this rank
       return st.withContext(call.name);
     }
     if (staging != nullptr) sum.input = staging;
@@ -230,7 +230,7 @@ Status executeScaled(collieComm_t comm, const Call& call, const collie::ScaleArg
   std::vector<uint8_t> staging;
   Status st = collie::scaleInput(scale, call.input, n, &staging);
   if (!st.ok()) {
-    comm->asyncError.store(st.code());  // the peers go on without this rank
+    comm->breakWith(st.withContext(call.name));  // the peers go on without this rank
     return st.withContext(call.name);
   }
   sum.input = staging.data();

@@ -41,6 +41,13 @@ collieComm::~collieComm() {
   if (backend == collieBackendCuda) collie::teardownCudaBackend(this);
 }
 
+void collieComm::breakWith(const collie::Status& why) {
+  int none = collieSuccess;
+  if (why.ok() || !asyncError.compare_exchange_strong(none, why.code())) return;
+  std::lock_guard<std::mutex> lock(errorMu);
+  brokenBy = why.message();
+}
+
 namespace collie {
 
 namespace {

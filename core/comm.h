@@ -96,6 +96,11 @@ struct collieComm {
 
   std::mutex errorMu;
   std::string lastError;
+  std::string brokenBy;  // the sentence of the failure that broke the comm (asyncError), for every later refusal
+
+  /// Marks the comm broken by `why` (a collective that failed mid-way, or a kernel's failure found later). The
+  /// first failure is the one kept: later calls are refused naming it, since the rank it names is where to look.
+  void breakWith(const collie::Status& why);
 
   // Guards redOps and registrations, which any thread may change while a group runs the comm's calls.
   std::mutex resourceMu;

@@ -129,7 +129,7 @@ Status runP2p(collieComm_t comm, const std::vector<P2pOp>& ops) {
                                            Range{Buffer::kOutput, offsetFrom(outBase, x.dst)}, x.recvBytes));
     }
     Status st = executor.runSplit(program, exec);
-    if (!st.ok()) comm->asyncError.store(st.code());
+    if (!st.ok()) comm->breakWith(st);
     return st;
   };
   if (exchanges.empty()) return Status();

@@ -345,6 +345,10 @@ class HostPrims {
   }
   /// Whether `peer` gave up first: withdrew what it posted to us, or reads nothing more of ours.
   bool gaveUp(int peer) const { return peer >= 0 && givingUp(peer) && (giving_.state[peer] & kGone) != 0; }
+  /// Whether `peer` failed a call for any other reason (its window's kFailedOffset, as the kernels mark theirs):
+  /// it runs nothing more, so a wait on it fails at once. Without it, a rank waiting on one that waits on a dead
+  /// process (or had timed out) waited out its own COLLIE_TIMEOUT.
+  bool markedFailed(int peer) const { return peer != rank_ && marked(peer, kFailedOffset); }
 
  private:
   bool isRemote(int peer) const { return windows_[static_cast<size_t>(peer)] == nullptr; }
@@ -413,15 +417,18 @@ class HostPrims {
     }
     return rc;
   }
-  bool refused(int peer) const {
+  bool refused(int peer) const { return marked(peer, kRefusedOffset); }
+  bool marked(int peer, uint64_t offset) const {
     const uint8_t* w = peer >= 0 ? call_.windows[static_cast<size_t>(peer)] : nullptr;
-    return w != nullptr &&
-           __atomic_load_n(reinterpret_cast<const uint64_t*>(w + kRefusedOffset), __ATOMIC_RELAXED) != 0;
+    return w != nullptr && __atomic_load_n(reinterpret_cast<const uint64_t*>(w + offset), __ATOMIC_RELAXED) != 0;
   }
   template <typename Ready>
   int waitPlain(Ready ready, int a, int b) const {
     RemoteWindows* w = remote_.windows;
-    const auto died = [&] { return exited(a) || exited(b) || refused(a) || refused(b) || gaveUp(a) || gaveUp(b); };
+    const auto died = [&] {
+      return exited(a) || exited(b) || refused(a) || refused(b) || gaveUp(a) || gaveUp(b) || markedFailed(a) ||
+             markedFailed(b);
+    };
     if (w == nullptr) return waitFor(ready, spins_, abort_, timeoutSec_, died);
     bool gone = false;
     const int rc = waitFor(
@@ -506,14 +513,16 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
       }
     }
     if (f.code != collieSuccess) {
-      peerGaveUp = prims.gaveUp(f.peer);
+      peerGaveUp = prims.gaveUp(f.peer) || (f.code == collieRemoteError && prims.markedFailed(f.peer));
       // A call refused (a peer's slice of another call, or a peer that refused first): nothing more runs here,
       // and the peers waiting on us stop too. Before giveUp's withdrawal, which a peer acquires before it looks
       // for this mark (HostPrims::wait): marked after it, a peer could see the withdrawal alone and report a
       // remote error instead of the refusal.
-      if (f.code == collieInvalidUsage && callCheck_.peer >= 0)
-        __atomic_store_n(reinterpret_cast<uint64_t*>(windows_[static_cast<size_t>(rank_)] + kRefusedOffset),
-                         uint64_t{1}, __ATOMIC_RELAXED);
+      // Any other failure marks the word beside it, so that ranks waiting on this one stop at once too.
+      const bool refusal = f.code == collieInvalidUsage && callCheck_.peer >= 0;
+      __atomic_store_n(reinterpret_cast<uint64_t*>(windows_[static_cast<size_t>(rank_)] +
+                                                   (refusal ? kRefusedOffset : kFailedOffset)),
+                       uint64_t{1}, __ATOMIC_RELAXED);
       prims.giveUp();
     }
     failed = w.program;

@@ -133,9 +133,9 @@ static_assert(sizeof(WindowHeader) <= kStartedOffset && kStartedOffset + 8 <= kL
 constexpr uint64_t kRefusedOffset = 48;
 static_assert(kRefusedOffset >= kStartedOffset + 8 && kRefusedOffset + 8 <= kLine, "the refusal fits line 0");
 
-/// Also in line 0: nonzero once the owner's kernels failed a call otherwise (a timeout, an abort, a peer that
-/// exited or failed first). Its communicator runs nothing more either, so its peers, waiting on it, fail at once
-/// too, instead of after COLLIE_TIMEOUT: a rank waiting on one that waits on a dead process learns it in
+/// Also in line 0: nonzero once the owner's kernels or host executor failed a call otherwise (a timeout, an abort, a
+/// peer that exited or failed first). Its communicator runs nothing more either, so its peers, waiting on it, fail at
+/// once too, instead of after COLLIE_TIMEOUT: a rank waiting on one that waits on a dead process learns it in
 /// milliseconds, not only the ranks that wait on the dead one.
 constexpr uint64_t kFailedOffset = 56;
 static_assert(kFailedOffset >= kRefusedOffset + 8 && kFailedOffset + 8 <= kLine, "the failure mark fits line 0");

@@ -13,6 +13,10 @@
 //   init    only init: the script kills the rendezvous root (rank 0) meanwhile
 //   shrink  as after; then each survivor shrinks the communicator without the victim
 //           (collieCommShrink, COLLIE_SHRINK_ABORT) and allreduces over the new one
+//   chain   as before, with a ring (COLLIE_ALGO) of 4 ranks and a long COLLIE_TIMEOUT: only the victim's successor
+//           waits on it, each other survivor waits on a survivor, which stays alive 6 s after its call failed, and
+//           still every survivor must fail within 2 s (executor/protocol.h, kFailedOffset), not when the survivor
+//           it waits on exits, nor after COLLIE_TIMEOUT
 //   mismatch the victim's allreduce has one element more: every survivor must fail with
 //           collieInvalidUsage within 2 s, from the signatures slices carry (executor/protocol.h),
 //           not after COLLIE_TIMEOUT and never with a result
@@ -49,9 +53,13 @@ collieResult_t allreduce(collieComm_t comm, std::vector<float>* buf) {
 
 // A survivor's failing call: the right kind of error, in time, and a prompt destroy.
 int survivorVerdict(int rank, const char* what, collieResult_t rc, double took, collieComm_t comm, double bound,
-                    bool mismatch) {
+                    bool mismatch, double linger = 0) {
   printf("rank %d: %s returned %s after %.2f s: %s\n", rank, what, collieGetErrorString(rc), took,
          rc == collieSuccess ? "" : collieGetLastError(comm));
+  fflush(stdout);
+  // Alive a while longer, its communicator too: a peer waiting on this rank must learn of the failure from the
+  // rank's window, not from its process being gone.
+  std::this_thread::sleep_for(std::chrono::duration<double>(linger));
   const Clock::time_point d = Clock::now();
   collieCommDestroy(comm);
   const double destroy = since(d);
@@ -100,7 +108,7 @@ int shrinkAndGoOn(int rank, int victim, const char* what, collieResult_t rc, dou
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: faults_mp before|during|after|never|exit|init|shrink|mismatch VICTIM\n");
+    fprintf(stderr, "usage: faults_mp before|chain|during|after|never|exit|init|shrink|mismatch VICTIM\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -128,9 +136,9 @@ int main(int argc, char** argv) {
   collieCommUserRank(comm, &rank);
   const bool isVictim = rank == victim;
   std::vector<float> buf(mode == "during" ? (1 << 20) : mode == "mismatch" && isVictim ? 1025 : 1024, 1.0f);
-  const double bound = timeoutSec + 5;
+  const double bound = mode == "chain" ? 2 : timeoutSec + 5;
 
-  if (mode == "before" && isVictim) raise(SIGKILL);
+  if ((mode == "before" || mode == "chain") && isVictim) raise(SIGKILL);
   if (mode == "never" && isVictim) {
     printf("rank %d: alive, not calling\n", rank);
     std::this_thread::sleep_for(std::chrono::duration<double>(timeoutSec + 3));
@@ -166,7 +174,8 @@ int main(int argc, char** argv) {
     if (rc != collieSuccess) {
       const std::string what = "allreduce #" + std::to_string(iter) + " (" + mode + ")";
       if (mode == "shrink") return shrinkAndGoOn(rank, victim, what.c_str(), rc, since(callStart), comm, bound);
-      return survivorVerdict(rank, what.c_str(), rc, since(callStart), comm, bound, mode == "mismatch");
+      return survivorVerdict(rank, what.c_str(), rc, since(callStart), comm, bound, mode == "mismatch",
+                             mode == "chain" ? 6 : 0);
     }
     for (float& v : buf) v = 1.0f;  // keep values small and exact
     if (mode != "during" || since(start) > 2 * timeoutSec + 30) {

@@ -119,6 +119,34 @@ TEST(Simulator, ABatchOfSmallExchangesPaysOneRoundTrip) {
   EXPECT_GE(big.seconds, 7 * alpha) << big.seconds / alpha << " alphas";
 }
 
+// The GPU's kernels take a batch's slices one peer after another, each at the cost of a lone exchange
+// (Topology::serialBatches; measured on an H200, docs/PERFORMANCE.md, 2026-11-29): on h200-shared a one-shot
+// allreduce of 8 ranks pays 7 round trips, not one, and the tuner no longer picks it over recursive doubling's 3
+// for a few bytes, which it did when the model overlapped the batch (one-shot then ran 1.6-1.7x slower than tree).
+TEST(Simulator, OnOneGpuABatchPaysARoundTripPerExchange) {
+  collie::Topology t = topo("h200-shared");
+  ASSERT_TRUE(t.serialBatches);
+  const collie::AlgorithmInfo* oneshot = collie::findAlgorithm(Collective::kAllReduce, "oneshot");
+  collie::Topology free = t;
+  for (collie::LinkCost& l : free.links) l.beta = 1e-18;
+  free.gamma = 1e-18;
+  free.sharedMemoryBeta = 0;
+  const double alpha = free.link(free.intra).alpha;
+  EXPECT_GE(predictOrDie(*oneshot, 2, 8, 4, free).seconds, 7 * alpha);
+  free.serialBatches = false;
+  EXPECT_LT(predictOrDie(*oneshot, 2, 8, 4, free).seconds, 1.5 * alpha);
+  for (int n : {4, 8})
+    for (uint64_t bytes : {8, 4096}) {
+      const collie::AlgorithmInfo* pick = collie::tunedAlgorithm(Collective::kAllReduce, bytes, n, t);
+      EXPECT_NE(pick, oneshot) << n << " ranks, " << bytes << " B: " << pick->name;
+    }
+  // The file format carries it.
+  collie::Topology back;
+  ASSERT_TRUE(collie::parseTopology(t.describe(), "", &back).ok());
+  EXPECT_TRUE(back.serialBatches);
+  EXPECT_FALSE(collie::parseTopology("serial_batches 2\n", "x.topo", &back).ok());
+}
+
 TEST(Simulator, NetworkHopsCostTheNetworkAlpha) {
   // Two ranks on two nodes: one send each way; a chain broadcast of one
   // element is one hop at the network's alpha, not NVLink's.
