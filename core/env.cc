@@ -100,6 +100,7 @@ const std::vector<VarInfo>& knownVars() {
       {"COLLIE_SOAK_ONLY", "tests/unit/soak_test.cc: run only this iteration (a replay)"},
       {"COLLIE_SOAK_SECONDS", "tests/unit/soak_test.cc: time budget when COLLIE_SOAK_ITERS is not set"},
       {"COLLIE_SOAK_MEMORY", "tests/unit/soak_test.cc: host (default) or device buffers (CUDA communicators)"},
+      {"COLLIE_TEST_TYPES", "tests/common/test_util.h: the types the sweeps loop over, all (default) or sizes"},
       {"CUDA_DEVICE_MAX_CONNECTIONS",
        "CUDA's hardware queues per GPU, read (never set) to warn when ranks sharing a GPU in one process outnumber "
        "them"},

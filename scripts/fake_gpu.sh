@@ -35,6 +35,10 @@ trap sweep EXIT
 # Few channels and 2 host threads per block: every rank's blocks are host threads on 2 cores. A hang
 # costs a minute, not five.
 export COLLIE_CHANNELS=2 COLLIE_FAKE_CUDA_THREADS=2 COLLIE_TIMEOUT=60
+# The sweeps loop over one type per element size (COLLIE_TEST_TYPES=sizes, tests/common/test_util.h): what runs
+# for real here is the executor's host code, which sees bytes; every type runs on a lent GPU (tests/gpu/run.sh)
+# and, on the kernels' own code, in algorithms_emulated (scripts/test.sh).
+export COLLIE_TEST_TYPES=sizes
 bounded "$build/tests/fake_cuda/fake_cudart_test" --gtest_brief=1
 # Ranks as threads: every algorithm at 2 and 3 ranks (8 ranks for allreduce), and the CudaBackend cases
 # (tiny slots, all-to-all-v, grouped send/recv, graph capture, wrong buffers, a rank that never joins). Every

@@ -359,6 +359,29 @@ const std::vector<collieDataType_t>& allTypes() {
   return types;
 }
 
+const std::vector<collieDataType_t>& sweepTypes() {
+  static const std::vector<collieDataType_t> types = [] {
+    const char* v = getenv("COLLIE_TEST_TYPES");
+    if (v == nullptr || *v == '\0' || strcmp(v, "all") == 0) return allTypes();
+    if (strcmp(v, "sizes") == 0)
+      return std::vector<collieDataType_t>{collieInt8, collieBfloat16, collieFloat32, collieUint64};
+    // A misspelt value must not quietly run a sweep other than the one asked for.
+    fprintf(stderr, "COLLIE_TEST_TYPES=%s: expected 'all' or 'sizes'\n", v);
+    abort();
+  }();
+  return types;
+}
+
+std::string sweepTypesLabel() {
+  return std::to_string(sweepTypes().size()) + " types" +
+         (sweepTypes().size() == allTypes().size() ? "" : " (COLLIE_TEST_TYPES=sizes)");
+}
+
+bool sweepTakesOp(collieDataType_t type, collieRedOp_t op, size_t key) {
+  if (type == collieFloat32 || type == collieInt32) return true;
+  return static_cast<size_t>(op) == (key + static_cast<size_t>(type)) % allOps().size();
+}
+
 const std::vector<collieRedOp_t>& allOps() {
   static const std::vector<collieRedOp_t> ops = {collieSum, collieProd, collieMax, collieMin, collieAvg};
   return ops;

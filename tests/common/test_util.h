@@ -60,5 +60,19 @@ double elementAsDouble(collieDataType_t type, const void* buf, size_t i);
 const std::vector<collieDataType_t>& allTypes();
 const std::vector<collieRedOp_t>& allOps();
 
+/// The types the exhaustive sweeps loop over: all 12, or with COLLIE_TEST_TYPES=sizes one per element size
+/// (int8, bfloat16, float32, uint64). The sweeps' reruns under another path (proxy, direct reads, staged,
+/// emulated LL) and the sanitizer passes use the latter: what they test is how bytes move, which depends on the
+/// element size and not on the arithmetic, and the plain runs keep every type. Any other value is refused.
+const std::vector<collieDataType_t>& sweepTypes();
+/// "12 types" or "4 types (COLLIE_TEST_TYPES=sizes)", for the sweeps' summary lines.
+std::string sweepTypesLabel();
+
+/// Whether a sweep's case with this type, operator and key (any number that varies with the other coordinates:
+/// count, placement, collective) runs. float32 and int32 take every operator; every other type one operator per
+/// key, rotated, so that it still meets all five over a sweep's counts and placements. The full product repeats
+/// the same reduction code per type at several times the cost.
+bool sweepTakesOp(collieDataType_t type, collieRedOp_t op, size_t key);
+
 }  // namespace test
 }  // namespace collie

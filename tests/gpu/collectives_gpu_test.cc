@@ -64,7 +64,7 @@ TEST_P(CudaAlgorithmsTest, ExactOnDeviceBuffers) {
   collie::test::Comms comms(p.nranks);
   ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
   int cases = 0, index = 0;
-  for (collieDataType_t type : collie::test::allTypes()) {
+  for (collieDataType_t type : collie::test::sweepTypes()) {
     for (collieRedOp_t op : collie::test::allOps()) {
       if (!collie::test::collHasOp(coll) && op != collieSum) continue;
       // All operators for float32 and int32; one per other type.
@@ -84,7 +84,8 @@ TEST_P(CudaAlgorithmsTest, ExactOnDeviceBuffers) {
       }
     }
   }
-  printf("%s nranks %d on the GPU: %d cases exact\n", spec.c_str(), p.nranks, cases);
+  printf("%s nranks %d on the GPU: %d cases exact (%s)\n", spec.c_str(), p.nranks, cases,
+         collie::test::sweepTypesLabel().c_str());
 }
 
 std::vector<Param> params() {

@@ -26,15 +26,17 @@ ucx_mp(ucx_mp_4x1_sm_rhd 4 4
   --quick)
 # Hierarchical allreduce over real node layouts: many rounds of tiny slots on 2x2; 3x2 over tcp; nodes of
 # unequal size (3 + 2), where every rank counts as its own node and hier runs as a flat ring.
-ucx_mp(ucx_mp_2x2_sm_hier 2 4 "${COLLIE_UCX_SM};COLLIE_ALGO=allreduce:hier,broadcast:hier,reduce:hier;COLLIE_SLOT_BYTES=4096;COLLIE_SLOTS=2")
+ucx_mp(ucx_mp_2x2_sm_hier 2 4 "${COLLIE_UCX_SM};COLLIE_TEST_TYPES=sizes;COLLIE_ALGO=allreduce:hier,broadcast:hier,reduce:hier;COLLIE_SLOT_BYTES=4096;COLLIE_SLOTS=2")
 ucx_mp(ucx_mp_3x2_tcp_hier 3 6 "${COLLIE_UCX_TCP};COLLIE_ALGO=allreduce:hier,broadcast:hier,reduce:hier" --quick)
 ucx_mp(ucx_mp_uneven_sm_hier 2 5 "${COLLIE_UCX_SM};COLLIE_ALGO=allreduce:hier,broadcast:hier,reduce:hier" --quick)
 ucx_mp(ucx_mp_3x2_sm_tiny_slots 3 5 "${COLLIE_UCX_SM};COLLIE_SLOT_BYTES=4096;COLLIE_SLOTS=2;COLLIE_CHANNELS=3" --quick)
+# The runs below that take another path than the plain ones above sweep one type per element size
+# (COLLIE_TEST_TYPES=sizes, tests/common/test_util.h): the path moves bytes, the arithmetic is the same.
 # The staged path GPU communicators take across hosts, with memcpy standing in for the copies (COLLIE_STAGE_HOST).
-ucx_mp(ucx_mp_2x2_sm_staged 2 4 "${COLLIE_UCX_SM};COLLIE_STAGE_HOST=1")
+ucx_mp(ucx_mp_2x2_sm_staged 2 4 "${COLLIE_UCX_SM};COLLIE_STAGE_HOST=1;COLLIE_TEST_TYPES=sizes")
 # The proxy path GPU kernels take across hosts, driven by the host executor (COLLIE_PROXY_HOST): every
 # collective on 2x2; tiny slots over 3 channels on uneven nodes over tcp (slot reuse, slices of every size).
-ucx_mp(ucx_mp_2x2_sm_proxy 2 4 "${COLLIE_UCX_SM};COLLIE_PROXY_HOST=1")
+ucx_mp(ucx_mp_2x2_sm_proxy 2 4 "${COLLIE_UCX_SM};COLLIE_PROXY_HOST=1;COLLIE_TEST_TYPES=sizes")
 ucx_mp(ucx_mp_3x2_tcp_proxy_tiny 3 5
   "${COLLIE_UCX_TCP};COLLIE_PROXY_HOST=1;COLLIE_SLOT_BYTES=4096;COLLIE_SLOTS=2;COLLIE_CHANNELS=3" --quick)
 # The same with ranks as threads of one process cut into 2 fake nodes (COLLIE_FAKE_NODES), where TSan can see the
@@ -42,14 +44,14 @@ ucx_mp(ucx_mp_3x2_tcp_proxy_tiny 3 5
 add_test(NAME algorithms_proxy COMMAND algorithms_api_test --gtest_brief=1 --gtest_filter=*_n3:*tinyslots*)
 add_test(NAME p2p_proxy COMMAND p2p_test --gtest_brief=1)
 set_tests_properties(algorithms_proxy PROPERTIES LABELS unit TIMEOUT 300
-  ENVIRONMENT "${COLLIE_UCX_SM};COLLIE_FAKE_NODES=2;COLLIE_PROXY_HOST=1;COLLIE_TIMEOUT=60")
+  ENVIRONMENT "${COLLIE_UCX_SM};COLLIE_FAKE_NODES=2;COLLIE_PROXY_HOST=1;COLLIE_TIMEOUT=60;COLLIE_TEST_TYPES=sizes")
 set_tests_properties(p2p_proxy PROPERTIES LABELS unit TIMEOUT 120 ENVIRONMENT
   "${COLLIE_UCX_SM};COLLIE_FAKE_NODES=2;COLLIE_PROXY_HOST=1;COLLIE_TIMEOUT=60;COLLIE_CHANNELS=3;COLLIE_SLOT_BYTES=4096;COLLIE_SLOTS=2")
 
 # The kernels' own code on the CPU (COLLIE_EMULATE_KERNELS) through the proxy, as a GPU communicator with
 # COLLIE_GPU_REMOTE=proxy runs it: every collective on 2x2 processes; send/recv and all-to-all-v over 3 channels of
 # tiny slots with ranks as threads cut into 2 fake nodes.
-ucx_mp(ucx_mp_2x2_sm_emulated 2 4 "${COLLIE_UCX_SM};COLLIE_EMULATE_KERNELS=3")
+ucx_mp(ucx_mp_2x2_sm_emulated 2 4 "${COLLIE_UCX_SM};COLLIE_EMULATE_KERNELS=3;COLLIE_TEST_TYPES=sizes")
 add_test(NAME p2p_emulated_proxy COMMAND p2p_test --gtest_brief=1)
 set_tests_properties(p2p_emulated_proxy PROPERTIES LABELS unit TIMEOUT 120 ENVIRONMENT
   "${COLLIE_UCX_SM};COLLIE_FAKE_NODES=2;COLLIE_EMULATE_KERNELS=3;COLLIE_TIMEOUT=60;COLLIE_CHANNELS=3;COLLIE_SLOT_BYTES=4096;COLLIE_SLOTS=2")

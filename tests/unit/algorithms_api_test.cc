@@ -1,6 +1,6 @@
 // Every collective x every registered algorithm, run through the public C API
 // on the host backend with ranks as threads, chosen with COLLIE_ALGO. For each
-// (algorithm, nranks): all 12 types, the reduction operators rotated over the
+// (algorithm, nranks): all 12 types (COLLIE_TEST_TYPES=sizes: 4), the reduction operators rotated over the
 // cases (float32 and int32 get all five), counts 0, 1, 13, 1009 and one that
 // takes several rounds, in place and out of place, roots varied. Inputs random
 // (seed printed), outputs poisoned, references independent. The full product
@@ -48,8 +48,7 @@ TEST_P(AlgorithmsApiTest, ExactForTypesOpsCountsPlacementsRoots) {
   ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
   const size_t several = p.tinySlots ? 3 * 1024 + 5 : 65537;  // more than one round for every type
   int cases = 0, index = 0;
-  for (collieDataType_t type : collie::test::allTypes()) {
-    const bool allOps = type == collieFloat32 || type == collieInt32;
+  for (collieDataType_t type : collie::test::sweepTypes()) {
     for (collieRedOp_t op : collie::test::allOps()) {
       if (!collie::test::collHasOp(coll) && op != collieSum) continue;
       for (size_t count : {size_t{0}, size_t{1}, size_t{13}, size_t{1009}, several}) {
@@ -57,8 +56,7 @@ TEST_P(AlgorithmsApiTest, ExactForTypesOpsCountsPlacementsRoots) {
           ++index;
           if (inPlace && !collie::test::collHasInPlace(coll)) continue;
           // Off the full product: one operator per (type, count, placement) unless the type takes all.
-          if (collie::test::collHasOp(coll) && !allOps &&
-              static_cast<size_t>(op) != (count + (inPlace ? 1 : 0) + static_cast<size_t>(type)) % 5)
+          if (collie::test::collHasOp(coll) && !collie::test::sweepTakesOp(type, op, count + (inPlace ? 1 : 0)))
             continue;
           const int root = (index * 7 + p.nranks) % p.nranks;
           const std::string err = collie::test::runCollectiveCase(comms, coll, type, op, count, inPlace, root, seed);
@@ -72,9 +70,10 @@ TEST_P(AlgorithmsApiTest, ExactForTypesOpsCountsPlacementsRoots) {
     }
   }
   printf(
-      "%s nranks %d%s: %d cases exact (12 types; ops rotated, all 5 for float32 and int32; counts 0 1 13 1009 %zu;"
+      "%s nranks %d%s: %d cases exact (%s; ops rotated, all 5 for float32 and int32; counts 0 1 13 1009 %zu;"
       " both placements; roots varied)\n",
-      spec.c_str(), p.nranks, p.tinySlots ? " tiny slots" : "", cases, several);
+      spec.c_str(), p.nranks, p.tinySlots ? " tiny slots" : "", cases, collie::test::sweepTypesLabel().c_str(),
+      several);
 }
 
 std::vector<Param> params() {
