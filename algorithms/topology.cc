@@ -212,7 +212,7 @@ std::string Topology::describe() const {
   }
   add("gamma_gbps %.6g\n", gamma > 0 ? 1.0 / gamma / kGBps : 0.0);
   if (sharedMemoryBeta > 0) add("shared_memory_gbps %.6g\n", 1.0 / sharedMemoryBeta / kGBps);
-  if (serialBatches) add("serial_batches 1\n");
+  if (serialBatches) add("serial_batches %d\n", 1);
   add("slot_bytes %llu\n", static_cast<unsigned long long>(slotBytes));
   add("slots %u\n", slots);
   return out;

@@ -13,8 +13,9 @@ cd "$(dirname "$0")/.."
 source scripts/bounded.sh
 build=build-fakecuda
 if [ ! -f "$build/build.ninja" ]; then
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLIE_FAKE_CUDA=ON -DCOLLIE_WITH_MPI=OFF \
-    >/dev/null
+  # -g1: line tables only (backtraces keep file and line; about a third less compile time than -g).
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
+    -DCOLLIE_FAKE_CUDA=ON -DCOLLIE_WITH_MPI=OFF >/dev/null
 fi
 cmake --build "$build" --target fake_cudart_test collectives_gpu_test program_cache_gpu_test collectives_gpu_mp \
   faults_gpu_mp collie-run nccl_gpu_test collie-bench soak_test
@@ -136,8 +137,8 @@ echo "fake-GPU suite: passed in $(($(date +%s) - start)) s"
 # own while the rank threads poll for errors, abort, and make the next calls.
 tsan=build-fakecuda-tsan
 if [ ! -f "$tsan/build.ninja" ]; then
-  cmake -S . -B "$tsan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCOLLIE_FAKE_CUDA=ON -DCOLLIE_WITH_MPI=OFF \
-    -DCOLLIE_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS="-fsanitize=thread -O1" -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
+  cmake -S . -B "$tsan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCOLLIE_FAKE_CUDA=ON \
+    -DCOLLIE_WITH_MPI=OFF -DCOLLIE_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS="-fsanitize=thread -O1" -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
     -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread >/dev/null
 fi
 cmake --build "$tsan" --target collectives_gpu_test program_cache_gpu_test soak_test
