@@ -79,9 +79,15 @@ int main(int argc, char** argv) {
   cudaStreamDestroy(stream);
   cudaFree(buf);
   const std::string named = "rank " + std::to_string(victim) + " (pid ";
-  const bool ok = rc == collieRemoteError && took < 10 && destroy < 5 && text.find(named) != std::string::npos &&
-                  text.find(") exited") != std::string::npos;
+  // A survivor that waits on the victim names it; one that waits on a survivor which gave up first (its failure mark,
+  // executor/protocol.h) names that rank instead, as fast (rd on 3 ranks: rank 2 waits on rank 0 at step 1).
+  const bool namesVictim = text.find(named) != std::string::npos && text.find(") exited") != std::string::npos;
+  const bool namesQuitter = text.find("had given up this call first") != std::string::npos;
+  const bool ok = rc == collieRemoteError && took < 10 && destroy < 5 && (namesVictim || namesQuitter);
   if (!ok)
-    printf("rank %d: FAIL (collieRemoteError naming %s...) exited, within 10 s, expected)\n", rank, named.c_str());
+    printf(
+        "rank %d: FAIL (collieRemoteError naming %s...) exited, or a rank that had given up first, within 10 s, "
+        "expected)\n",
+        rank, named.c_str());
   return ok ? 0 : 1;
 }
