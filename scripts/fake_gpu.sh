@@ -135,7 +135,11 @@ rm -rf "$rehearsal"
 echo "fake-GPU suite: passed in $(($(date +%s) - start)) s"
 
 # The CUDA executor's host code under ThreadSanitizer: the fake's streams run launches on threads of their
-# own while the rank threads poll for errors, abort, and make the next calls.
+# own while the rank threads poll for errors, abort, and make the next calls. Left out, as 182 of this step's 321 s
+# on 2026-11-30: the staged path's sweep of every collective to 2^20 elements (its copies and events on the fake's
+# streams run here in DestroyOfAStagedCommunicatorBesideAWaitingKernel; the host executor under it is TSan's in
+# scripts/sanitize.sh) and the tiny slots over 3 channels (the kernels' code so, scripts/sanitize.sh too); both run
+# above without TSan.
 tsan=build-fakecuda-tsan
 if [ ! -f "$tsan/build.ninja" ]; then
   cmake -S . -B "$tsan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCOLLIE_FAKE_CUDA=ON \
@@ -147,7 +151,7 @@ start=$(date +%s)
 # As in scripts/sanitize.sh: UCX's memory hooks and TSan's mmap interception do not mix.
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no \
   COLLIE_TIMEOUT=120 bounded "$tsan/tests/collectives_gpu_test" --gtest_brief=1 \
-  --gtest_filter='CudaBackend.*:*allreduce_ring_n3:*alltoall_pairwise_n3:PreMulSumGpu.*-CudaBackend.AStreamOfAnotherGpuIsAnError'
+  --gtest_filter='CudaBackend.*:*allreduce_ring_n3:*alltoall_pairwise_n3:PreMulSumGpu.*-CudaBackend.AStreamOfAnotherGpuIsAnError:CudaBackend.P2POffStagesThroughHostMemory:CudaBackend.TinySlotsAndUnevenChannels'
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no \
   COLLIE_TIMEOUT=120 bounded "$tsan/tests/program_cache_gpu_test" --gtest_brief=1 --gtest_filter='*LongPrograms*:*Queued*:*GlobalCapture*:*Gone*'
 # Random cases on CUDA communicators (about 100 in the 30 s here), every send that may be read in place so read.

@@ -359,12 +359,16 @@ const std::vector<collieDataType_t>& allTypes() {
   return types;
 }
 
+const std::vector<collieDataType_t>& sizeTypes() {
+  static const std::vector<collieDataType_t> types = {collieInt8, collieBfloat16, collieFloat32, collieUint64};
+  return types;
+}
+
 const std::vector<collieDataType_t>& sweepTypes() {
   static const std::vector<collieDataType_t> types = [] {
     const char* v = getenv("COLLIE_TEST_TYPES");
     if (v == nullptr || *v == '\0' || strcmp(v, "all") == 0) return allTypes();
-    if (strcmp(v, "sizes") == 0)
-      return std::vector<collieDataType_t>{collieInt8, collieBfloat16, collieFloat32, collieUint64};
+    if (strcmp(v, "sizes") == 0) return sizeTypes();
     // A misspelt value must not quietly run a sweep other than the one asked for.
     fprintf(stderr, "COLLIE_TEST_TYPES=%s: expected 'all' or 'sizes'\n", v);
     abort();
@@ -375,6 +379,13 @@ const std::vector<collieDataType_t>& sweepTypes() {
 std::string sweepTypesLabel() {
   return std::to_string(sweepTypes().size()) + " types" +
          (sweepTypes().size() == allTypes().size() ? "" : " (COLLIE_TEST_TYPES=sizes)");
+}
+
+const std::vector<collieDataType_t>& sweepTypes(bool bytesOnly) { return bytesOnly ? sizeTypes() : sweepTypes(); }
+
+std::string sweepTypesLabel(bool bytesOnly) {
+  if (!bytesOnly || sweepTypes().size() == sizeTypes().size()) return sweepTypesLabel();
+  return std::to_string(sizeTypes().size()) + " types (one per element size on 7-8 ranks and with tiny slots)";
 }
 
 bool sweepTakesOp(collieDataType_t type, collieRedOp_t op, size_t key) {

@@ -1,5 +1,6 @@
 // Allreduce on the host backend with ranks as threads of one process: every
-// type (collie::test::sweepTypes) and op (rotated but for float32 and int32), in-place and out-of-place, counts 0, 1,
+// type (collie::test::sweepTypes; one per element size on 7-8 ranks and with tiny slots) and op (rotated but for
+// float32 and int32), in-place and out-of-place, counts 0, 1,
 // small, prime and large, 1..8 ranks, with the default slots and with tiny slots that force many slices per step.
 // Inputs are random (seed printed), outputs poisoned, and the reference is computed independently
 // (tests/common/test_util.cc).
@@ -42,7 +43,9 @@ TEST_P(AllReduceTest, EveryTypeOpCountAndPlacement) {
   ASSERT_EQ(c.result, collieSuccess) << collieGetLastError(nullptr);
   const size_t counts[] = {0, 1, 2, 7, 1009, 65537};
   int cases = 0;
-  for (collieDataType_t type : collie::test::sweepTypes()) {
+  // Every type on 1-6 ranks with the default slots; one per element size beyond (test_util.h, sweepTypes).
+  const bool bytesOnly = p.nranks >= 7 || p.tinySlots;
+  for (collieDataType_t type : collie::test::sweepTypes(bytesOnly)) {
     for (collieRedOp_t op : allOps()) {
       for (size_t count : counts) {
         for (bool inPlace : {false, true}) {
@@ -58,7 +61,7 @@ TEST_P(AllReduceTest, EveryTypeOpCountAndPlacement) {
     }
   }
   printf("nranks %d%s: %d cases exact (%s; ops rotated, all 5 for float32 and int32)\n", p.nranks,
-         p.tinySlots ? " tiny slots" : "", cases, collie::test::sweepTypesLabel().c_str());
+         p.tinySlots ? " tiny slots" : "", cases, collie::test::sweepTypesLabel(bytesOnly).c_str());
 }
 
 std::vector<Param> params() {
