@@ -381,10 +381,16 @@ std::string sweepTypesLabel() {
          (sweepTypes().size() == allTypes().size() ? "" : " (COLLIE_TEST_TYPES=sizes)");
 }
 
-const std::vector<collieDataType_t>& sweepTypes(bool bytesOnly) { return bytesOnly ? sizeTypes() : sweepTypes(); }
+namespace {
+bool bytesOnly(int nranks, bool tinySlots) { return nranks >= 7 || tinySlots; }
+}  // namespace
 
-std::string sweepTypesLabel(bool bytesOnly) {
-  if (!bytesOnly || sweepTypes().size() == sizeTypes().size()) return sweepTypesLabel();
+const std::vector<collieDataType_t>& sweepTypes(int nranks, bool tinySlots) {
+  return bytesOnly(nranks, tinySlots) ? sizeTypes() : sweepTypes();
+}
+
+std::string sweepTypesLabel(int nranks, bool tinySlots) {
+  if (!bytesOnly(nranks, tinySlots) || sweepTypes().size() == sizeTypes().size()) return sweepTypesLabel();
   return std::to_string(sizeTypes().size()) + " types (one per element size on 7-8 ranks and with tiny slots)";
 }
 

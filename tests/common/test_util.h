@@ -67,13 +67,13 @@ const std::vector<collieRedOp_t>& allOps();
 const std::vector<collieDataType_t>& sweepTypes();
 /// One type per element size: int8, bfloat16, float32, uint64 (what COLLIE_TEST_TYPES=sizes selects).
 const std::vector<collieDataType_t>& sizeTypes();
-/// The types one case of a sweep loops over: sweepTypes(), or sizeTypes() where `bytesOnly`. The sweeps pass
-/// bytesOnly on 7 and 8 ranks and with tiny slots: what those add to 1-6 ranks with the default slots is how
-/// slices, rounds and roots land, which depends on the element size; every type's arithmetic, its tails within
-/// a slice and across rounds included, runs on 1-6 ranks. (Every type there took a third of the suite's sweep
-/// time until 2026-11-30.)
-const std::vector<collieDataType_t>& sweepTypes(bool bytesOnly);
-std::string sweepTypesLabel(bool bytesOnly);
+/// The types a sweep's case on `nranks` ranks loops over: sweepTypes() on 1-6 ranks with the default slots,
+/// sizeTypes() on 7 and 8 ranks and with tiny slots. What those add is how slices, rounds and roots land, which
+/// depends on the element size; every type's arithmetic, its tails within a slice and across rounds included,
+/// runs on 1-6 ranks. (Every type there took a third of the suite's sweep time until 2026-11-30.)
+const std::vector<collieDataType_t>& sweepTypes(int nranks, bool tinySlots);
+/// sweepTypesLabel() for the types sweepTypes(nranks, tinySlots) gives.
+std::string sweepTypesLabel(int nranks, bool tinySlots);
 /// "12 types" or "4 types (COLLIE_TEST_TYPES=sizes)", for the sweeps' summary lines.
 std::string sweepTypesLabel();
 

@@ -48,10 +48,8 @@ TEST_P(AlgorithmsApiTest, ExactForTypesOpsCountsPlacementsRoots) {
   collie::test::Comms comms(p.nranks);
   ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
   const size_t several = p.tinySlots ? 3 * 1024 + 5 : 65537;  // more than one round for every type
-  // Every type on 1-6 ranks with the default slots; one per element size beyond (test_util.h, sweepTypes).
-  const bool bytesOnly = p.nranks >= 7 || p.tinySlots;
   int cases = 0, index = 0;
-  for (collieDataType_t type : collie::test::sweepTypes(bytesOnly)) {
+  for (collieDataType_t type : collie::test::sweepTypes(p.nranks, p.tinySlots)) {
     for (collieRedOp_t op : collie::test::allOps()) {
       if (!collie::test::collHasOp(coll) && op != collieSum) continue;
       for (size_t count : {size_t{0}, size_t{1}, size_t{13}, size_t{1009}, several}) {
@@ -75,8 +73,8 @@ TEST_P(AlgorithmsApiTest, ExactForTypesOpsCountsPlacementsRoots) {
   printf(
       "%s nranks %d%s: %d cases exact (%s; ops rotated, all 5 for float32 and int32; counts 0 1 13 1009 %zu;"
       " both placements; roots varied)\n",
-      spec.c_str(), p.nranks, p.tinySlots ? " tiny slots" : "", cases, collie::test::sweepTypesLabel(bytesOnly).c_str(),
-      several);
+      spec.c_str(), p.nranks, p.tinySlots ? " tiny slots" : "", cases,
+      collie::test::sweepTypesLabel(p.nranks, p.tinySlots).c_str(), several);
 }
 
 std::vector<Param> params() {

@@ -43,9 +43,7 @@ TEST_P(AllReduceTest, EveryTypeOpCountAndPlacement) {
   ASSERT_EQ(c.result, collieSuccess) << collieGetLastError(nullptr);
   const size_t counts[] = {0, 1, 2, 7, 1009, 65537};
   int cases = 0;
-  // Every type on 1-6 ranks with the default slots; one per element size beyond (test_util.h, sweepTypes).
-  const bool bytesOnly = p.nranks >= 7 || p.tinySlots;
-  for (collieDataType_t type : collie::test::sweepTypes(bytesOnly)) {
+  for (collieDataType_t type : collie::test::sweepTypes(p.nranks, p.tinySlots)) {
     for (collieRedOp_t op : allOps()) {
       for (size_t count : counts) {
         for (bool inPlace : {false, true}) {
@@ -61,7 +59,7 @@ TEST_P(AllReduceTest, EveryTypeOpCountAndPlacement) {
     }
   }
   printf("nranks %d%s: %d cases exact (%s; ops rotated, all 5 for float32 and int32)\n", p.nranks,
-         p.tinySlots ? " tiny slots" : "", cases, collie::test::sweepTypesLabel(bytesOnly).c_str());
+         p.tinySlots ? " tiny slots" : "", cases, collie::test::sweepTypesLabel(p.nranks, p.tinySlots).c_str());
 }
 
 std::vector<Param> params() {

@@ -42,11 +42,9 @@ TEST_P(CollectivesTest, EveryCollectiveTypeOpCountRootAndPlacement) {
   Comms comms(p.nranks);
   ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
   const size_t counts[] = {0, 1, 7, 1009, 65537};
-  // Every type on 1-6 ranks with the default slots; one per element size beyond (test_util.h, sweepTypes).
-  const bool bytesOnly = p.nranks >= 7 || p.tinySlots;
   int cases = 0;
   for (Coll coll : {Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce}) {
-    for (collieDataType_t type : collie::test::sweepTypes(bytesOnly)) {
+    for (collieDataType_t type : collie::test::sweepTypes(p.nranks, p.tinySlots)) {
       for (collieRedOp_t op : collie::test::allOps()) {
         if (!collHasOp(coll) && op != collieSum) continue;
         for (size_t count : counts) {
@@ -65,7 +63,7 @@ TEST_P(CollectivesTest, EveryCollectiveTypeOpCountRootAndPlacement) {
     }
   }
   printf("%d cases exact (%s; ops rotated, all 5 for float32 and int32)\n", cases,
-         collie::test::sweepTypesLabel(bytesOnly).c_str());
+         collie::test::sweepTypesLabel(p.nranks, p.tinySlots).c_str());
 }
 
 std::vector<Param> params() {
