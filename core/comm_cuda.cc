@@ -115,16 +115,19 @@ Status deviceLayout(const collieComm* comm, WindowLayout* layout) {
                          static_cast<long long>(channels), perGpu, comm->cudaDevice,
                          static_cast<long long>(channels * perGpu), sms);
   // Streams share CUDA_DEVICE_MAX_CONNECTIONS hardware queues (default 8):
-  // with fewer queues than ranks of this process on the GPU, one rank's
-  // waiting kernel can hold back the peer kernel it waits for.
+  // with fewer queues than ranks of this process on the GPU, work queued
+  // behind one rank's waiting kernel can hold back the peer kernel it waits
+  // for. Collie's own next collective waits for that (executor/colocated_streams.h);
+  // the application's work on the stream does not.
   // Said once per process and GPU, by the lowest rank there (not rank 0, which may be elsewhere).
   int first = 0;
   const int local = ranksInProcessOnDevice(comm, &first);
   const int64_t queues = env::getInt("CUDA_DEVICE_MAX_CONNECTIONS", 8, &bad);
   if (!bad && local > 1 && queues < local && comm->rank == first)
     COLLIE_WARN(
-        "CUDA_DEVICE_MAX_CONNECTIONS=%lld is below the %d ranks this process runs on GPU %d: their kernels may "
-        "queue behind each other and wait until COLLIE_TIMEOUT; unset it or raise it to %d",
+        "CUDA_DEVICE_MAX_CONNECTIONS=%lld is below the %d ranks this process runs on GPU %d: work queued on a "
+        "rank's stream right after a collective, before its peers have queued theirs, may hold back a peer's "
+        "kernel until COLLIE_TIMEOUT; unset it or raise it to %d",
         static_cast<long long>(queues), local, comm->cudaDevice, local);
   const int64_t slots = env::getInt("COLLIE_SLOTS", 4, &bad);
   if (bad || slots < 2 || slots > 64) return Status::error(collieInvalidArgument, "COLLIE_SLOTS must be 2..64");

@@ -2,6 +2,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <string>
@@ -27,6 +29,9 @@ struct ColocatedStreams::Note {
   std::mutex mu;
   bool valid = false;
   Entry last;  // this rank's latest collective
+  // Collectives this rank has queued (the highest #seq + 1): it puts nothing more of those into a queue.
+  std::atomic<uint64_t> queued{0};
+  std::atomic<bool> gone{false};  // its communicator is being destroyed: it queues nothing more
 };
 
 namespace {
@@ -89,6 +94,7 @@ ColocatedStreams::ColocatedStreams(int rank, int device, const void* own,
 }
 
 ColocatedStreams::~ColocatedStreams() {
+  note_->gone.store(true, std::memory_order_release);
   std::lock_guard<std::mutex> lock(tableMu);
   auto it = table().find(own_);
   if (it != table().end() && it->second.lock() == note_) table().erase(it);
@@ -120,17 +126,13 @@ Status ColocatedStreams::note(uint64_t seq, void* stream) {
   // Each rank writes its note, then reads its peers' (each under its lock): of two ranks enqueueing the same
   // collective at once, at least the second to write sees the first.
   for (size_t i = 0; i < peerKeys_.size(); ++i) {
-    if (!peers_[i]) {
-      std::lock_guard<std::mutex> lock(tableMu);
-      auto it = table().find(peerKeys_[i].second);
-      if (it != table().end()) peers_[i] = it->second.lock();
-      if (!peers_[i]) continue;  // not registered yet: it has enqueued nothing
-    }
+    Note* p = peer(i);
+    if (p == nullptr) continue;  // not registered yet: it has enqueued nothing
     Entry theirs;
     {
-      std::lock_guard<std::mutex> lock(peers_[i]->mu);
-      if (!peers_[i]->valid || peers_[i]->last.seq != seq) continue;
-      theirs = peers_[i]->last;
+      std::lock_guard<std::mutex> lock(p->mu);
+      if (!p->valid || p->last.seq != seq) continue;
+      theirs = p->last;
     }
     if (!serialized(mine, theirs)) continue;
     // Named in rank order, whichever of the two enqueued first.
@@ -148,6 +150,59 @@ Status ColocatedStreams::note(uint64_t seq, void* stream) {
                          "second until COLLIE_TIMEOUT. Give each rank its own stream (created with "
                          "cudaStreamNonBlocking where another rank uses the default stream)",
                          lowRank, highRank, device_, static_cast<unsigned long long>(seq), what.c_str());
+  }
+  return Status();
+}
+
+ColocatedStreams::Note* ColocatedStreams::peer(size_t i) {
+  if (!peers_[i]) {
+    std::lock_guard<std::mutex> lock(tableMu);
+    auto it = table().find(peerKeys_[i].second);
+    if (it != table().end()) peers_[i] = it->second.lock();
+  }
+  return peers_[i].get();
+}
+
+void ColocatedStreams::queued(uint64_t seq) {
+  // Calls of one rank come in order, so the count only grows; max() all the same, should one come twice.
+  uint64_t now = note_->queued.load(std::memory_order_relaxed);
+  while (now < seq + 1 &&
+         !note_->queued.compare_exchange_weak(now, seq + 1, std::memory_order_release, std::memory_order_relaxed)) {
+  }
+}
+
+Status ColocatedStreams::waitForPeersBefore(uint64_t seq, double timeoutSec, const std::function<Status()>& stop,
+                                            bool* waited) {
+  *waited = false;
+  if (seq == 0) return Status();
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  // The first peer still behind; checked again from there after each pause.
+  for (size_t i = 0, polls = 0; i < peerKeys_.size(); ++polls) {
+    Note* p = peer(i);
+    // Acquire: the peer's launches, made before its mark, are in their queues before ours.
+    if (p != nullptr && (p->queued.load(std::memory_order_acquire) >= seq || p->gone.load(std::memory_order_acquire))) {
+      ++i;
+      continue;
+    }
+    *waited = true;
+    COLLIE_RETURN_IF_ERROR(stop());
+    const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+    if (secs > timeoutSec)
+      return Status::error(
+          collieTimeout,
+          "rank %d waited %.1f s for rank %d, a thread of this process on GPU %d, to queue its collective #%llu "
+          "before queueing collective #%llu: a rank queues a collective only once every rank sharing its GPU in "
+          "this process has queued the one before, since its kernel could otherwise hold back the peer's in a "
+          "hardware queue their streams share. One thread that makes several ranks' calls must make each "
+          "collective on every rank before the next, or group them (collieGroupStart/End)",
+          rank_, secs, peerKeys_[i].first, device_, static_cast<unsigned long long>(seq - 1),
+          static_cast<unsigned long long>(seq));
+    // The peer is usually microseconds behind; a thread that sleeps at once would add a scheduler tick.
+    if (polls < 200)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   return Status();
 }

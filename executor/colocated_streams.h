@@ -7,9 +7,21 @@
 // stream, the other on a blocking stream) deadlock until COLLIE_TIMEOUT, and the
 // timeout's report does not say why. ColocatedStreams finds that at the second
 // rank's enqueue and refuses the call with a sentence that does.
+//
+// Distinct streams can still share one of the GPU's hardware queues
+// (CUDA_DEVICE_MAX_CONNECTIONS): there a kernel that waits for the previous
+// kernel of its stream holds back everything queued behind it, from any
+// stream. A rank that queued its next collective before a peer had queued the
+// current one would hold that peer's kernel back behind its own, which waits
+// for its current kernel, which waits for the peer's: a deadlock until
+// COLLIE_TIMEOUT. So a rank queues collective #k only once every co-located
+// peer has queued #k-1 (waitForPeersBefore; docs/cuda-executor.md, "Ranks
+// sharing hardware queues"). The wait is on the host and short: a rank that
+// far ahead could not finish its call before the peer's anyway.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -32,6 +44,14 @@ class ColocatedStreams {
   /// collective that co-located peers have enqueued already: collieInvalidUsage when two would serialize.
   Status note(uint64_t seq, void* stream);
 
+  /// Waits until every co-located peer has queued all of its collectives before #`seq` (queued()), or has gone.
+  /// `stop` is asked between polls; a status it returns other than OK ends the wait with that status (an abort, a
+  /// kernel of this rank that failed). After `timeoutSec`: collieTimeout naming the late peer. *waited: whether
+  /// any peer was behind.
+  Status waitForPeersBefore(uint64_t seq, double timeoutSec, const std::function<Status()>& stop, bool* waited);
+  /// This rank will put nothing more of collective #`seq` into a queue (launched, refused, or failed).
+  void queued(uint64_t seq);
+
   struct Note;  // what one rank last enqueued; shared with its peers (colocated_streams.cc)
 
  private:
@@ -41,6 +61,9 @@ class ColocatedStreams {
   std::shared_ptr<Note> note_;
   std::vector<std::pair<int, const void*>> peerKeys_;
   std::vector<std::shared_ptr<Note>> peers_;  // found in the table on first use (a peer may register later)
+
+  // peers_[i], looked up in the table if not found before; null while the peer has not registered.
+  Note* peer(size_t i);
 };
 
 }  // namespace collie

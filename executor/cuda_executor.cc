@@ -369,6 +369,11 @@ uint64_t CudaExecutor::launches() const {
   return launchSeq_;
 }
 
+uint64_t CudaExecutor::peerWaits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return peerWaits_;
+}
+
 Status CudaExecutor::grow(GrownBuffer* buf, size_t bytes, const char* what, void** out) {
   if (bytes > buf->bytes) {
     // Grown, never shrunk or freed early: launches still queued (or a peer's kernel reading it in place) may use
@@ -410,6 +415,15 @@ Status CudaExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& a
 
 Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   std::lock_guard<std::mutex> lock(mu_);
+  // On every way out, after all this call put on the stream: co-located peers may then queue their next
+  // collective (ColocatedStreams::waitForPeersBefore).
+  struct MarkQueued {
+    ColocatedStreams* peers;
+    uint64_t seq;
+    ~MarkQueued() {
+      if (peers != nullptr && seq != ExecArgs::kNotACollective) peers->queued(seq);
+    }
+  } markQueued{colocated_.get(), args.collectiveSeq};
   COLLIE_RETURN_IF_ERROR(asyncStatus());
   DeviceGuard guard(device_);
   // An enqueue should take microseconds. One that blocks (a CUDA call waiting for the device) while
@@ -418,7 +432,7 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   // The enqueue's parts, timed one after another, so that a slow enqueue names the part (and so the CUDA calls)
   // where the time went; a part that returned early ends at the destructor.
   struct SlowEnqueueLog {
-    enum Part { kCapture, kScale, kPlan, kOrder, kLaunch, kAfter, kParts };
+    enum Part { kCapture, kPeers, kScale, kPlan, kOrder, kLaunch, kAfter, kParts };
     Clock::time_point start = Clock::now();
     double secs[kParts] = {};
     int reached = 0;  // parts done
@@ -441,13 +455,15 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
         e->planNs_ += static_cast<uint64_t>(secs[kPlan] * 1e9);
         ++e->enqueues_;
       }
-      if (total > 0.1)
+      // A wait for peers' enqueues is no CUDA call blocking: ranks a collective or more apart wait so by design.
+      if (total - secs[kPeers] > 0.1)
         COLLIE_WARN(
-            "rank %d: enqueueing call #%llu took %.3f s: %.3f s asking the stream's capture state, %.3f s scaling "
-            "the input, %.3f s preparing programs and scratch, %.3f s ordering it after the communicator's "
-            "previous work, %.3f s in the kernel's launch, %.3f s after it",
-            rank, static_cast<unsigned long long>(seq), total, secs[kCapture], secs[kScale], secs[kPlan], secs[kOrder],
-            secs[kLaunch], secs[kAfter]);
+            "rank %d: enqueueing call #%llu took %.3f s: %.3f s asking the stream's capture state, %.3f s waiting "
+            "for the ranks sharing its GPU to queue their previous collective, %.3f s scaling the input, %.3f s "
+            "preparing programs and scratch, %.3f s ordering it after the communicator's previous work, %.3f s in "
+            "the kernel's launch, %.3f s after it",
+            rank, static_cast<unsigned long long>(seq), total, secs[kCapture], secs[kPeers], secs[kScale], secs[kPlan],
+            secs[kOrder], secs[kLaunch], secs[kAfter]);
     }
   } slowLog{};
   slowLog.rank = rank_;
@@ -471,6 +487,21 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   unpinGone();
   if (programs_->overLimit()) pollCheckpoints();
   slowLog.done(SlowEnqueueLog::kCapture);
+  // Before anything of this call enters a hardware queue (colocated_streams.h says why). A capture queues
+  // nothing now; its replays are the caller's to order.
+  if (colocated_ != nullptr && !capturing_ && args.collectiveSeq != ExecArgs::kNotACollective) {
+    bool waited = false;
+    COLLIE_RETURN_IF_ERROR(colocated_->waitForPeersBefore(
+        args.collectiveSeq, tables_.timeoutSec,
+        [this] {
+          if (status_ != nullptr && __atomic_load_n(&status_->abort, __ATOMIC_RELAXED) != 0)
+            return Status::error(collieRemoteError, "rank %d: the communicator was aborted", rank_);
+          return asyncStatus();
+        },
+        &waited));
+    if (waited) ++peerWaits_;
+  }
+  slowLog.done(SlowEnqueueLog::kPeers);
   KernelArgs a;
   bool empty = true;
   planStream_ = args.stream;

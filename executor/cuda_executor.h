@@ -91,6 +91,8 @@ class CudaExecutor : public Executor, private LaunchStorage {
   size_t programBlocks() const;
   /// Kernels launched so far (captured ones counted once, at capture).
   uint64_t launches() const;
+  /// Collectives whose enqueue waited for a co-located peer to queue the collective before (colocated_streams.h).
+  uint64_t peerWaits() const;
   const WindowLayout& layout() const { return layout_; }
 
  private:
@@ -164,6 +166,7 @@ class CudaExecutor : public Executor, private LaunchStorage {
   // numbered; a checkpoint is an event recorded after launch `first`, queried (never waited for): launches run
   // one after another, so when it has happened every launch up to `first` has finished.
   std::unique_ptr<ProgramCache> programs_;
+  uint64_t peerWaits_ = 0;                              // peerWaits()
   uint64_t launchSeq_ = 0;                              // launches made so far; the one being planned is launchSeq_ + 1
   bool capturing_ = false;                              // the launch being planned is captured into a graph
   void* captureGraph_ = nullptr;                        // cudaGraph_t being captured, while capturing_

@@ -323,6 +323,114 @@ TEST(CudaBackend, AKernelEndsOnlyOnceItsPeersHaveReadItsBuffers) {
   for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
 }
 
+// A rank that runs ahead of its peers queues its next collective only once they have queued the one before
+// (executor/colocated_streams.h): where streams share a hardware queue, its second kernel, waiting in its stream
+// for its first, would otherwise hold back a peer's first kernel queued behind it, which the first waits for.
+// Rank 0 makes its calls at once; the others start theirs 200 ms after its first returned. LL and Simple calls
+// alternate. Then one thread makes the same calls on every rank inside a group (each communicator's queue runs on
+// a thread of its own at collieGroupEnd), which must not wait for itself. With every stream in one hardware
+// queue (COLLIE_FAKE_CUDA_QUEUES=1 in scripts/fake_gpu.sh; CUDA_DEVICE_MAX_CONNECTIONS=1 in tests/gpu/run.sh) the
+// first part deadlocked until COLLIE_TIMEOUT before the wait.
+TEST(CudaBackend, ARankAheadQueuesItsNextCallOnlyOnceItsPeersHaveQueuedTheLast) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
+  const int n = 3, calls = 4;
+  const size_t counts[calls] = {1000, 70001, 3, 70001};  // LL, Simple, ...
+  const size_t most = 70001;
+  collie::test::Comms comms(n);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  std::vector<std::unique_ptr<RankDevice>> dev;
+  for (int r = 0; r < n; ++r) dev.emplace_back(new RankDevice(most * 4, calls * most * 4));
+  // Rank r's element i: r + 1 + i % 5, so every sum is 6 + 3 (i % 5) and exact.
+  auto fill = [&](int r) {
+    std::vector<float> host(most);
+    for (size_t i = 0; i < most; ++i) host[i] = static_cast<float>(r + 1) + static_cast<float>(i % 5);
+    EXPECT_EQ(cudaMemcpyAsync(dev[r]->in, host.data(), most * 4, cudaMemcpyHostToDevice, dev[r]->stream), cudaSuccess);
+    EXPECT_EQ(cudaMemsetAsync(dev[r]->out, 0xff, calls * most * 4, dev[r]->stream), cudaSuccess);  // NaN
+    EXPECT_EQ(cudaStreamSynchronize(dev[r]->stream), cudaSuccess);
+  };
+  // "" or what is wrong in rank r's outputs, after its stream is done.
+  auto check = [&](int r, const char* part) -> std::string {
+    std::vector<float> got(calls * most);
+    // On the rank's stream: the legacy one could wait for peers' kernels that wait for this rank.
+    if (cudaMemcpyAsync(got.data(), dev[r]->out, got.size() * 4, cudaMemcpyDeviceToHost, dev[r]->stream) !=
+            cudaSuccess ||
+        cudaStreamSynchronize(dev[r]->stream) != cudaSuccess)
+      return std::string(part) + ": the stream failed";
+    collieResult_t async = collieSuccess;
+    if (collieCommGetAsyncError(comms[r], &async) != collieSuccess || async != collieSuccess)
+      return std::string(part) + ": " + collieGetLastError(comms[r]);
+    for (int c = 0; c < calls; ++c)
+      for (size_t i = 0; i < counts[c]; ++i)
+        if (got[c * most + i] != 6.0f + 3.0f * static_cast<float>(i % 5))
+          return std::string(part) + ", call " + std::to_string(c) + ", element " + std::to_string(i) + ": " +
+                 std::to_string(got[c * most + i]);
+    return "";
+  };
+  auto call = [&](int r, int c) {
+    return collieAllReduce(dev[r]->in, static_cast<float*>(dev[r]->out) + c * most, counts[c], collieFloat32, collieSum,
+                           comms[r], dev[r]->stream);
+  };
+  for (int r = 0; r < n; ++r) fill(r);
+  std::atomic<bool> firstReturned{false};
+  std::atomic<int> finished{0};  // ranks done with their calls, failed or not
+  std::vector<std::string> errors(n);
+  collie::test::onRanks(n, [&](int r) {
+    cudaSetDevice(0);
+    if (r != 0) {
+      while (!firstReturned.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    for (int c = 0; c < calls; ++c) {
+      if (call(r, c) != collieSuccess) {
+        errors[r] = "call " + std::to_string(c) + ": " + collieGetLastError(comms[r]);
+        break;
+      }
+      if (r == 0) firstReturned = true;
+    }
+    // The copy back is work of our own behind the last call: queued before every peer has queued that call, it
+    // could hold a peer's kernel back in a shared queue just the same (docs/cuda-executor.md).
+    ++finished;
+    while (finished.load() < n) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (errors[r].empty()) errors[r] = check(r, "ahead");
+  });
+  firstReturned = true;  // should rank 0 have failed its first call
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+  const auto* exec0 = dynamic_cast<const collie::CudaExecutor*>(comms[0]->executor.get());
+  ASSERT_NE(exec0, nullptr);
+  EXPECT_GE(exec0->peerWaits(), 1u) << "rank 0 queued its second call before its peers had queued their first";
+
+  for (int r = 0; r < n; ++r) fill(r);
+  ASSERT_EQ(collieGroupStart(), collieSuccess);
+  for (int r = 0; r < n; ++r)
+    for (int c = 0; c < calls; ++c) ASSERT_EQ(call(r, c), collieSuccess) << collieGetLastError(comms[r]);
+  ASSERT_EQ(collieGroupEnd(), collieSuccess) << collieGetLastError(nullptr);
+  for (int r = 0; r < n; ++r) EXPECT_EQ(check(r, "group"), "") << "rank " << r;
+}
+
+// The same wait, for a peer that never calls: the second call fails within about COLLIE_TIMEOUT (the wait's own
+// timeout, or the failure of the first call's kernel, whichever it sees first), naming rank 1; never a hang.
+TEST(CudaBackend, ARankAheadOfAPeerThatNeverCallsFailsWithinTheTimeout) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv timeout("COLLIE_TIMEOUT", "2");
+  collie::test::Comms comms(2);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  RankDevice dev(1024 * 4, 1024 * 4);
+  float* in = static_cast<float*>(dev.in);
+  float* out = static_cast<float*>(dev.out);
+  ASSERT_EQ(collieAllReduce(in, out, 1024, collieFloat32, collieSum, comms[0], dev.stream), collieSuccess);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(collieAllReduce(in, out, 1024, collieFloat32, collieSum, comms[0], dev.stream), collieTimeout);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(secs, 8.0);
+  const std::string said = collieGetLastError(comms[0]);
+  EXPECT_TRUE(said.find("waiting on rank 1") != std::string::npos ||
+              said.find("for rank 1, a thread of this process") != std::string::npos)
+      << said;
+}
+
 // All-to-all-v with uneven splits (zeros and self included) and the same
 // exchange as grouped send/recv, on device buffers.
 TEST(CudaBackend, AllToAllvAndGroupedSendRecv) {
