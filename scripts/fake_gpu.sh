@@ -114,6 +114,15 @@ done
 # collie-bench's CUDA backend: ranks as threads, the copy limit, and graphs (-G).
 bounded "$build/bench/collie-bench" allreduce -t 3 --backend cuda -b 8 -e 64K -f 16 -n 3 -w 1 --limit
 bounded "$build/bench/collie-bench" allreduce -t 2 --backend cuda -b 8 -e 4K -f 8 -n 3 -w 1 -G 2
+# The commands whose first calls hung on an H200 (2026-11-29), with the streams dealt to 3 hardware queues: the
+# warm-up calls of a rank that got ahead held its peers' first kernels back behind its own: the one-shot command
+# failed in call #0 in 6 runs of 6 with 1 or 3 queues ("rank 1 had started no kernel yet"), until a rank's next
+# collective waited for its peers to queue the last (docs/cuda-executor.md, "Ranks sharing hardware queues").
+# tests/gpu/run.sh runs both, 12 and 6 processes, as gpu_first_calls.
+COLLIE_FAKE_CUDA_QUEUES=3 COLLIE_TIMEOUT=10 bounded "$build/bench/collie-bench" allreduce -t 8 --backend cuda \
+  -b 8 -e 8 -n 50 -w 10 --algo oneshot
+COLLIE_FAKE_CUDA_QUEUES=3 COLLIE_TIMEOUT=10 bounded "$build/bench/collie-bench" allreduce -t 4 --backend cuda \
+  -b 8M -e 8M -n 20 -w 5 --algo ring
 # tests/gpu/run.sh itself, on this tree, so that its plumbing (paths, which libnccl.so.2 is loaded, the
 # summary and logs packed into $OUT, the deadline) is tested before a lent GPU's minutes are spent on it.
 rehearsal=$(mktemp -d)

@@ -152,6 +152,15 @@ part_test() {
   # passed so on an H200, 2026-11-26); a rank whose next collective waits until its peers have queued the last.
   step gpu_one_queue env CUDA_DEVICE_MAX_CONNECTIONS=1 "$build/tests/collectives_gpu_test" \
     --gtest_filter='*allreduce_ring_n3:CudaBackend.ACallInManyRoundsIsOneLaunchPerRank:CudaBackend.AllToAllvAndGroupedSendRecv:CudaBackend.ARankAhead*:PreMulSumGpu.*'
+  # The first calls of fresh processes, each process ending at its first error: an 8-byte one-shot allreduce at
+  # 8 ranks (1 process in 3 hung in its first calls on an H200, 2026-11-29) and a 4-rank Simple ring at 8 MiB
+  # (hung so once in two), before a rank's next collective waited for its peers to queue the last
+  # (docs/cuda-executor.md, "Ranks sharing hardware queues"). The hang's sentence is in the step's log.
+  step gpu_first_calls env COLLIE_TIMEOUT=10 bash -c 'for i in $(seq 12); do
+      "$0" allreduce -t 8 --backend cuda -b 8 -e 8 -n 50 -w 10 --algo oneshot || { echo "8 ranks: process $i failed"; exit 1; }
+      [ "$i" -gt 6 ] || "$0" allreduce -t 4 --backend cuda -b 8M -e 8M -n 20 -w 5 --algo ring \
+        || { echo "4 ranks: process $i failed"; exit 1; }
+    done; echo "18 processes passed their first calls"' "$build/bench/collie-bench"
   # With one GPU the two-GPU tests would skip, which counts as a failure here: leave them out.
   local others= np
   [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ] ||
