@@ -389,13 +389,13 @@ TEST(CudaBackend, ARankAheadQueuesItsNextCallOnlyOnceItsPeersHaveQueuedTheLast) 
       }
       if (r == 0) firstReturned = true;
     }
+    if (r == 0) firstReturned = true;  // also when its first call failed: the others must not wait for ever
     // The copy back is work of our own behind the last call: queued before every peer has queued that call, it
     // could hold a peer's kernel back in a shared queue just the same (docs/cuda-executor.md).
     ++finished;
     while (finished.load() < n) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     if (errors[r].empty()) errors[r] = check(r, "ahead");
   });
-  firstReturned = true;  // should rank 0 have failed its first call
   for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
   const auto* exec0 = dynamic_cast<const collie::CudaExecutor*>(comms[0]->executor.get());
   ASSERT_NE(exec0, nullptr);

@@ -153,8 +153,8 @@ part_test() {
   step gpu_one_queue env CUDA_DEVICE_MAX_CONNECTIONS=1 "$build/tests/collectives_gpu_test" \
     --gtest_filter='*allreduce_ring_n3:CudaBackend.ACallInManyRoundsIsOneLaunchPerRank:CudaBackend.AllToAllvAndGroupedSendRecv:CudaBackend.ARankAhead*:PreMulSumGpu.*'
   # The first calls of fresh processes, each process ending at its first error: an 8-byte one-shot allreduce at
-  # 8 ranks (1 process in 3 hung in its first calls on an H200, 2026-11-29) and a 4-rank Simple ring at 8 MiB
-  # (hung so once in two), before a rank's next collective waited for its peers to queue the last
+  # 8 ranks (the third process of a loop hung in its first calls on an H200, 2026-11-29) and a 4-rank Simple ring
+  # at 8 MiB (the second of two runs hung so), before a rank's next collective waited for its peers to queue the last
   # (docs/cuda-executor.md, "Ranks sharing hardware queues"). The hang's sentence is in the step's log.
   step gpu_first_calls env COLLIE_TIMEOUT=10 bash -c 'for i in $(seq 12); do
       "$0" allreduce -t 8 --backend cuda -b 8 -e 8 -n 50 -w 10 --algo oneshot || { echo "8 ranks: process $i failed"; exit 1; }
