@@ -117,7 +117,7 @@ Status deviceLayout(const collieComm* comm, WindowLayout* layout) {
   // Streams share CUDA_DEVICE_MAX_CONNECTIONS hardware queues (default 8):
   // with fewer queues than ranks of this process on the GPU, work queued
   // behind one rank's waiting kernel can hold back the peer kernel it waits
-  // for. Collie's own next collective waits for that (executor/colocated_streams.h);
+  // for. Collie's own next call waits for that (executor/colocated_streams.h);
   // the application's work on the stream does not.
   // Said once per process and GPU, by the lowest rank there (not rank 0, which may be elsewhere).
   int first = 0;

@@ -75,6 +75,28 @@ Status runP2p(collieComm_t comm, const std::vector<P2pOp>& ops) {
   exec.seq = comm->seq++;
   // A group's ops share one stream in practice; the first one's orders the exchange.
   exec.stream = ops.empty() ? nullptr : ops.front().stream;
+  // Before anything of the group is queued (a copy to self, the launch): its kernel waits in its stream for our
+  // work before it, and must not hold a peer's part of that back in a hardware queue; then, on every way out,
+  // what the group held for each peer, whose later work waits for it likewise (executor/colocated_streams.h).
+  struct CountQueued {
+    Executor& executor;
+    const std::vector<P2pOp>& ops;
+    int n, rank;
+    ~CountQueued() {
+      std::vector<uint64_t> sends(static_cast<size_t>(n)), recvs(static_cast<size_t>(n));
+      for (const P2pOp& op : ops) ++(op.send ? sends : recvs)[static_cast<size_t>(op.peer)];
+      for (int p = 0; p < n; ++p)
+        if (p != rank && (sends[static_cast<size_t>(p)] || recvs[static_cast<size_t>(p)]))
+          executor.p2pQueued(p, sends[static_cast<size_t>(p)], recvs[static_cast<size_t>(p)]);
+    }
+  } countQueued{executor, ops, n, r};
+  if (!ops.empty()) {
+    Status st = executor.queueAfterPeers(exec.stream);
+    if (!st.ok()) {
+      comm->breakWith(st);
+      return st;
+    }
+  }
   std::vector<Exchange> exchanges;
   for (int k = 0; k < n; ++k) {
     const int to = (r + k) % n, from = (r - k + n) % n;

@@ -2,8 +2,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <string>
@@ -29,8 +31,11 @@ struct ColocatedStreams::Note {
   std::mutex mu;
   bool valid = false;
   Entry last;  // this rank's latest collective
-  // Collectives this rank has queued (the highest #seq + 1): it puts nothing more of those into a queue.
-  std::atomic<uint64_t> queued{0};
+  // What this rank has queued, and so puts nothing more of into a queue: its collectives (the highest #seq + 1),
+  // and per co-located rank (ColocatedStreams::slot) its sends to it and receives from it. Written by the rank's
+  // calls, read by its peers'.
+  std::atomic<uint64_t> collectives{0};
+  std::unique_ptr<std::atomic<uint64_t>[]> sends, recvs;
   std::atomic<bool> gone{false};  // its communicator is being destroyed: it queues nothing more
 };
 
@@ -89,6 +94,12 @@ ColocatedStreams::ColocatedStreams(int rank, int device, const void* own,
       note_(std::make_shared<Note>()),
       peerKeys_(std::move(peers)),
       peers_(peerKeys_.size()) {
+  // Slots by rank: the co-located ranks' p2p counts, this one's included (its peers index theirs by it).
+  int top = rank_;
+  for (const auto& k : peerKeys_) top = std::max(top, k.first);
+  note_->sends.reset(new std::atomic<uint64_t>[static_cast<size_t>(top) + 1]());
+  note_->recvs.reset(new std::atomic<uint64_t>[static_cast<size_t>(top) + 1]());
+  slots_ = static_cast<size_t>(top) + 1;
   std::lock_guard<std::mutex> lock(tableMu);
   table()[own_] = note_;
 }
@@ -163,25 +174,54 @@ ColocatedStreams::Note* ColocatedStreams::peer(size_t i) {
   return peers_[i].get();
 }
 
-void ColocatedStreams::queued(uint64_t seq) {
+void ColocatedStreams::queuedCollective(uint64_t seq) {
   // Calls of one rank come in order, so the count only grows; max() all the same, should one come twice.
-  uint64_t now = note_->queued.load(std::memory_order_relaxed);
-  while (now < seq + 1 &&
-         !note_->queued.compare_exchange_weak(now, seq + 1, std::memory_order_release, std::memory_order_relaxed)) {
+  uint64_t now = note_->collectives.load(std::memory_order_relaxed);
+  while (now < seq + 1 && !note_->collectives.compare_exchange_weak(now, seq + 1, std::memory_order_release,
+                                                                    std::memory_order_relaxed)) {
   }
 }
 
-Status ColocatedStreams::waitForPeersBefore(uint64_t seq, double timeoutSec, const std::function<Status()>& stop,
-                                            bool* waited) {
+void ColocatedStreams::queuedP2p(int peer, uint64_t sends, uint64_t recvs) {
+  if (peer < 0 || static_cast<size_t>(peer) >= slots_ || peer == rank_) return;
+  note_->sends[static_cast<size_t>(peer)].fetch_add(sends, std::memory_order_release);
+  note_->recvs[static_cast<size_t>(peer)].fetch_add(recvs, std::memory_order_release);
+}
+
+Status ColocatedStreams::waitForPeers(double timeoutSec, const std::function<Status()>& stop, bool* waited) {
   *waited = false;
-  if (seq == 0) return Status();
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
+  const uint64_t collectives = note_->collectives.load(std::memory_order_relaxed);
   // The first peer still behind; checked again from there after each pause.
   for (size_t i = 0, polls = 0; i < peerKeys_.size(); ++polls) {
+    const int r = peerKeys_[i].first;
+    const uint64_t sent = note_->sends[static_cast<size_t>(r)].load(std::memory_order_relaxed);
+    const uint64_t received = note_->recvs[static_cast<size_t>(r)].load(std::memory_order_relaxed);
     Note* p = peer(i);
-    // Acquire: the peer's launches, made before its mark, are in their queues before ours.
-    if (p != nullptr && (p->queued.load(std::memory_order_acquire) >= seq || p->gone.load(std::memory_order_acquire))) {
+    // Acquire: the peer's work, queued before its counts grew, is in its queue before ours.
+    std::string owed;
+    char buf[96];
+    if (p == nullptr || !p->gone.load(std::memory_order_acquire)) {
+      // What our queued work cannot finish without: the peer's part of every collective, its receives matching
+      // our sends (a send's kernel ends only once its receiver has taken the data: two ranks that each sent,
+      // then received, in calls of their own timed out so on the fake runtime) and its sends matching our
+      // receives.
+      const uint64_t theirCollectives = p ? p->collectives.load(std::memory_order_acquire) : 0;
+      const uint64_t theirRecvs = p ? p->recvs[static_cast<size_t>(rank_)].load(std::memory_order_acquire) : 0;
+      const uint64_t theirSends = p ? p->sends[static_cast<size_t>(rank_)].load(std::memory_order_acquire) : 0;
+      if (theirCollectives < collectives) {
+        snprintf(buf, sizeof(buf), "its collective #%llu", static_cast<unsigned long long>(collectives - 1));
+        owed = buf;
+      } else if (theirRecvs < sent) {
+        snprintf(buf, sizeof(buf), "its receive #%llu from rank %d", static_cast<unsigned long long>(sent - 1), rank_);
+        owed = buf;
+      } else if (theirSends < received) {
+        snprintf(buf, sizeof(buf), "its send #%llu to rank %d", static_cast<unsigned long long>(received - 1), rank_);
+        owed = buf;
+      }
+    }
+    if (owed.empty()) {
       ++i;
       continue;
     }
@@ -191,13 +231,12 @@ Status ColocatedStreams::waitForPeersBefore(uint64_t seq, double timeoutSec, con
     if (secs > timeoutSec)
       return Status::error(
           collieTimeout,
-          "rank %d waited %.1f s for rank %d, a thread of this process on GPU %d, to queue its collective #%llu "
-          "before queueing collective #%llu: a rank queues a collective only once every rank sharing its GPU in "
-          "this process has queued the one before, since its kernel could otherwise hold back the peer's in a "
-          "hardware queue their streams share. One thread that makes several ranks' calls must make each "
-          "collective on every rank before the next, or group them (collieGroupStart/End)",
-          rank_, secs, peerKeys_[i].first, device_, static_cast<unsigned long long>(seq - 1),
-          static_cast<unsigned long long>(seq));
+          "rank %d waited %.1f s for rank %d, a thread of this process on GPU %d, to queue %s before queueing more: "
+          "a rank queues a collective or a send/receive only once every rank sharing its GPU in this process has "
+          "queued its part of what this rank queued before, since its kernel could otherwise hold back the peer's "
+          "in a hardware queue their streams share. One thread that makes several ranks' calls must make each call "
+          "on every rank before the next, or group them (collieGroupStart/End)",
+          rank_, secs, r, device_, owed.c_str());
     // The peer is usually microseconds behind; a thread that sleeps at once would add a scheduler tick.
     if (polls < 200)
       std::this_thread::yield();

@@ -11,13 +11,16 @@
 // Distinct streams can still share one of the GPU's hardware queues
 // (CUDA_DEVICE_MAX_CONNECTIONS): there a kernel that waits for the previous
 // kernel of its stream holds back everything queued behind it, from any
-// stream. A rank that queued its next collective before a peer had queued the
-// current one would hold that peer's kernel back behind its own, which waits
-// for its current kernel, which waits for the peer's: a deadlock until
-// COLLIE_TIMEOUT. So a rank queues collective #k only once every co-located
-// peer has queued #k-1 (waitForPeersBefore; docs/cuda-executor.md, "Ranks
-// sharing hardware queues"). The wait is on the host and short: a rank that
-// far ahead could not finish its call before the peer's anyway.
+// stream. A rank that queued its next work before a peer had queued its part
+// of the current work would hold that peer's kernel back behind its own, which
+// waits for its current kernel, which waits for the peer's: a deadlock until
+// COLLIE_TIMEOUT. So a rank queues a collective or a group of sends and
+// receives only once every co-located peer has queued what this rank's queued
+// work cannot finish without: its part of the same collectives, and the
+// receives and sends matching this rank's sends to it and receives from it
+// (waitForPeers; docs/cuda-executor.md, "Ranks sharing hardware queues"). The
+// wait is on the host and short: a rank that far ahead could not finish its
+// work before the peer's anyway.
 #pragma once
 
 #include <cstdint>
@@ -44,13 +47,16 @@ class ColocatedStreams {
   /// collective that co-located peers have enqueued already: collieInvalidUsage when two would serialize.
   Status note(uint64_t seq, void* stream);
 
-  /// Waits until every co-located peer has queued all of its collectives before #`seq` (queued()), or has gone.
-  /// `stop` is asked between polls; a status it returns other than OK ends the wait with that status (an abort, a
-  /// kernel of this rank that failed). After `timeoutSec`: collieTimeout naming the late peer. *waited: whether
-  /// any peer was behind.
-  Status waitForPeersBefore(uint64_t seq, double timeoutSec, const std::function<Status()>& stop, bool* waited);
+  /// Waits until every co-located peer has queued its part of the collectives this rank has queued and the
+  /// receives and sends matching its sends and receives (queuedCollective, queuedP2p), or has gone. `stop` is asked
+  /// between polls; a status it returns other than OK ends the wait with that status (an abort, a kernel of this rank
+  /// that failed). After `timeoutSec`: collieTimeout naming the late peer and what it owes. *waited: whether any peer
+  /// was behind.
+  Status waitForPeers(double timeoutSec, const std::function<Status()>& stop, bool* waited);
   /// This rank will put nothing more of collective #`seq` into a queue (launched, refused, or failed).
-  void queued(uint64_t seq);
+  void queuedCollective(uint64_t seq);
+  /// The same for `sends` sends to and `recvs` receives from rank `peer` (ignored unless co-located).
+  void queuedP2p(int peer, uint64_t sends, uint64_t recvs);
 
   struct Note;  // what one rank last enqueued; shared with its peers (colocated_streams.cc)
 
@@ -61,6 +67,7 @@ class ColocatedStreams {
   std::shared_ptr<Note> note_;
   std::vector<std::pair<int, const void*>> peerKeys_;
   std::vector<std::shared_ptr<Note>> peers_;  // found in the table on first use (a peer may register later)
+  size_t slots_ = 0;                          // Note::sends and recvs: ranks 0 .. the highest co-located one
 
   // peers_[i], looked up in the table if not found before; null while the peer has not registered.
   Note* peer(size_t i);

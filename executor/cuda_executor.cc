@@ -416,12 +416,12 @@ Status CudaExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& a
 Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   std::lock_guard<std::mutex> lock(mu_);
   // On every way out, after all this call put on the stream: co-located peers may then queue their next
-  // collective (ColocatedStreams::waitForPeersBefore).
+  // work (ColocatedStreams::waitForPeers). Sends and receives are counted by core (p2pQueued).
   struct MarkQueued {
     ColocatedStreams* peers;
     uint64_t seq;
     ~MarkQueued() {
-      if (peers != nullptr && seq != ExecArgs::kNotACollective) peers->queued(seq);
+      if (peers != nullptr && seq != ExecArgs::kNotACollective) peers->queuedCollective(seq);
     }
   } markQueued{colocated_.get(), args.collectiveSeq};
   COLLIE_RETURN_IF_ERROR(asyncStatus());
@@ -489,18 +489,8 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   slowLog.done(SlowEnqueueLog::kCapture);
   // Before anything of this call enters a hardware queue (colocated_streams.h says why). A capture queues
   // nothing now; its replays are the caller's to order.
-  if (colocated_ != nullptr && !capturing_ && args.collectiveSeq != ExecArgs::kNotACollective) {
-    bool waited = false;
-    COLLIE_RETURN_IF_ERROR(colocated_->waitForPeersBefore(
-        args.collectiveSeq, tables_.timeoutSec,
-        [this] {
-          if (status_ != nullptr && __atomic_load_n(&status_->abort, __ATOMIC_RELAXED) != 0)
-            return Status::error(collieRemoteError, "rank %d: the communicator was aborted", rank_);
-          return asyncStatus();
-        },
-        &waited));
-    if (waited) ++peerWaits_;
-  }
+  // (A group of sends and receives waited before its first copy: queueAfterPeers.)
+  if (!capturing_ && args.collectiveSeq != ExecArgs::kNotACollective) COLLIE_RETURN_IF_ERROR(waitForColocatedPeers());
   slowLog.done(SlowEnqueueLog::kPeers);
   KernelArgs a;
   bool empty = true;
@@ -583,6 +573,37 @@ Status CudaExecutor::recordDone(void* stream, bool captured) {
   // replayed on any stream): the next launch made now waits in any case.
   lastStreamKnown_ = !captured;
   return Status();
+}
+
+Status CudaExecutor::waitForColocatedPeers() {
+  if (colocated_ == nullptr) return Status();
+  bool waited = false;
+  COLLIE_RETURN_IF_ERROR(colocated_->waitForPeers(
+      tables_.timeoutSec,
+      [this] {
+        if (status_ != nullptr && __atomic_load_n(&status_->abort, __ATOMIC_RELAXED) != 0)
+          return Status::error(collieRemoteError, "rank %d: the communicator was aborted", rank_);
+        return asyncStatus();
+      },
+      &waited));
+  if (waited) ++peerWaits_;
+  return Status();
+}
+
+void CudaExecutor::p2pQueued(int peer, uint64_t sends, uint64_t recvs) {
+  if (colocated_ != nullptr) colocated_->queuedP2p(peer, sends, recvs);
+}
+
+Status CudaExecutor::queueAfterPeers(collieStream_t streamHandle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (colocated_ == nullptr) return Status();
+  COLLIE_RETURN_IF_ERROR(asyncStatus());
+  DeviceGuard guard(device_);
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  COLLIE_RETURN_IF_ERROR(
+      cudaStatus(cudaStreamIsCapturing(static_cast<cudaStream_t>(streamHandle), &capture), "cudaStreamIsCapturing"));
+  if (capture != cudaStreamCaptureStatusNone) return Status();  // queues nothing now
+  return waitForColocatedPeers();
 }
 
 Status CudaExecutor::localCopy(void* dst, const void* src, size_t bytes, collieStream_t streamHandle) {

@@ -67,6 +67,8 @@ class CudaExecutor : public Executor, private LaunchStorage {
 
   /// A copy engine's copy in place of a launch, ordered like one (one rank's collectives, a send to self).
   Status localCopy(void* dst, const void* src, size_t bytes, collieStream_t stream) override;
+  Status queueAfterPeers(collieStream_t stream) override;
+  void p2pQueued(int peer, uint64_t sends, uint64_t recvs) override;
   /// Makes every wait of running and future launches give up.
   void abort() override;
   /// pids[r] > 0: rank r is another process of this machine, whose windows we opened through cudaIpc. Once one of
@@ -91,7 +93,8 @@ class CudaExecutor : public Executor, private LaunchStorage {
   size_t programBlocks() const;
   /// Kernels launched so far (captured ones counted once, at capture).
   uint64_t launches() const;
-  /// Collectives whose enqueue waited for a co-located peer to queue the collective before (colocated_streams.h).
+  /// Collectives and groups of sends and receives whose enqueue waited for a co-located peer to queue its part
+  /// of the work before (colocated_streams.h).
   uint64_t peerWaits() const;
   const WindowLayout& layout() const { return layout_; }
 
@@ -126,6 +129,9 @@ class CudaExecutor : public Executor, private LaunchStorage {
   Status orderPlannedLaunch();
   void enqueued(void* stream);
   Status recordDone(void* stream, bool captured);
+  // With mu_ held: until every co-located peer has queued its part of what this rank queued before
+  // (ColocatedStreams::waitForPeers); ends early on an abort or a failed kernel of ours.
+  Status waitForColocatedPeers();
   // The graph being captured owns a CUDA user object for the program in `block`, whose destructor queues the
   // block in graphsGone_ once the graph, its executable graphs and their replays are all gone; unpinGone() then
   // unpins it in the cache. Without one (an error), the program stays pinned until the communicator goes.

@@ -106,6 +106,12 @@ class Executor {
   virtual bool addressesBuffersInPlace() const { return true; }
   /// dst = src, `bytes` of this rank's own memory, in the order of its other work.
   virtual Status localCopy(void* dst, const void* src, size_t bytes, collieStream_t stream) = 0;
+  /// Before a group of sends and receives on `stream`: returns once nothing of it can hold back a peer's part of
+  /// the work queued before (the CUDA executor waits until the ranks sharing its GPU in this process have queued
+  /// their parts of it; executor/colocated_streams.h).
+  virtual Status queueAfterPeers(collieStream_t /*stream*/) { return Status(); }
+  /// After such a group, on every way out: it held `sends` sends to and `recvs` receives from rank `peer`.
+  virtual void p2pQueued(int /*peer*/, uint64_t /*sends*/, uint64_t /*recvs*/) {}
   /// Makes every running and future wait give up (collieCommAbort).
   virtual void abort() {}
   /// An error found after the call that caused it returned (the CUDA

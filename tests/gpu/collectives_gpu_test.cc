@@ -327,10 +327,12 @@ TEST(CudaBackend, AKernelEndsOnlyOnceItsPeersHaveReadItsBuffers) {
 // (executor/colocated_streams.h): where streams share a hardware queue, its second kernel, waiting in its stream
 // for its first, would otherwise hold back a peer's first kernel queued behind it, which the first waits for.
 // Rank 0 makes its calls at once; the others start theirs 200 ms after its first returned. LL and Simple calls
-// alternate. Then one thread makes the same calls on every rank inside a group (each communicator's queue runs on
-// a thread of its own at collieGroupEnd), which must not wait for itself. With every stream in one hardware
-// queue (COLLIE_FAKE_CUDA_QUEUES=1 in scripts/fake_gpu.sh; CUDA_DEVICE_MAX_CONNECTIONS=1 in tests/gpu/run.sh) the
-// first part deadlocked until COLLIE_TIMEOUT before the wait.
+// alternate; ranks 0 and 1 exchange a block by grouped send/recv after the second call, which waits likewise for
+// the peers to have queued that call, as the third call waits for the partner to have queued its send/recv
+// (with a wait for collectives only, the send/recv timed out with one queue). Then one thread makes the same calls on
+// every rank inside a group (each communicator's queue runs on a thread of its own at collieGroupEnd), which must not
+// wait for itself. With every stream in one hardware queue (COLLIE_FAKE_CUDA_QUEUES=1 in scripts/fake_gpu.sh;
+// CUDA_DEVICE_MAX_CONNECTIONS=1 in tests/gpu/run.sh) the first part deadlocked until COLLIE_TIMEOUT before the wait.
 TEST(CudaBackend, ARankAheadQueuesItsNextCallOnlyOnceItsPeersHaveQueuedTheLast) {
   SKIP_WITHOUT_GPU();
   ScopedEnv device("COLLIE_DEVICE", "cuda");
@@ -341,18 +343,19 @@ TEST(CudaBackend, ARankAheadQueuesItsNextCallOnlyOnceItsPeersHaveQueuedTheLast) 
   collie::test::Comms comms(n);
   ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
   std::vector<std::unique_ptr<RankDevice>> dev;
-  for (int r = 0; r < n; ++r) dev.emplace_back(new RankDevice(most * 4, calls * most * 4));
+  const size_t swapped = 1000;  // elements ranks 0 and 1 send each other, into their outputs' last block
+  for (int r = 0; r < n; ++r) dev.emplace_back(new RankDevice(most * 4, (calls + 1) * most * 4));
   // Rank r's element i: r + 1 + i % 5, so every sum is 6 + 3 (i % 5) and exact.
   auto fill = [&](int r) {
     std::vector<float> host(most);
     for (size_t i = 0; i < most; ++i) host[i] = static_cast<float>(r + 1) + static_cast<float>(i % 5);
     EXPECT_EQ(cudaMemcpyAsync(dev[r]->in, host.data(), most * 4, cudaMemcpyHostToDevice, dev[r]->stream), cudaSuccess);
-    EXPECT_EQ(cudaMemsetAsync(dev[r]->out, 0xff, calls * most * 4, dev[r]->stream), cudaSuccess);  // NaN
+    EXPECT_EQ(cudaMemsetAsync(dev[r]->out, 0xff, (calls + 1) * most * 4, dev[r]->stream), cudaSuccess);  // NaN
     EXPECT_EQ(cudaStreamSynchronize(dev[r]->stream), cudaSuccess);
   };
   // "" or what is wrong in rank r's outputs, after its stream is done.
-  auto check = [&](int r, const char* part) -> std::string {
-    std::vector<float> got(calls * most);
+  auto check = [&](int r, const char* part, bool swap) -> std::string {
+    std::vector<float> got((calls + 1) * most);
     // On the rank's stream: the legacy one could wait for peers' kernels that wait for this rank.
     if (cudaMemcpyAsync(got.data(), dev[r]->out, got.size() * 4, cudaMemcpyDeviceToHost, dev[r]->stream) !=
             cudaSuccess ||
@@ -366,7 +369,17 @@ TEST(CudaBackend, ARankAheadQueuesItsNextCallOnlyOnceItsPeersHaveQueuedTheLast) 
         if (got[c * most + i] != 6.0f + 3.0f * static_cast<float>(i % 5))
           return std::string(part) + ", call " + std::to_string(c) + ", element " + std::to_string(i) + ": " +
                  std::to_string(got[c * most + i]);
+    for (size_t i = 0; swap && r < 2 && i < swapped; ++i)
+      if (got[calls * most + i] != static_cast<float>(2 - r) + static_cast<float>(i % 5))
+        return std::string(part) + ", send/recv, element " + std::to_string(i);
     return "";
+  };
+  auto swap = [&](int r) {  // ranks 0 and 1
+    collieGroupStart();
+    collieSend(dev[r]->in, swapped, collieFloat32, 1 - r, comms[r], dev[r]->stream);
+    collieRecv(static_cast<float*>(dev[r]->out) + calls * most, swapped, collieFloat32, 1 - r, comms[r],
+               dev[r]->stream);
+    return collieGroupEnd();
   };
   auto call = [&](int r, int c) {
     return collieAllReduce(dev[r]->in, static_cast<float*>(dev[r]->out) + c * most, counts[c], collieFloat32, collieSum,
@@ -388,25 +401,30 @@ TEST(CudaBackend, ARankAheadQueuesItsNextCallOnlyOnceItsPeersHaveQueuedTheLast) 
         break;
       }
       if (r == 0) firstReturned = true;
+      if (c == 1 && r < 2 && swap(r) != collieSuccess) {
+        errors[r] = std::string("send/recv: ") + collieGetLastError(comms[r]);
+        break;
+      }
     }
     if (r == 0) firstReturned = true;  // also when its first call failed: the others must not wait for ever
     // The copy back is work of our own behind the last call: queued before every peer has queued that call, it
     // could hold a peer's kernel back in a shared queue just the same (docs/cuda-executor.md).
     ++finished;
     while (finished.load() < n) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    if (errors[r].empty()) errors[r] = check(r, "ahead");
+    if (errors[r].empty()) errors[r] = check(r, "ahead", true);
   });
   for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
   const auto* exec0 = dynamic_cast<const collie::CudaExecutor*>(comms[0]->executor.get());
   ASSERT_NE(exec0, nullptr);
-  EXPECT_GE(exec0->peerWaits(), 1u) << "rank 0 queued its second call before its peers had queued their first";
+  // Its second call and its send/recv at least (its later calls may find the peers caught up).
+  EXPECT_GE(exec0->peerWaits(), 2u) << "rank 0 queued work before its peers had queued the call before";
 
   for (int r = 0; r < n; ++r) fill(r);
   ASSERT_EQ(collieGroupStart(), collieSuccess);
   for (int r = 0; r < n; ++r)
     for (int c = 0; c < calls; ++c) ASSERT_EQ(call(r, c), collieSuccess) << collieGetLastError(comms[r]);
   ASSERT_EQ(collieGroupEnd(), collieSuccess) << collieGetLastError(nullptr);
-  for (int r = 0; r < n; ++r) EXPECT_EQ(check(r, "group"), "") << "rank " << r;
+  for (int r = 0; r < n; ++r) EXPECT_EQ(check(r, "group", false), "") << "rank " << r;
 }
 
 // The same wait, for a peer that never calls: the second call fails within about COLLIE_TIMEOUT (the wait's own
