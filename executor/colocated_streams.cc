@@ -32,8 +32,8 @@ struct ColocatedStreams::Note {
   bool valid = false;
   Entry last;  // this rank's latest collective
   // What this rank has queued, and so puts nothing more of into a queue: its collectives (the highest #seq + 1),
-  // and per co-located rank (ColocatedStreams::slot) its sends to it and receives from it. Written by the rank's
-  // calls, read by its peers'.
+  // and per rank (up to the highest co-located one: ColocatedStreams::slots_) its sends to it and receives from
+  // it. Written by the rank's calls, read by its peers'.
   std::atomic<uint64_t> collectives{0};
   std::unique_ptr<std::atomic<uint64_t>[]> sends, recvs;
   std::atomic<bool> gone{false};  // its communicator is being destroyed: it queues nothing more

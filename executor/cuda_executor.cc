@@ -459,7 +459,7 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
       if (total - secs[kPeers] > 0.1)
         COLLIE_WARN(
             "rank %d: enqueueing call #%llu took %.3f s: %.3f s asking the stream's capture state, %.3f s waiting "
-            "for the ranks sharing its GPU to queue their previous collective, %.3f s scaling the input, %.3f s "
+            "for the ranks sharing its GPU to queue their part of the work before, %.3f s scaling the input, %.3f s "
             "preparing programs and scratch, %.3f s ordering it after the communicator's previous work, %.3f s in "
             "the kernel's launch, %.3f s after it",
             rank, static_cast<unsigned long long>(seq), total, secs[kCapture], secs[kPeers], secs[kScale], secs[kPlan],
