@@ -17,6 +17,15 @@ inline Status cudaStatus(cudaError_t e, const char* what) {
   return Status::error(collieUnhandledCudaError, "%s failed: %s", what, cudaGetErrorString(e));
 }
 
+/// Whether `stream` is being captured into a CUDA graph: work queued on it now only joins the graph, and runs
+/// when the graph is launched, so nothing that waits for it (or for peers) may happen now.
+inline Status streamCaptured(cudaStream_t stream, bool* captured) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  const Status st = cudaStatus(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing");
+  *captured = st.ok() && capture != cudaStreamCaptureStatusNone;
+  return st;
+}
+
 /// Switches this thread to relaxed stream-capture mode for the scope. Collie's
 /// own queries, allocations and uploads may run while the caller's stream is
 /// being captured into a graph in global mode; they are not part of the

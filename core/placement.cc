@@ -73,9 +73,9 @@ Status checkStream(collieComm_t comm, collieStream_t stream, const char* call) {
   // (CUDA refuses it and invalidates the capture, seen on an H100): ask in relaxed mode, and leave a
   // capturing stream alone (its device is checked when it is first used outside a capture).
   RelaxedCapture relaxed;
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(s, &capture) == cudaSuccess && capture != cudaStreamCaptureStatusNone) return Status();
-  (void)cudaGetLastError();
+  // A stream the query fails on is refused below, by cudaStreamGetDevice's own sentence.
+  bool captured = false;
+  if (streamCaptured(s, &captured).ok() && captured) return Status();
   int device = -1;
   const cudaError_t e = cudaStreamGetDevice(s, &device);
   if (e != cudaSuccess) {

@@ -470,11 +470,10 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   slowLog.seq = args.seq;
   slowLog.e = this;
   cudaStream_t stream = static_cast<cudaStream_t>(args.stream);
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing"));
-  capturing_ = capture != cudaStreamCaptureStatusNone;
+  COLLIE_RETURN_IF_ERROR(streamCaptured(stream, &capturing_));
   captureGraph_ = nullptr;
   if (capturing_) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     cudaGraph_t graph = nullptr;
     // Without the graph, programs of this launch stay pinned (holdForGraph).
     if (cudaStreamGetCaptureInfo(stream, &capture, nullptr, &graph) == cudaSuccess)
@@ -599,10 +598,9 @@ Status CudaExecutor::queueAfterPeers(collieStream_t streamHandle) {
   if (colocated_ == nullptr) return Status();
   COLLIE_RETURN_IF_ERROR(asyncStatus());
   DeviceGuard guard(device_);
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  COLLIE_RETURN_IF_ERROR(
-      cudaStatus(cudaStreamIsCapturing(static_cast<cudaStream_t>(streamHandle), &capture), "cudaStreamIsCapturing"));
-  if (capture != cudaStreamCaptureStatusNone) return Status();  // queues nothing now
+  bool captured = false;
+  COLLIE_RETURN_IF_ERROR(streamCaptured(static_cast<cudaStream_t>(streamHandle), &captured));
+  if (captured) return Status();  // queues nothing now
   return waitForColocatedPeers();
 }
 
@@ -614,9 +612,8 @@ Status CudaExecutor::localCopy(void* dst, const void* src, size_t bytes, collieS
   // Ordered like a launch: after the communicator's previous work, and before its next launch on any stream,
   // collieCommFinalize and destroy (which wait for the event), so calls on two streams still run in call order.
   cudaStream_t stream = static_cast<cudaStream_t>(streamHandle);
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing"));
-  const bool captured = capture != cudaStreamCaptureStatusNone;
+  bool captured = false;
+  COLLIE_RETURN_IF_ERROR(streamCaptured(stream, &captured));
   COLLIE_RETURN_IF_ERROR(waitForPrevious(streamHandle, captured));
   // Default: the buffers may be managed or mapped pinned memory, which the API accepts too.
   COLLIE_RETURN_IF_ERROR(

@@ -40,10 +40,9 @@ class CudaMover final : public StagedExecutor::Mover {
   Status usable(collieStream_t stream) override {
     // Before anything is enqueued: a copy recorded into the capture, or a wait
     // during it (which invalidates the capture), would outlive this error.
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    COLLIE_RETURN_IF_ERROR(
-        cudaStatus(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture), "cudaStreamIsCapturing"));
-    if (capture != cudaStreamCaptureStatusNone)
+    bool captured = false;
+    COLLIE_RETURN_IF_ERROR(streamCaptured(static_cast<cudaStream_t>(stream), &captured));
+    if (captured)
       return Status::error(collieInvalidUsage,
                            "a collective of a CUDA communicator on the staged path (spanning hosts, GPUs without "
                            "P2P, or COLLIE_P2P=0) cannot be captured into a CUDA graph: it goes through host staging "
