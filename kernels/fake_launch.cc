@@ -1,9 +1,10 @@
-// The launcher headers (launch.h, scale.h, reduce_check.h) in a fake-CUDA
+// The launcher headers (launch.h, scale.h, reduce_check.h, exchange_floor.h) in a fake-CUDA
 // build (COLLIE_FAKE_CUDA, tests/fake_cuda): instead of a kernel, each launch
 // enqueues host work on the fake runtime's stream, so it runs in stream order,
 // is recorded by a stream capture and replayed by a graph, like a kernel. The
 // program kernel is the real one's body run by kernels/emulator.h; scale and
-// reduce-check are plain loops over the shared operators (executor/reduce_ops.h).
+// reduce-check are plain loops over the shared operators (executor/reduce_ops.h); the exchange floor's body
+// (exchange_floor_block.cuh) runs emulated too.
 //
 // Host threads per emulated block: COLLIE_FAKE_CUDA_THREADS (default 2: enough
 // for the block barrier and the threads' split of a slice to matter).
@@ -14,6 +15,7 @@
 
 #include "executor/reduce_ops.h"
 #include "kernels/emulator.h"
+#include "kernels/exchange_floor_block.cuh"
 #include "kernels/launch.h"
 #include "kernels/reduce_check.h"
 #include "kernels/scale.h"
@@ -106,6 +108,18 @@ int launchReduceCheck(collieDataType_t type, collieRedOp_t op, const void* a, co
         }
       });
     });
+    return cudaSuccess;
+  }));
+}
+
+int preloadExchangeFloor() { return static_cast<int>(cudaSuccess); }
+
+int launchExchangeFloor(const FloorArgs& args, int threads, void* stream) {
+  if (threads < 1 || threads > 1024) return static_cast<int>(cudaErrorInvalidValue);
+  // Played by COLLIE_FAKE_CUDA_THREADS threads whatever `threads` says: the body's work is thread 0's.
+  auto copy = std::make_shared<FloorArgs>(args);
+  return static_cast<int>(fakecuda::enqueue(static_cast<cudaStream_t>(stream), [copy]() {
+    launcherFor(1)->run([&](int) { exchangeFloorBlock(*copy); });
     return cudaSuccess;
   }));
 }

@@ -11,6 +11,7 @@
 // available", the error CUDA gives for a build without code for the device.
 #include <cuda_runtime_api.h>
 
+#include "kernels/exchange_floor.h"
 #include "kernels/launch.h"
 #include "kernels/reduce_check.h"
 #include "kernels/scale.h"
@@ -30,5 +31,8 @@ int launchStore(void*, const void*, size_t, void*) { return kNoImage; }
 int launchReduceCheck(collieDataType_t, collieRedOp_t, const void*, const void*, void*, size_t, int, void*) {
   return kNoImage;
 }
+
+int preloadExchangeFloor() { return kNoImage; }
+int launchExchangeFloor(const FloorArgs&, int, void*) { return kNoImage; }
 
 }  // namespace collie

@@ -144,7 +144,7 @@ part_build() {
   step configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_ARCHITECTURES="$arch" \
     -DCOLLIE_WITH_MPI=OFF -DCMAKE_PREFIX_PATH="$prefix" -DGTest_DIR="$prefix/lib/x86_64-linux-gnu/cmake/GTest"
   step build cmake --build "$build" -j 16 --target collectives_gpu_test program_cache_gpu_test reduce_ops_gpu_test \
-    collectives_gpu_mp faults_gpu_mp collie-run nccl_gpu_test collie-bench soak_test launch_floor
+    collectives_gpu_mp faults_gpu_mp collie-run nccl_gpu_test collie-bench soak_test launch_floor exchange_floor
 }
 part_test() {
   # First, with every stream in one hardware queue: calls of several rounds, a grouped send/recv and pre-multiplied
@@ -255,6 +255,10 @@ part_bench() {
   # on a stream of its own (and with the event record and capture query each Collie enqueue adds, and as graphs).
   # If launches into one context serialize, this alone is near the small calls' times at 4 and 8 ranks.
   step bench_launch_floor "$build/tests/launch_floor" 2000 1 2 4 8
+  # The floor of a small call with a collective in it: each rank's kernel hands a value to every peer and waits
+  # for theirs, nothing else (kernels/exchange_floor.h): per exchange, by the way a value travels, and per call
+  # at 2, 4 and 8 ranks. What bench_small_* and bench_phases_* measure above it is Collie's own.
+  step bench_exchange_floor "$build/tests/exchange_floor" 2000 2 4 8
   # Where a small call's kernel time goes: each rank logs its blocks' mean setup, steps, drain and store
   # (COLLIE_KERNEL_TIMING, kernels/launch.h) as its communicator goes; one size per run, so each mean is its own.
   for c in 8 64K; do

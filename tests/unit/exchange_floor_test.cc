@@ -1,0 +1,100 @@
+// The exchange floor's kernel body (kernels/exchange_floor_block.cuh), run by the CPU emulation: a rank per host
+// thread, each playing one block. tests/gpu/exchange_floor.cc times the same body on a GPU; here: that every
+// way a value travels delivers every peer's value for each exchange, that a wrong value is caught, and that a
+// rank whose peer never comes gives up within its timeout instead of hanging.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "kernels/emulator.h"
+#include "kernels/exchange_floor_block.cuh"
+
+namespace {
+
+using collie::FloorArgs;
+using collie::FloorMode;
+
+struct Slots {
+  explicit Slots(int n) : lines(static_cast<size_t>(n) * n * 2, 0), flags(lines.size(), 0), elapsed(n, 0) {}
+  std::vector<uint64_t> lines, flags, elapsed;
+  uint32_t failed = 0;
+};
+
+FloorArgs argsOf(Slots* s, int rank, int n, FloorMode mode, uint32_t first, uint32_t count) {
+  FloorArgs a;
+  a.lines = s->lines.data();
+  a.flags = s->flags.data();
+  a.elapsedNs = s->elapsed.data();
+  a.failed = &s->failed;
+  a.rank = rank;
+  a.nranks = n;
+  a.mode = static_cast<int>(mode);
+  a.first = first;
+  a.count = count;
+  return a;
+}
+
+// Runs `launches` launches of `count` exchanges on every rank of `ranks` (each its own thread and emulated block
+// of `threads` threads), numbered on from `first`. The default timeout is long: a wait that never ends fails the
+// test at ctest's limit rather than passing as a timeout.
+void runRanks(Slots* s, const std::vector<int>& ranks, int n, FloorMode mode, uint32_t first, uint32_t count,
+              int launches, int threads, uint64_t timeoutNs = 20000000000ull) {
+  std::vector<std::thread> ts;
+  for (int r : ranks)
+    ts.emplace_back([=] {
+      collie::emu::Launcher block(1, threads);
+      for (int k = 0; k < launches; ++k) {
+        FloorArgs a = argsOf(s, r, n, mode, first + static_cast<uint32_t>(k) * count, count);
+        a.timeoutNs = timeoutNs;
+        block.run([&](int) { collie::exchangeFloorBlock(a); });
+      }
+    });
+  for (std::thread& t : ts) t.join();
+}
+
+TEST(ExchangeFloor, EveryWayDeliversEveryPeersValueOfEachExchange) {
+  for (FloorMode mode : {FloorMode::kLine, FloorMode::kFlagGpu, FloorMode::kFlagSys}) {
+    for (int n : {2, 3, 5}) {
+      SCOPED_TRACE(testing::Message() << "mode " << static_cast<int>(mode) << ", " << n << " ranks");
+      Slots s(n);
+      std::vector<int> all;
+      for (int r = 0; r < n; ++r) all.push_back(r);
+      // Many exchanges in one launch, then launches of one: the slots of both parities are reused throughout.
+      runRanks(&s, all, n, mode, 1, 40, 1, 3);
+      runRanks(&s, all, n, mode, 41, 1, 12, 2);
+      EXPECT_EQ(s.failed, 0u);
+      for (int r = 0; r < n; ++r) EXPECT_GT(s.elapsed[static_cast<size_t>(r)], 0u) << "rank " << r;
+      // The last exchange (52, parity 0) left in each slot the sender's value for it, rank + 1 + 52.
+      for (int to = 0; to < n; ++to)
+        for (int from = 0; from < n; ++from) {
+          if (to == from) continue;
+          const uint64_t line = s.lines[(static_cast<size_t>(to) * n + from) * 2];
+          EXPECT_EQ(static_cast<uint32_t>(line), static_cast<uint32_t>(from + 1 + 52)) << from << " -> " << to;
+        }
+    }
+  }
+}
+
+TEST(ExchangeFloor, AWrongValueFailsTheRun) {
+  // Rank 1's line for exchange 1 carries the right flag and a wrong value; rank 0 takes it and must fail.
+  Slots s(2);
+  s.lines[(0 * 2 + 1) * 2 + 1] = (uint64_t{1} << 32) | 99u;
+  runRanks(&s, {0}, 2, FloorMode::kLine, 1, 1, 1, 2);
+  EXPECT_EQ(s.failed, 1u);
+}
+
+TEST(ExchangeFloor, ARankWhosePeerNeverComesGivesUpWithinItsTimeout) {
+  for (FloorMode mode : {FloorMode::kLine, FloorMode::kFlagGpu}) {
+    Slots s(3);
+    const auto t0 = std::chrono::steady_clock::now();
+    runRanks(&s, {0, 1}, 3, mode, 1, 1, 1, 2, 200000000ull);  // rank 2 never runs; 0.2 s
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(s.failed, 1u) << "mode " << static_cast<int>(mode);
+    EXPECT_LT(sec, 10.0);
+  }
+}
+
+}  // namespace
