@@ -1,6 +1,6 @@
 // Host-only interface to the exchange-floor kernel (kernels/exchange_floor.cu): the least a small collective of
-// ranks sharing one GPU can do there. Each rank's kernel, one block, hands one value to every peer and waits for
-// every peer's, by one of the ways Collie's protocols use, and checks the sum. tests/gpu/exchange_floor.cc
+// ranks sharing one GPU can do there. Each rank's kernel, one block, hands a payload to every peer and waits for
+// every peer's, by one of the ways Collie's protocols use, and checks every word it took. tests/gpu/exchange_floor.cc
 // times it, so that Collie's small calls can be compared with the floor measured in the same run (issue 4's
 // 10 us target). Not used by the library.
 #pragma once
@@ -9,23 +9,24 @@
 
 namespace collie {
 
-/// How a value goes from one rank to a peer.
+/// How a payload goes from one rank to a peer.
 enum class FloorMode : int {
-  kLine = 0,     // one 8-byte {flag, value} line, stored and polled volatile: the LL protocol's way
-  kFlagGpu = 1,  // the value, then a flag by a release at GPU scope, polled by acquire: Simple's on one GPU
+  kLine = 0,     // a word per 8-byte {flag, word} line, stored and polled volatile: the LL protocol's way
+  kFlagGpu = 1,  // the words, then a flag by a release at GPU scope, polled by acquire: Simple's on one GPU
   kFlagSys = 2,  // the same at system scope: Simple's between processes or GPUs
 };
 
 /// One launch's arguments. The buffers are shared by every rank (ranks are threads of one process here).
 struct FloorArgs {
-  uint64_t* lines = nullptr;      // device, nranks x nranks x 2: [receiver][sender][parity] lines or values
-  uint64_t* flags = nullptr;      // device, the same shape: the flags of kFlagGpu and kFlagSys
-  uint32_t* failed = nullptr;     // device: raised by a rank whose wait timed out or whose sum was wrong
+  uint64_t* lines = nullptr;      // device, nranks x nranks x 2 x words: [receiver][sender][parity] lines
+  uint64_t* flags = nullptr;      // device, nranks x nranks x 2: the flags of kFlagGpu and kFlagSys
+  uint32_t* failed = nullptr;     // device: raised by a rank whose wait timed out or that took a wrong word
   uint64_t* elapsedNs = nullptr;  // device, nranks: thread 0's time in this rank's exchanges, summed over launches
   int rank = 0, nranks = 1;
   int mode = 0;        // FloorMode
   uint32_t first = 1;  // the number of the launch's first exchange, counted from 1 over the buffers' life
   uint32_t count = 1;  // exchanges in this launch
+  uint64_t words = 1;  // 4-byte words each rank hands each peer per exchange, each in a line of its own
   uint64_t timeoutNs = 5000000000ull;
 };
 

@@ -2,8 +2,8 @@
 // kernels/device_ops.cuh, so that the CPU emulation runs the same code (tests/unit/exchange_floor_test.cc).
 //
 // Exchange f (counted from 1) uses the slots of parity f & 1: a rank writes exchange f + 2 into a peer's slot
-// only after it has taken that peer's value of exchange f + 1, which the peer sent after it had taken this rank's
-// value of exchange f. So two slots per pair suffice, and a flag is the exchange's own number.
+// only after it has taken that peer's payload of exchange f + 1, which the peer sent after it had taken this
+// rank's payload of exchange f. So two slots per pair suffice, and a flag is the exchange's own number.
 #pragma once
 
 #include <cstdint>
@@ -13,63 +13,81 @@
 
 namespace collie {
 
-/// Thread 0 of the block sends and waits; every thread then passes one barrier, as Collie's waits end (its
-/// primitives' fromThread0): with one thread the barrier costs nothing, with a block of 512 its share shows.
+/// Word w of `rank`'s payload in exchange f: what the receiver expects at line w.
+__device__ inline uint32_t floorWord(int rank, uint32_t f, uint64_t w) {
+  return static_cast<uint32_t>(rank) + 1 + f + static_cast<uint32_t>(w);
+}
+
+/// Thread 0's or each thread's bounded poll: true once `deadline` (taken at the first slow poll) has passed.
+__device__ inline bool floorGaveUp(uint32_t polls, uint64_t timeoutNs, uint64_t* deadline) {
+  // The clock only now and then, as Collie's waits read it: it is not free.
+  if ((polls & 1023) != 0) return false;
+  if (*deadline == 0) *deadline = dev::globalTimerNs() + timeoutNs;
+  return dev::globalTimerNs() > *deadline;
+}
+
+/// One rank's launch. The block's threads share out the lines of every peer's payload, as the LL protocol's
+/// senders and receivers do: each line is checked against the value the sender wrote there, and every exchange
+/// ends in one block barrier (with a single thread it costs nothing, with 512 its share shows). With flags, the
+/// data goes first, then a barrier and thread 0's release of a flag per peer; thread 0 acquires each peer's flag,
+/// and after a barrier the block reads that peer's data: Simple's shape.
 __device__ inline void exchangeFloorBlock(const FloorArgs& a) {
   const bool lead = dev::tid() == 0;
+  const bool lines = a.mode == static_cast<int>(FloorMode::kLine);
   const int n = a.nranks;
+  const uint64_t words = a.words;
   const uint64_t start = lead ? dev::globalTimerNs() : 0;
   bool bad = false;
   for (uint32_t k = 0; k < a.count && !bad; ++k) {
     const uint32_t f = a.first + k;
-    if (lead) {
-      const uint32_t mine = static_cast<uint32_t>(a.rank) + 1 + f;
-      for (int q = 0; q < n; ++q) {
-        if (q == a.rank) continue;
-        const uint64_t at = (static_cast<uint64_t>(q) * n + a.rank) * 2 + (f & 1);
-        uint8_t* line = reinterpret_cast<uint8_t*>(a.lines + at);
-        uint8_t* flag = reinterpret_cast<uint8_t*>(a.flags + at);
-        if (a.mode == static_cast<int>(FloorMode::kLine)) {
-          dev::storeVolatile64(line, (static_cast<uint64_t>(f) << 32) | mine);
-        } else {
-          dev::storeVolatile64(line, mine);
+    auto slot = [&](int to, int from) { return (static_cast<uint64_t>(to) * n + from) * 2 + (f & 1); };
+    for (int q = 0; q < n; ++q) {
+      if (q == a.rank) continue;
+      uint64_t* const data = a.lines + slot(q, a.rank) * words;
+      for (uint64_t w = dev::tid(); w < words; w += dev::nthreads()) {
+        const uint64_t v = floorWord(a.rank, f, w);
+        dev::storeVolatile64(reinterpret_cast<uint8_t*>(data + w), lines ? (static_cast<uint64_t>(f) << 32) | v : v);
+      }
+    }
+    if (!lines) {
+      dev::sync();  // the block's data is written before thread 0 releases it
+      if (lead)
+        for (int q = 0; q < n; ++q) {
+          if (q == a.rank) continue;
+          uint8_t* const flag = reinterpret_cast<uint8_t*>(a.flags + slot(q, a.rank));
           if (a.mode == static_cast<int>(FloorMode::kFlagGpu))
             dev::storeReleaseGpu(flag, f);
           else
             dev::storeReleaseSys(flag, f);
         }
-      }
-      uint64_t sum = mine, deadline = 0;
-      for (int p = 0; p < n && !bad; ++p) {
-        if (p == a.rank) continue;
-        const uint64_t at = (static_cast<uint64_t>(a.rank) * n + p) * 2 + (f & 1);
-        const uint8_t* line = reinterpret_cast<const uint8_t*>(a.lines + at);
-        const uint8_t* flag = reinterpret_cast<const uint8_t*>(a.flags + at);
-        uint64_t v = 0;
-        for (uint32_t i = 1;; ++i) {
-          bool in = false;
-          if (a.mode == static_cast<int>(FloorMode::kLine)) {
-            v = dev::loadVolatile64(line);
-            in = (v >> 32) == f;
-          } else {
-            in = (a.mode == static_cast<int>(FloorMode::kFlagGpu) ? dev::loadAcquireGpu(flag)
-                                                                  : dev::loadAcquireSys(flag)) == f;
-            if (in) v = dev::loadVolatile64(line);
-          }
-          if (in) break;
-          // The clock only now and then, as Collie's waits read it: it is not free.
-          if ((i & 1023) != 0) continue;
-          if (deadline == 0) deadline = dev::globalTimerNs() + a.timeoutNs;
-          if (dev::globalTimerNs() > deadline) {
-            bad = true;
-            break;
+    }
+    for (int p = 0; p < n && !bad; ++p) {
+      if (p == a.rank) continue;
+      const uint64_t* const data = a.lines + slot(a.rank, p) * words;
+      uint64_t deadline = 0;
+      if (!lines) {
+        if (lead) {
+          const uint8_t* const flag = reinterpret_cast<const uint8_t*>(a.flags + slot(a.rank, p));
+          for (uint32_t i = 1; !bad; ++i) {
+            const uint64_t got =
+                a.mode == static_cast<int>(FloorMode::kFlagGpu) ? dev::loadAcquireGpu(flag) : dev::loadAcquireSys(flag);
+            if (got == f) break;
+            bad = floorGaveUp(i, a.timeoutNs, &deadline);
           }
         }
-        sum += static_cast<uint32_t>(v);
+        if (dev::syncOr(bad)) {  // the flag is seen before any thread reads the data
+          bad = true;
+          break;
+        }
       }
-      // Every rank's value is its rank + 1 + f.
-      const uint64_t expected = static_cast<uint64_t>(n) * (n + 1) / 2 + static_cast<uint64_t>(n) * f;
-      bad = bad || sum != expected;
+      for (uint64_t w = dev::tid(); w < words && !bad; w += dev::nthreads()) {
+        uint64_t v = dev::loadVolatile64(reinterpret_cast<const uint8_t*>(data + w));
+        for (uint32_t i = 1; lines && (v >> 32) != f && !bad; ++i) {
+          bad = floorGaveUp(i, a.timeoutNs, &deadline);
+          v = dev::loadVolatile64(reinterpret_cast<const uint8_t*>(data + w));
+        }
+        bad = bad || static_cast<uint32_t>(v) != floorWord(p, f, w);
+      }
     }
     bad = dev::syncOr(bad);
   }

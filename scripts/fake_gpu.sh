@@ -123,10 +123,10 @@ COLLIE_FAKE_CUDA_QUEUES=3 COLLIE_TIMEOUT=10 bounded "$build/bench/collie-bench" 
   -b 8 -e 8 -n 50 -w 10 --algo oneshot
 COLLIE_FAKE_CUDA_QUEUES=3 COLLIE_TIMEOUT=10 bounded "$build/bench/collie-bench" allreduce -t 4 --backend cuda \
   -b 8M -e 8M -n 20 -w 5 --algo ring
-# The exchange floor's tool (tests/gpu/exchange_floor.cc: every way, 1 to 3 ranks, few iterations), so that its
-# launches, the order it queues them in and its checks have run before a GPU times them; its figures mean
-# nothing here. The kernel's body runs in exchange_floor_test too.
-bounded "$build/tests/exchange_floor" 20 1 3
+# The exchange floor's tool (tests/gpu/exchange_floor.cc: every way, 1 and 3 ranks, 8 and 1000 bytes, few
+# iterations), so that its launches, the order it queues them in and its checks have run before a GPU times
+# them; its figures mean nothing here. The kernel's body runs in exchange_floor_test too.
+bounded "$build/tests/exchange_floor" --sizes 8,1000 20 1 3
 # tests/gpu/run.sh itself, on this tree, so that its plumbing (paths, which libnccl.so.2 is loaded, the
 # summary and logs packed into $OUT, the deadline) is tested before a lent GPU's minutes are spent on it.
 rehearsal=$(mktemp -d)

@@ -1,20 +1,22 @@
 // The exchange floor: the least a small collective of ranks sharing one GPU costs there, measured with a kernel
-// that does nothing else (kernels/exchange_floor.h): each rank's one block hands a 4-byte value to every peer
-// and waits for every peer's, thread 0 alone, then a block barrier, as Collie's waits end. Collie's small calls
-// (issue 4: 8 B to 64 KiB in 10 us at 2-8 ranks) are then read against the floor measured in the same run:
-// what is above it is Collie's own, what is below it no design of this shape can reach.
+// that does nothing else (kernels/exchange_floor.h): each rank's one block hands a payload to every peer and
+// waits for every peer's, checking every word, and each exchange ends in a block barrier, as Collie's waits do.
+// Collie's small calls (issue 4: 8 B to 64 KiB in 10 us at 2-8 ranks) are then read against the floor measured
+// in the same run: what is above it is Collie's own; what is below it no design of this shape can reach.
 //
 // Ranks are threads of this process, each with a stream of its own, as collie-bench -t runs them.
-//   per exchange  2 ranks, one launch each of 10 x ITERS exchanges: the device clock's time per exchange (the
-//                 slower rank), for each way a value travels (an LL line; a flag released at GPU scope; at
-//                 system scope) and block of 1 and of 512 threads. Collie's per-step times
+//   per exchange  2 ranks, one launch each of 10 x ITERS exchanges of 4 bytes: the device clock's time per
+//                 exchange (the slower rank), for each way a payload travels (LL lines; a flag released at GPU
+//                 scope; at system scope) and blocks of 1 and of 512 threads. Collie's per-step times
 //                 (COLLIE_KERNEL_TIMING) compare with this.
-//   per call      T ranks, ITERS launches of one exchange each (LL line, 512 threads) after 50 to warm up; a
-//                 rank queues launch k only once every peer has queued launch k-1, as Collie does
-//                 (docs/cuda-executor.md, "Ranks sharing hardware queues"). The slowest thread's time per call,
-//                 and its kernel's own part by the device clock. collie-bench's small allreduces compare with this.
-// Every exchange checks the sum of the values it took; a wrong sum or a wait past 5 s fails the run.
-// Run by tests/gpu/run.sh as bench_exchange_floor; exits 77 without a GPU. Usage: exchange_floor [ITERS [T ...]]
+//   per call      T ranks, ITERS launches of one exchange each (LL lines, 512 threads) after 50 to warm up, of
+//                 each payload size; a rank queues launch k only once every peer has queued launch k-1, as Collie
+//                 does (docs/cuda-executor.md, "Ranks sharing hardware queues"). The slowest thread's time per
+//                 call, and its kernel's own part by the device clock. A one-shot allreduce of that size moves
+//                 the same payload to every peer, plus its reduction: collie-bench's small allreduces compare.
+// A wrong word or a wait past 5 s fails the run.
+// Run by tests/gpu/run.sh as bench_exchange_floor; exits 77 without a GPU.
+// Usage: exchange_floor [--sizes BYTES,...] [ITERS [T ...]]   (sizes: 8,4096,65536 by default)
 #include "kernels/exchange_floor.h"
 
 #include <cuda_runtime.h>
@@ -24,6 +26,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -38,13 +41,13 @@ struct Buffers {
   uint64_t* flags = nullptr;
   uint64_t* elapsedNs = nullptr;
   uint32_t* failed = nullptr;
-  cudaError_t allocate(int n) {
+  cudaError_t allocate(int n, uint64_t words) {
     const size_t slots = static_cast<size_t>(n) * n * 2 * sizeof(uint64_t);
-    cudaError_t e = cudaMalloc(&lines, slots);
+    cudaError_t e = cudaMalloc(&lines, slots * words);
     if (e == cudaSuccess) e = cudaMalloc(&flags, slots);
     if (e == cudaSuccess) e = cudaMalloc(&elapsedNs, static_cast<size_t>(n) * sizeof(uint64_t));
     if (e == cudaSuccess) e = cudaMalloc(&failed, sizeof(uint32_t));
-    if (e == cudaSuccess) e = cudaMemset(lines, 0, slots);
+    if (e == cudaSuccess) e = cudaMemset(lines, 0, slots * words);
     if (e == cudaSuccess) e = cudaMemset(flags, 0, slots);
     if (e == cudaSuccess) e = cudaMemset(elapsedNs, 0, static_cast<size_t>(n) * sizeof(uint64_t));
     if (e == cudaSuccess) e = cudaMemset(failed, 0, sizeof(uint32_t));
@@ -66,6 +69,7 @@ struct Shape {
   int threads;         // per block
   int warm, timed;     // launches
   uint32_t perLaunch;  // exchanges per launch
+  uint64_t words;      // 4-byte words each rank hands each peer per exchange
 };
 
 // What one rank measured; seconds < 0 after a failure, printed.
@@ -91,6 +95,7 @@ Measured runRank(const Shape& shape, const Buffers& b, int rank, std::vector<std
   a.nranks = shape.ranks;
   a.mode = static_cast<int>(shape.mode);
   a.count = shape.perLaunch;
+  a.words = shape.words;
   bool late = false;
   auto launch = [&](int k) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -142,7 +147,7 @@ Measured runRank(const Shape& shape, const Buffers& b, int rank, std::vector<std
 Measured measure(const Shape& shape) {
   Measured worst;
   Buffers b;
-  cudaError_t e = b.allocate(shape.ranks);
+  cudaError_t e = b.allocate(shape.ranks, shape.words);
   if (e != cudaSuccess) {
     fprintf(stderr, "exchange_floor: allocating %d ranks' slots: %s\n", shape.ranks, cudaGetErrorString(e));
     return worst;
@@ -159,7 +164,7 @@ Measured measure(const Shape& shape) {
   e = cudaMemcpy(&failed, b.failed, sizeof(failed), cudaMemcpyDeviceToHost);
   if (e != cudaSuccess || failed != 0) {
     fprintf(stderr, "exchange_floor: %d ranks: %s\n", shape.ranks,
-            e != cudaSuccess ? cudaGetErrorString(e) : "a rank's wait timed out or its sum was wrong");
+            e != cudaSuccess ? cudaGetErrorString(e) : "a rank's wait timed out or it took a wrong word");
     return worst;
   }
   worst.wallSec = 0;
@@ -180,9 +185,25 @@ int main(int argc, char** argv) {
     printf("exchange_floor: skipped: no usable GPU (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
     return 77;
   }
-  const int iters = argc > 1 ? std::max(1, atoi(argv[1])) : 2000;
+  std::vector<uint64_t> sizes = {8, 4096, 65536};
+  int arg = 1;
+  if (argc > 2 && std::string(argv[1]) == "--sizes") {
+    sizes.clear();
+    for (const char* p = argv[2]; *p != '\0';) {
+      char* end = nullptr;
+      const unsigned long long v = strtoull(p, &end, 10);
+      if (end == p || v == 0 || (*end != ',' && *end != '\0')) {
+        fprintf(stderr, "exchange_floor: --sizes wants byte counts above 0, comma-separated: %s\n", argv[2]);
+        return 2;
+      }
+      sizes.push_back(v);
+      p = *end == ',' ? end + 1 : end;
+    }
+    arg = 3;
+  }
+  const int iters = argc > arg ? std::max(1, atoi(argv[arg])) : 2000;
   std::vector<int> counts;
-  for (int i = 2; i < argc; ++i) counts.push_back(std::max(1, atoi(argv[i])));
+  for (int i = arg + 1; i < argc; ++i) counts.push_back(std::max(1, atoi(argv[i])));
   if (counts.empty()) counts = {2, 4, 8};
   cudaDeviceProp prop;
   cudaGetDeviceProperties(&prop, 0);
@@ -195,30 +216,33 @@ int main(int argc, char** argv) {
   const uint32_t many = 10 * static_cast<uint32_t>(iters);
   printf("exchange floor on %s: ranks are threads, each with its own stream\n", prop.name);
   printf(
-      "per exchange, 2 ranks, one launch of %u exchanges after one as long: us by the device clock, the slower "
-      "rank\n%-10s %10s %12s\n",
+      "per exchange of 4 bytes, 2 ranks, one launch of %u exchanges after one as long: us by the device clock, "
+      "the slower rank\n%-10s %10s %12s\n",
       many, "way", "1 thread", "512 threads");
   const struct {
     FloorMode mode;
     const char* name;
-  } ways[] = {{FloorMode::kLine, "LL line"}, {FloorMode::kFlagGpu, "flag gpu"}, {FloorMode::kFlagSys, "flag sys"}};
+  } ways[] = {{FloorMode::kLine, "LL lines"}, {FloorMode::kFlagGpu, "flag gpu"}, {FloorMode::kFlagSys, "flag sys"}};
   for (const auto& way : ways) {
     printf("%-10s", way.name);
     for (int threads : {1, 512}) {
       // The warm-up launch's exchanges are as many as the timed one's; the timed one's are numbered after them.
-      const Measured m = measure(Shape{2, way.mode, threads, 1, 1, many});
+      const Measured m = measure(Shape{2, way.mode, threads, 1, 1, many, 1});
       if (m.wallSec < 0) rc = 1;
       printf(" %*.3f", threads == 1 ? 10 : 12, m.wallSec < 0 ? -1.0 : m.kernelSec * 1e6 / many);
     }
     printf("\n");
   }
-  printf("per call, one exchange per launch (LL line, 512 threads), %d launches after 50: us per call\n", iters);
-  printf("%6s %10s %10s\n", "ranks", "wall", "kernel");
-  for (int t : counts) {
-    const Measured m = measure(Shape{t, FloorMode::kLine, 512, 50, iters, 1});
-    if (m.wallSec < 0) rc = 1;
-    printf("%6d %10.2f %10.2f\n", t, m.wallSec < 0 ? -1.0 : m.wallSec * 1e6 / iters,
-           m.wallSec < 0 ? -1.0 : m.kernelSec * 1e6 / iters);
-  }
+  printf(
+      "per call, one exchange per launch (LL lines, 512 threads), %d launches after 50: us per call, the slowest "
+      "rank\n%6s %10s %10s %10s\n",
+      iters, "ranks", "bytes", "wall", "kernel");
+  for (int t : counts)
+    for (uint64_t bytes : sizes) {
+      const Measured m = measure(Shape{t, FloorMode::kLine, 512, 50, iters, 1, (bytes + 3) / 4});
+      if (m.wallSec < 0) rc = 1;
+      printf("%6d %10llu %10.2f %10.2f\n", t, static_cast<unsigned long long>(bytes),
+             m.wallSec < 0 ? -1.0 : m.wallSec * 1e6 / iters, m.wallSec < 0 ? -1.0 : m.kernelSec * 1e6 / iters);
+    }
   return rc;
 }

@@ -255,9 +255,9 @@ part_bench() {
   # on a stream of its own (and with the event record and capture query each Collie enqueue adds, and as graphs).
   # If launches into one context serialize, this alone is near the small calls' times at 4 and 8 ranks.
   step bench_launch_floor "$build/tests/launch_floor" 2000 1 2 4 8
-  # The floor of a small call with a collective in it: each rank's kernel hands a value to every peer and waits
-  # for theirs, nothing else (kernels/exchange_floor.h): per exchange, by the way a value travels, and per call
-  # at 2, 4 and 8 ranks. What bench_small_* and bench_phases_* measure above it is Collie's own.
+  # The floor of a small call with a collective in it: each rank's kernel hands a payload to every peer and waits
+  # for theirs, nothing else (kernels/exchange_floor.h): per exchange, by the way a payload travels, and per call
+  # at 2, 4 and 8 ranks, 8 B to 64 KiB. What bench_small_* and bench_phases_* measure above it is Collie's own.
   step bench_exchange_floor "$build/tests/exchange_floor" 2000 2 4 8
   # Where a small call's kernel time goes: each rank logs its blocks' mean setup, steps, drain and store
   # (COLLIE_KERNEL_TIMING, kernels/launch.h) as its communicator goes; one size per run, so each mean is its own.

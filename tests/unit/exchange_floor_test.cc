@@ -1,7 +1,7 @@
 // The exchange floor's kernel body (kernels/exchange_floor_block.cuh), run by the CPU emulation: a rank per host
 // thread, each playing one block. tests/gpu/exchange_floor.cc times the same body on a GPU; here: that every
-// way a value travels delivers every peer's value for each exchange, that a wrong value is caught, and that a
-// rank whose peer never comes gives up within its timeout instead of hanging.
+// way a payload travels delivers every word of every peer's payload for each exchange, that a wrong word is
+// caught, and that a rank whose peer never comes gives up within its timeout instead of hanging.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -18,7 +18,12 @@ using collie::FloorArgs;
 using collie::FloorMode;
 
 struct Slots {
-  explicit Slots(int n) : lines(static_cast<size_t>(n) * n * 2, 0), flags(lines.size(), 0), elapsed(n, 0) {}
+  Slots(int n, uint64_t w)
+      : words(w),
+        lines(static_cast<size_t>(n) * n * 2 * w, 0),
+        flags(static_cast<size_t>(n) * n * 2, 0),
+        elapsed(n, 0) {}
+  uint64_t words;
   std::vector<uint64_t> lines, flags, elapsed;
   uint32_t failed = 0;
 };
@@ -34,6 +39,7 @@ FloorArgs argsOf(Slots* s, int rank, int n, FloorMode mode, uint32_t first, uint
   a.mode = static_cast<int>(mode);
   a.first = first;
   a.count = count;
+  a.words = s->words;
   return a;
 }
 
@@ -55,40 +61,50 @@ void runRanks(Slots* s, const std::vector<int>& ranks, int n, FloorMode mode, ui
   for (std::thread& t : ts) t.join();
 }
 
-TEST(ExchangeFloor, EveryWayDeliversEveryPeersValueOfEachExchange) {
+TEST(ExchangeFloor, EveryWayDeliversEveryWordOfEachExchange) {
   for (FloorMode mode : {FloorMode::kLine, FloorMode::kFlagGpu, FloorMode::kFlagSys}) {
     for (int n : {2, 3, 5}) {
-      SCOPED_TRACE(testing::Message() << "mode " << static_cast<int>(mode) << ", " << n << " ranks");
-      Slots s(n);
-      std::vector<int> all;
-      for (int r = 0; r < n; ++r) all.push_back(r);
-      // Many exchanges in one launch, then launches of one: the slots of both parities are reused throughout.
-      runRanks(&s, all, n, mode, 1, 40, 1, 3);
-      runRanks(&s, all, n, mode, 41, 1, 12, 2);
-      EXPECT_EQ(s.failed, 0u);
-      for (int r = 0; r < n; ++r) EXPECT_GT(s.elapsed[static_cast<size_t>(r)], 0u) << "rank " << r;
-      // The last exchange (52, parity 0) left in each slot the sender's value for it, rank + 1 + 52.
-      for (int to = 0; to < n; ++to)
-        for (int from = 0; from < n; ++from) {
-          if (to == from) continue;
-          const uint64_t line = s.lines[(static_cast<size_t>(to) * n + from) * 2];
-          EXPECT_EQ(static_cast<uint32_t>(line), static_cast<uint32_t>(from + 1 + 52)) << from << " -> " << to;
-        }
+      for (uint64_t words : {1, 37}) {
+        SCOPED_TRACE(testing::Message() << "mode " << static_cast<int>(mode) << ", " << n << " ranks, " << words
+                                        << " words");
+        Slots s(n, words);
+        std::vector<int> all;
+        for (int r = 0; r < n; ++r) all.push_back(r);
+        // Many exchanges in one launch, then launches of one: the slots of both parities are reused throughout.
+        runRanks(&s, all, n, mode, 1, 40, 1, 3);
+        runRanks(&s, all, n, mode, 41, 1, 12, 2);
+        EXPECT_EQ(s.failed, 0u);
+        for (int r = 0; r < n; ++r) EXPECT_GT(s.elapsed[static_cast<size_t>(r)], 0u) << "rank " << r;
+        // The last exchange (52, parity 0) left in each slot the sender's payload for it: word w is
+        // rank + 1 + 52 + w.
+        for (int to = 0; to < n; ++to)
+          for (int from = 0; from < n; ++from) {
+            if (to == from) continue;
+            const size_t at = (static_cast<size_t>(to) * n + from) * 2 * words;
+            for (uint64_t w = 0; w < words; ++w)
+              ASSERT_EQ(static_cast<uint32_t>(s.lines[at + w]), static_cast<uint32_t>(from + 1 + 52 + w))
+                  << from << " -> " << to << ", word " << w;
+          }
+      }
     }
   }
 }
 
-TEST(ExchangeFloor, AWrongValueFailsTheRun) {
-  // Rank 1's line for exchange 1 carries the right flag and a wrong value; rank 0 takes it and must fail.
-  Slots s(2);
-  s.lines[(0 * 2 + 1) * 2 + 1] = (uint64_t{1} << 32) | 99u;
-  runRanks(&s, {0}, 2, FloorMode::kLine, 1, 1, 1, 2);
-  EXPECT_EQ(s.failed, 1u);
+TEST(ExchangeFloor, AWrongWordFailsTheRun) {
+  // Rank 1's payload for exchange 1 is there with the right flags, but its word 2 is wrong; rank 0 (three
+  // emulated threads, each checking its own lines) takes it and must fail. Right, it passes.
+  for (bool wrong : {false, true}) {
+    Slots s(2, 5);
+    for (uint64_t w = 0; w < 5; ++w)
+      s.lines[(0 * 2 + 1) * 2 * 5 + 5 + w] = (uint64_t{1} << 32) | (wrong && w == 2 ? 99u : 1u + 1u + 1u + w);
+    runRanks(&s, {0}, 2, FloorMode::kLine, 1, 1, 1, 3);
+    EXPECT_EQ(s.failed, wrong ? 1u : 0u) << (wrong ? "a wrong word" : "every word right");
+  }
 }
 
 TEST(ExchangeFloor, ARankWhosePeerNeverComesGivesUpWithinItsTimeout) {
   for (FloorMode mode : {FloorMode::kLine, FloorMode::kFlagGpu}) {
-    Slots s(3);
+    Slots s(3, 4);
     const auto t0 = std::chrono::steady_clock::now();
     runRanks(&s, {0, 1}, 3, mode, 1, 1, 1, 2, 200000000ull);  // rank 2 never runs; 0.2 s
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
