@@ -21,12 +21,14 @@ struct FloorArgs {
   uint64_t* lines = nullptr;      // device, nranks x nranks x 2 x words: [receiver][sender][parity] lines
   uint64_t* flags = nullptr;      // device, nranks x nranks x 2: the flags of kFlagGpu and kFlagSys
   uint32_t* failed = nullptr;     // device: raised by a rank whose wait timed out or that took a wrong word
+  uint64_t* credits = nullptr;    // device, nranks x nranks: [sender][receiver], the receiver's last exchange taken
   uint64_t* elapsedNs = nullptr;  // device, nranks: thread 0's time in this rank's exchanges, summed over launches
   int rank = 0, nranks = 1;
   int mode = 0;        // FloorMode
   uint32_t first = 1;  // the number of the launch's first exchange, counted from 1 over the buffers' life
   uint32_t count = 1;  // exchanges in this launch
   uint64_t words = 1;  // 4-byte words each rank hands each peer per exchange, each in a line of its own
+  int drain = 0;       // 1: credits back after each exchange, and a wait for them at the launch's end
   uint64_t timeoutNs = 5000000000ull;
 };
 

@@ -30,7 +30,8 @@ __device__ inline bool floorGaveUp(uint32_t polls, uint64_t timeoutNs, uint64_t*
 /// senders and receivers do: each line is checked against the value the sender wrote there, and every exchange
 /// ends in one block barrier (with a single thread it costs nothing, with 512 its share shows). With flags, the
 /// data goes first, then a barrier and thread 0's release of a flag per peer; thread 0 acquires each peer's flag,
-/// and after a barrier the block reads that peer's data: Simple's shape.
+/// and after a barrier the block reads that peer's data: Simple's shape. With `drain`, thread 0 also hands each
+/// peer's slot back after each exchange and waits at the end for its own to come back, as Collie's kernels do.
 __device__ inline void exchangeFloorBlock(const FloorArgs& a) {
   const bool lead = dev::tid() == 0;
   const bool lines = a.mode == static_cast<int>(FloorMode::kLine);
@@ -90,6 +91,19 @@ __device__ inline void exchangeFloorBlock(const FloorArgs& a) {
       }
     }
     bad = dev::syncOr(bad);
+    // With a drain, the payload's slots are handed back at once, as Collie's receivers return credits.
+    if (a.drain != 0 && lead && !bad)
+      for (int p = 0; p < n; ++p)
+        if (p != a.rank)
+          dev::storeVolatile64(reinterpret_cast<uint8_t*>(a.credits + static_cast<uint64_t>(p) * n + a.rank), f);
+  }
+  // The drain of Collie's kernels: the launch ends once every peer has handed back what this rank sent it.
+  const uint32_t last = a.first + a.count - 1;
+  for (int q = 0; q < n && a.drain != 0 && lead && !bad && a.count > 0; ++q) {
+    if (q == a.rank) continue;
+    const uint8_t* const credit = reinterpret_cast<const uint8_t*>(a.credits + static_cast<uint64_t>(a.rank) * n + q);
+    uint64_t deadline = 0;
+    for (uint32_t i = 1; dev::loadVolatile64(credit) < last && !bad; ++i) bad = floorGaveUp(i, a.timeoutNs, &deadline);
   }
   if (!lead) return;
   if (bad) (void)dev::raiseFirst(a.failed);

@@ -12,8 +12,10 @@
 //   per call      T ranks, ITERS launches of one exchange each (LL lines, 512 threads) after 50 to warm up, of
 //                 each payload size; a rank queues launch k only once every peer has queued launch k-1, as Collie
 //                 does (docs/cuda-executor.md, "Ranks sharing hardware queues"). The slowest thread's time per
-//                 call, and its kernel's own part by the device clock. A one-shot allreduce of that size moves
-//                 the same payload to every peer, plus its reduction: collie-bench's small allreduces compare.
+//                 call, and its kernel's own part by the device clock; then the same with a drain (credits back,
+//                 and each launch waiting for them at its end, as Collie's kernels do). A one-shot allreduce of
+//                 that size moves the same payload to every peer, plus its reduction: collie-bench's small
+//                 allreduces compare.
 // A wrong word or a wait past 5 s fails the run.
 // Run by tests/gpu/run.sh as bench_exchange_floor; exits 77 without a GPU.
 // Usage: exchange_floor [--sizes BYTES,...] [ITERS [T ...]]   (sizes: 8,4096,65536 by default)
@@ -39,16 +41,19 @@ using collie::FloorMode;
 struct Buffers {
   uint64_t* lines = nullptr;
   uint64_t* flags = nullptr;
+  uint64_t* credits = nullptr;
   uint64_t* elapsedNs = nullptr;
   uint32_t* failed = nullptr;
   cudaError_t allocate(int n, uint64_t words) {
     const size_t slots = static_cast<size_t>(n) * n * 2 * sizeof(uint64_t);
     cudaError_t e = cudaMalloc(&lines, slots * words);
     if (e == cudaSuccess) e = cudaMalloc(&flags, slots);
+    if (e == cudaSuccess) e = cudaMalloc(&credits, slots / 2);
     if (e == cudaSuccess) e = cudaMalloc(&elapsedNs, static_cast<size_t>(n) * sizeof(uint64_t));
     if (e == cudaSuccess) e = cudaMalloc(&failed, sizeof(uint32_t));
     if (e == cudaSuccess) e = cudaMemset(lines, 0, slots * words);
     if (e == cudaSuccess) e = cudaMemset(flags, 0, slots);
+    if (e == cudaSuccess) e = cudaMemset(credits, 0, slots / 2);
     if (e == cudaSuccess) e = cudaMemset(elapsedNs, 0, static_cast<size_t>(n) * sizeof(uint64_t));
     if (e == cudaSuccess) e = cudaMemset(failed, 0, sizeof(uint32_t));
     // The ranks' streams do not wait for the legacy stream the memsets went to.
@@ -56,8 +61,8 @@ struct Buffers {
     return e;
   }
   ~Buffers() {
-    for (void* p : {static_cast<void*>(lines), static_cast<void*>(flags), static_cast<void*>(elapsedNs),
-                    static_cast<void*>(failed)})
+    for (void* p : {static_cast<void*>(lines), static_cast<void*>(flags), static_cast<void*>(credits),
+                    static_cast<void*>(elapsedNs), static_cast<void*>(failed)})
       if (p != nullptr) cudaFree(p);
   }
 };
@@ -70,6 +75,7 @@ struct Shape {
   int warm, timed;     // launches
   uint32_t perLaunch;  // exchanges per launch
   uint64_t words;      // 4-byte words each rank hands each peer per exchange
+  bool drain = false;  // FloorArgs::drain
 };
 
 // What one rank measured; seconds < 0 after a failure, printed.
@@ -96,6 +102,8 @@ Measured runRank(const Shape& shape, const Buffers& b, int rank, std::vector<std
   a.mode = static_cast<int>(shape.mode);
   a.count = shape.perLaunch;
   a.words = shape.words;
+  a.credits = b.credits;
+  a.drain = shape.drain ? 1 : 0;
   bool late = false;
   auto launch = [&](int k) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -235,14 +243,20 @@ int main(int argc, char** argv) {
   }
   printf(
       "per call, one exchange per launch (LL lines, 512 threads), %d launches after 50: us per call, the slowest "
-      "rank\n%6s %10s %10s %10s\n",
-      iters, "ranks", "bytes", "wall", "kernel");
+      "rank; drained: each launch also waits for its peers' credits, as Collie's kernels do\n%6s %10s %10s %10s "
+      "%14s %14s\n",
+      iters, "ranks", "bytes", "wall", "kernel", "wall drained", "kernel drained");
   for (int t : counts)
     for (uint64_t bytes : sizes) {
-      const Measured m = measure(Shape{t, FloorMode::kLine, 512, 50, iters, 1, (bytes + 3) / 4});
-      if (m.wallSec < 0) rc = 1;
-      printf("%6d %10llu %10.2f %10.2f\n", t, static_cast<unsigned long long>(bytes),
-             m.wallSec < 0 ? -1.0 : m.wallSec * 1e6 / iters, m.wallSec < 0 ? -1.0 : m.kernelSec * 1e6 / iters);
+      printf("%6d %10llu", t, static_cast<unsigned long long>(bytes));
+      for (bool drain : {false, true}) {
+        const Measured m = measure(Shape{t, FloorMode::kLine, 512, 50, iters, 1, (bytes + 3) / 4, drain});
+        if (m.wallSec < 0) rc = 1;
+        const int width = drain ? 14 : 10;
+        printf(" %*.2f %*.2f", width, m.wallSec < 0 ? -1.0 : m.wallSec * 1e6 / iters, width,
+               m.wallSec < 0 ? -1.0 : m.kernelSec * 1e6 / iters);
+      }
+      printf("\n");
     }
   return rc;
 }
