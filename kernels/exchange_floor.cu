@@ -1,3 +1,5 @@
+// The exchange-floor kernel (kernels/exchange_floor.h): one block per launch runs the body of
+// exchange_floor_block.cuh. Only tests/gpu/exchange_floor.cc launches it.
 #include <cuda_runtime.h>
 
 #include "kernels/exchange_floor_block.cuh"

@@ -34,10 +34,11 @@ __device__ inline bool floorGaveUp(uint32_t polls, uint64_t timeoutNs, uint64_t*
 /// peer's slot back after each exchange and waits at the end for its own to come back, as Collie's kernels do.
 __device__ inline void exchangeFloorBlock(const FloorArgs& a) {
   const bool lead = dev::tid() == 0;
-  const bool lines = a.mode == static_cast<int>(FloorMode::kLine);
+  const bool byLines = a.mode == static_cast<int>(FloorMode::kLine);
   const int n = a.nranks;
   const uint64_t words = a.words;
   const uint64_t start = lead ? dev::globalTimerNs() : 0;
+  // The block's verdict, the same in every thread (it comes from a barrier): a wait gave up or a word was wrong.
   bool bad = false;
   for (uint32_t k = 0; k < a.count && !bad; ++k) {
     const uint32_t f = a.first + k;
@@ -47,10 +48,10 @@ __device__ inline void exchangeFloorBlock(const FloorArgs& a) {
       uint64_t* const data = a.lines + slot(q, a.rank) * words;
       for (uint64_t w = dev::tid(); w < words; w += dev::nthreads()) {
         const uint64_t v = floorWord(a.rank, f, w);
-        dev::storeVolatile64(reinterpret_cast<uint8_t*>(data + w), lines ? (static_cast<uint64_t>(f) << 32) | v : v);
+        dev::storeVolatile64(reinterpret_cast<uint8_t*>(data + w), byLines ? (static_cast<uint64_t>(f) << 32) | v : v);
       }
     }
-    if (!lines) {
+    if (!byLines) {
       dev::sync();  // the block's data is written before thread 0 releases it
       if (lead)
         for (int q = 0; q < n; ++q) {
@@ -62,35 +63,39 @@ __device__ inline void exchangeFloorBlock(const FloorArgs& a) {
             dev::storeReleaseSys(flag, f);
         }
     }
-    for (int p = 0; p < n && !bad; ++p) {
+    // This thread's own verdict: one of its waits gave up or a word it took was wrong. It differs between threads,
+    // so it stops only loops without a barrier in them; the barriers below make it the block's.
+    bool mine = false;
+    for (int p = 0; p < n; ++p) {
       if (p == a.rank) continue;
       const uint64_t* const data = a.lines + slot(a.rank, p) * words;
       uint64_t deadline = 0;
-      if (!lines) {
+      if (!byLines) {
         if (lead) {
           const uint8_t* const flag = reinterpret_cast<const uint8_t*>(a.flags + slot(a.rank, p));
-          for (uint32_t i = 1; !bad; ++i) {
+          for (uint32_t i = 1; !mine; ++i) {
             const uint64_t got =
                 a.mode == static_cast<int>(FloorMode::kFlagGpu) ? dev::loadAcquireGpu(flag) : dev::loadAcquireSys(flag);
             if (got == f) break;
-            bad = floorGaveUp(i, a.timeoutNs, &deadline);
+            mine = floorGaveUp(i, a.timeoutNs, &deadline);
           }
         }
-        if (dev::syncOr(bad)) {  // the flag is seen before any thread reads the data
-          bad = true;
+        // The flag is seen before any thread reads the data; every thread leaves the loop here, or none.
+        if (dev::syncOr(mine)) {
+          mine = true;
           break;
         }
       }
-      for (uint64_t w = dev::tid(); w < words && !bad; w += dev::nthreads()) {
+      for (uint64_t w = dev::tid(); w < words && !mine; w += dev::nthreads()) {
         uint64_t v = dev::loadVolatile64(reinterpret_cast<const uint8_t*>(data + w));
-        for (uint32_t i = 1; lines && (v >> 32) != f && !bad; ++i) {
-          bad = floorGaveUp(i, a.timeoutNs, &deadline);
+        for (uint32_t i = 1; byLines && (v >> 32) != f && !mine; ++i) {
+          mine = floorGaveUp(i, a.timeoutNs, &deadline);
           v = dev::loadVolatile64(reinterpret_cast<const uint8_t*>(data + w));
         }
-        bad = bad || static_cast<uint32_t>(v) != floorWord(p, f, w);
+        mine = mine || static_cast<uint32_t>(v) != floorWord(p, f, w);
       }
     }
-    bad = dev::syncOr(bad);
+    bad = dev::syncOr(mine);
     // With a drain, the payload's slots are handed back at once, as Collie's receivers return credits.
     if (a.drain != 0 && lead && !bad)
       for (int p = 0; p < n; ++p)
@@ -98,6 +103,7 @@ __device__ inline void exchangeFloorBlock(const FloorArgs& a) {
           dev::storeVolatile64(reinterpret_cast<uint8_t*>(a.credits + static_cast<uint64_t>(p) * n + a.rank), f);
   }
   // The drain of Collie's kernels: the launch ends once every peer has handed back what this rank sent it.
+  // Thread 0 alone, with no barrier after it: the other threads are done.
   const uint32_t last = a.first + a.count - 1;
   for (int q = 0; q < n && a.drain != 0 && lead && !bad && a.count > 0; ++q) {
     if (q == a.rank) continue;

@@ -116,7 +116,7 @@ int preloadExchangeFloor() { return static_cast<int>(cudaSuccess); }
 
 int launchExchangeFloor(const FloorArgs& args, int threads, void* stream) {
   if (threads < 1 || threads > 1024) return static_cast<int>(cudaErrorInvalidValue);
-  // Played by COLLIE_FAKE_CUDA_THREADS threads whatever `threads` says: the body's work is thread 0's.
+  // Played by COLLIE_FAKE_CUDA_THREADS threads whatever `threads` says: the body shares its lines among those.
   auto copy = std::make_shared<FloorArgs>(args);
   return static_cast<int>(fakecuda::enqueue(static_cast<cudaStream_t>(stream), [copy]() {
     launcherFor(1)->run([&](int) { exchangeFloorBlock(*copy); });

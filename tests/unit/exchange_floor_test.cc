@@ -100,14 +100,25 @@ TEST(ExchangeFloor, EveryWayDeliversEveryWordOfEachExchange) {
 }
 
 TEST(ExchangeFloor, AWrongWordFailsTheRun) {
-  // Rank 1's payload for exchange 1 is there with the right flags, but its word 2 is wrong; rank 0 (three
-  // emulated threads, each checking its own lines) takes it and must fail. Right, it passes.
-  for (bool wrong : {false, true}) {
-    Slots s(2, 5);
-    for (uint64_t w = 0; w < 5; ++w)
-      s.lines[(0 * 2 + 1) * 2 * 5 + 5 + w] = (uint64_t{1} << 32) | (wrong && w == 2 ? 99u : 1u + 1u + 1u + w);
-    runRanks(&s, {0}, 2, FloorMode::kLine, 1, 1, 1, 3);
-    EXPECT_EQ(s.failed, wrong ? 1u : 0u) << (wrong ? "a wrong word" : "every word right");
+  // Ranks 1 and 2's payloads for exchange 1 are in rank 0's slots with their flags, and rank 0 runs alone (three
+  // emulated threads, each checking its own lines). Right, it passes; with word 2 of rank 1's wrong, it fails,
+  // in both shapes: with flags the thread that found the wrong word must still pass the next peer's barrier.
+  const uint64_t words = 5;
+  for (FloorMode mode : {FloorMode::kLine, FloorMode::kFlagGpu}) {
+    for (bool wrong : {false, true}) {
+      Slots s(3, words);
+      for (int p = 1; p < 3; ++p) {
+        const size_t at = (static_cast<size_t>(0) * 3 + p) * 2 + 1;  // [receiver 0][sender p][parity of 1]
+        s.flags[at] = 1;
+        for (uint64_t w = 0; w < words; ++w) {
+          const uint32_t v = wrong && p == 1 && w == 2 ? 99u : static_cast<uint32_t>(p + 1 + 1 + w);
+          s.lines[at * words + w] = (mode == FloorMode::kLine ? uint64_t{1} << 32 : 0) | v;
+        }
+      }
+      runRanks(&s, {0}, 3, mode, 1, 1, 1, 3);
+      EXPECT_EQ(s.failed, wrong ? 1u : 0u)
+          << "mode " << static_cast<int>(mode) << (wrong ? ": a wrong word" : ": every word right");
+    }
   }
 }
 
