@@ -130,12 +130,14 @@ Measured runRank(const Shape& shape, const Buffers& b, int rank, std::vector<std
     return rc == cudaSuccess ? cudaStreamSynchronize(stream) : rc;
   };
   int k = 0;
-  for (stage = "warm-up"; k < shape.warm && e == cudaSuccess; ++k) e = launch(k);
+  if (e == cudaSuccess) stage = "warm-up";
+  for (; k < shape.warm && e == cudaSuccess; ++k) e = launch(k);
   if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
   if (e == cudaSuccess) e = elapsed(&before);
   arrive();
   const auto t0 = std::chrono::steady_clock::now();
-  for (stage = "timed launches"; k < shape.warm + shape.timed && e == cudaSuccess; ++k) e = launch(k);
+  if (e == cudaSuccess) stage = "timed launches";
+  for (; k < shape.warm + shape.timed && e == cudaSuccess; ++k) e = launch(k);
   if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
   const auto t1 = std::chrono::steady_clock::now();
   if (e == cudaSuccess) e = elapsed(&after);
