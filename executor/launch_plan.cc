@@ -262,10 +262,11 @@ void reportKernelPhases(int rank, const uint64_t* sums) {
   }
   COLLIE_WARN(
       "rank %d: kernel timing (COLLIE_KERNEL_TIMING=1), mean per block over %llu blocks that ran to the end: "
-      "setup %.2f us, steps %.2f us (%.2f us of it waiting for peers), drain %.2f us, store %.2f us; by step, us: "
-      "%s",
+      "setup %.2f us, steps %.2f us (%.2f us of it waiting for peers; in the primitives: posting %.2f, taking "
+      "%.2f with its waiting, moving %.2f), drain %.2f us, store %.2f us; by step, us: %s",
       rank, static_cast<unsigned long long>(blocks), us(kPhaseSetup), us(kPhaseSteps), us(kPhaseWaiting),
-      us(kPhaseDrain), us(kPhaseStore), bySteps.empty() ? "none" : bySteps.c_str());
+      us(kPhasePost), us(kPhaseTake), us(kPhaseMoves), us(kPhaseDrain), us(kPhaseStore),
+      bySteps.empty() ? "none" : bySteps.c_str());
 }
 
 }  // namespace collie

@@ -299,6 +299,25 @@ class StepClock {
   uint64_t last_ = 0, waitedBefore_ = 0;
 };
 
+/// COLLIE_KERNEL_TIMING: thread 0 adds the time of the enclosing scope, one primitive's call, to one of the
+/// primitives' part sums (posting, taking, moving: kernels/launch.h, kPhasePost); the other threads and an untimed
+/// launch read no clock.
+class PhaseSpan {
+ public:
+  __device__ PhaseSpan(bool timed, uint64_t* sum) : sum_(timed ? sum : nullptr) {
+    if (sum_ != nullptr) start_ = dev::globalTimerNs();
+  }
+  __device__ ~PhaseSpan() {
+    if (sum_ != nullptr) *sum_ += dev::globalTimerNs() - start_;
+  }
+  PhaseSpan(const PhaseSpan&) = delete;
+  PhaseSpan& operator=(const PhaseSpan&) = delete;
+
+ private:
+  uint64_t* sum_;
+  uint64_t start_ = 0;
+};
+
 /// Thread 0's `v` (a wait's result: 0 almost always), seen by every thread of
 /// the block: one barrier when it is 0, three otherwise. `shared` is one int of
 /// shared memory.
@@ -331,12 +350,22 @@ class DevicePrims {
         credited_(counters + 2 * a.layout.nranks),
         clean_(counters + 3 * a.layout.nranks),
         shared_(shared),
+        timed_(a.phaseNs != nullptr && dev::tid() == 0),
         clock_(a) {}
 
   // The slice's size (n) is for LL, whose receiver waits on each line; here one flag says the whole slice is in.
-  __device__ bool arrived(int p, uint64_t) { return dev::syncOr(dev::tid() == 0 && pollArrived(p)); }
-  __device__ bool room(int q) { return dev::syncOr(dev::tid() == 0 && pollRoom(q)); }
-  __device__ int waitArrived(int p, uint64_t) { return wait(false, 0, true, p); }
+  __device__ bool arrived(int p, uint64_t) {
+    PhaseSpan span(timed_, &takeNs_);
+    return dev::syncOr(dev::tid() == 0 && pollArrived(p));
+  }
+  __device__ bool room(int q) {
+    PhaseSpan span(timed_, &postNs_);
+    return dev::syncOr(dev::tid() == 0 && pollRoom(q));
+  }
+  __device__ int waitArrived(int p, uint64_t) {
+    PhaseSpan span(timed_, &takeNs_);
+    return wait(false, 0, true, p);
+  }
   __device__ int waitRoom(int q) { return wait(true, q, false, 0); }
   __device__ int waitEither(bool sending, int q, bool receiving, int p) { return wait(sending, q, receiving, p); }
 
@@ -357,6 +386,7 @@ class DevicePrims {
   }
   // The block's reads of the slot are done before thread 0 hands it back.
   __device__ void release(int p) {
+    PhaseSpan span(timed_, &takeNs_);
     dev::sync();
     if (dev::tid() == 0) releaseFlag(a_, p, a_.windows[p] + a_.layout.creditOffset(channel_, a_.rank), ++consumed_[p]);
     dev::sync();
@@ -367,6 +397,7 @@ class DevicePrims {
   // (device_prims_ll.cuh, "Stale lines"), so that a receiver's next LL slice
   // never finds a line old enough to repeat its flag.
   __device__ void post(int q, uint64_t n) {
+    PhaseSpan span(timed_, &postNs_);
     const uint64_t seq = posted_[q];  // read by every thread before the barrier after which thread 0 advances it
     const bool rewrite = a_.lost == nullptr && a_.layout.llSlotBytes > 0 &&  // LL off with a proxy
                          seq - clean_[q] >= llStaleAfter(a_.layout.llFlagPeriod);
@@ -478,18 +509,30 @@ class DevicePrims {
 
   /// Thread 0's time polling in wait(), with COLLIE_KERNEL_TIMING (kernels/launch.h, KernelPhase); else 0.
   __device__ uint64_t waitedNs() const { return waitedNs_; }
+  /// Thread 0's time in posting (room, post), taking (arrived, waitArrived, release; their waiting included) and
+  /// moving (copy, reduce and the rest), with COLLIE_KERNEL_TIMING; else 0.
+  __device__ uint64_t postNs() const { return postNs_; }
+  __device__ uint64_t takeNs() const { return takeNs_; }
+  __device__ uint64_t movesNs() const { return movesNs_; }
 
-  __device__ void copy(T* dst, const T* src, uint64_t n, int divisor) { BlockMoves<T, Op>::copy(dst, src, n, divisor); }
+  __device__ void copy(T* dst, const T* src, uint64_t n, int divisor) {
+    PhaseSpan span(timed_, &movesNs_);
+    BlockMoves<T, Op>::copy(dst, src, n, divisor);
+  }
   __device__ void reduce(T* dst, const T* a, const T* b, uint64_t n, int divisor) {
+    PhaseSpan span(timed_, &movesNs_);
     BlockMoves<T, Op>::reduce(dst, a, b, n, divisor);
   }
   __device__ void copy2(T* dst1, T* dst2, const T* src, uint64_t n, int divisor) {
+    PhaseSpan span(timed_, &movesNs_);
     BlockMoves<T, Op>::copy2(dst1, dst2, src, n, divisor);
   }
   __device__ void reduce2(T* dst1, T* dst2, const T* a, const T* b, uint64_t n, int divisor) {
+    PhaseSpan span(timed_, &movesNs_);
     BlockMoves<T, Op>::reduce2(dst1, dst2, a, b, n, divisor);
   }
   __device__ void reduceMany(T* dst, const T* base, const T* const* ins, int m, uint64_t n, int divisor) {
+    PhaseSpan span(timed_, &movesNs_);
     BlockMoves<T, Op>::reduceMany(dst, base, ins, m, n, divisor);
   }
   __device__ void localDone() { dev::sync(); }
@@ -619,7 +662,9 @@ class DevicePrims {
   uint64_t checked_ = 0;
   int differs_ = -1;
   uint64_t theirs_ = 0;
-  uint64_t waitedNs_ = 0;  // thread 0's
+  uint64_t waitedNs_ = 0;                           // thread 0's
+  bool timed_;                                      // COLLIE_KERNEL_TIMING, thread 0
+  uint64_t postNs_ = 0, takeNs_ = 0, movesNs_ = 0;  // thread 0's (PhaseSpan)
   StepClock clock_;
 };
 

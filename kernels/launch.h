@@ -60,7 +60,9 @@ constexpr int kLastRound = 1;
 /// credit; drain: waiting for the peers' credits for everything sent; store: the counters written back. Then the
 /// steps one by one: the time of step k (k < kTimedSteps; the last bucket also takes every later step, and each
 /// round's steps count again), and the part of it spent waiting, to tell a step's own cost (its code, its loads)
-/// from waiting for peers: on the H200 two 8-byte steps took 12 us, of which waiting explained 1.5.
+/// from waiting for peers: on the H200 two 8-byte steps took 12 us, of which waiting explained 1.5. Within the
+/// steps, thread 0's time in the primitives by what they do (posting, taking, moving), so that what is left of a
+/// step is the step runner's own work.
 constexpr int kTimedSteps = 4;
 enum KernelPhase : int {
   kPhaseSetup,
@@ -69,7 +71,10 @@ enum KernelPhase : int {
   kPhaseDrain,
   kPhaseStore,
   kPhaseBlocks,
-  kPhaseStepTime,                                 // kTimedSteps words
+  kPhasePost,      // within the steps: thread 0 in the primitives' posting (room, post, sendTogether)
+  kPhaseTake,      // taking slices (arrived, waitArrived, release), their waiting included
+  kPhaseMoves,     // moving and reducing elements (copy, reduce, copy2, reduce2, reduceMany)
+  kPhaseStepTime,  // kTimedSteps words
   kPhaseStepWait = kPhaseStepTime + kTimedSteps,  // kTimedSteps words
   kPhaseWords = kPhaseStepWait + kTimedSteps
 };

@@ -146,6 +146,9 @@ __device__ void programBlock(const KernelArgs& a, int c, int C, uint64_t* counte
     dev::addCount(a.phaseNs + kPhaseDrain, tStore - tDrain);
     dev::addCount(a.phaseNs + kPhaseStore, tEnd - tStore);
     dev::addCount(a.phaseNs + kPhaseBlocks, 1);
+    dev::addCount(a.phaseNs + kPhasePost, prims.postNs());
+    dev::addCount(a.phaseNs + kPhaseTake, prims.takeNs());
+    dev::addCount(a.phaseNs + kPhaseMoves, prims.movesNs());
   }
 }
 

@@ -284,11 +284,12 @@ TEST(Emulator, FlagsBetweenRanksOfOneGpuAreAtGpuScope) {
 
 // COLLIE_KERNEL_TIMING=1: every block that ran adds its parts' times and counts itself, once per launch; the
 // kernels' own code does it, here on the CPU.
-TEST(Emulator, KernelTimingCountsEveryBlockThatRan) {
+void checkKernelTiming(const char* proto) {
   ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "2");
   ScopedEnv timing("COLLIE_KERNEL_TIMING", "1");
   ScopedEnv channels("COLLIE_CHANNELS", "2");
   ScopedEnv algo("COLLIE_ALGO", "allreduce:ring");
+  ScopedEnv protocol("COLLIE_PROTO", proto);
   const int n = 2, calls = 3;
   collie::test::Comms c(n);
   ASSERT_EQ(c.result, collieSuccess) << collieGetLastError(nullptr);
@@ -320,6 +321,13 @@ TEST(Emulator, KernelTimingCountsEveryBlockThatRan) {
     EXPECT_GT(sums[collie::kPhaseStepTime + 1], 0u) << "rank " << r;
     EXPECT_LE(time, sums[collie::kPhaseSteps]) << "rank " << r;
     EXPECT_EQ(waited, sums[collie::kPhaseWaiting]) << "rank " << r;
+    // Within the steps, the primitives by what they do: a ring step posts, takes and moves, and the three parts
+    // (thread 0's, never nested) fit in the steps.
+    const uint64_t post = sums[collie::kPhasePost], take = sums[collie::kPhaseTake], moves = sums[collie::kPhaseMoves];
+    EXPECT_GT(post, 0u) << "rank " << r;
+    EXPECT_GT(take, 0u) << "rank " << r;
+    EXPECT_GT(moves, 0u) << "rank " << r;
+    EXPECT_LE(post + take + moves, sums[collie::kPhaseSteps]) << "rank " << r;
   }
   ScopedEnv off("COLLIE_KERNEL_TIMING", "0");
   collie::test::Comms untimed(1);
@@ -327,6 +335,13 @@ TEST(Emulator, KernelTimingCountsEveryBlockThatRan) {
   const auto* exec = dynamic_cast<const collie::EmulatedExecutor*>(untimed[0]->executor.get());
   ASSERT_NE(exec, nullptr);
   EXPECT_EQ(exec->kernelPhases(), nullptr);
+}
+
+TEST(Emulator, KernelTimingCountsEveryBlockThatRan) {
+  for (const char* proto : {"simple", "ll"}) {
+    SCOPED_TRACE(proto);
+    checkKernelTiming(proto);
+  }
 }
 
 // A rank that never calls: the emulated kernels of the others time out on the
