@@ -318,6 +318,50 @@ class PhaseSpan {
   uint64_t start_ = 0;
 };
 
+/// What both protocols' primitives share: the block's element moves, and thread 0's time in the primitives by
+/// part (COLLIE_KERNEL_TIMING; kernels/launch.h, kPhasePost). DevicePrims and DevicePrimsLL derive from it and open
+/// a span of their posting and taking calls.
+template <typename T, ReduceOp Op>
+class TimedMoves {
+ public:
+  __device__ explicit TimedMoves(const KernelArgs& a) : timed_(a.phaseNs != nullptr && dev::tid() == 0) {}
+
+  /// Thread 0's time in posting, taking (its waiting included) and moving, with COLLIE_KERNEL_TIMING; else 0.
+  __device__ uint64_t postNs() const { return postNs_; }
+  __device__ uint64_t takeNs() const { return takeNs_; }
+  __device__ uint64_t movesNs() const { return movesNs_; }
+
+  __device__ void copy(T* dst, const T* src, uint64_t n, int divisor) {
+    PhaseSpan span(timed_, &movesNs_);
+    BlockMoves<T, Op>::copy(dst, src, n, divisor);
+  }
+  __device__ void reduce(T* dst, const T* a, const T* b, uint64_t n, int divisor) {
+    PhaseSpan span(timed_, &movesNs_);
+    BlockMoves<T, Op>::reduce(dst, a, b, n, divisor);
+  }
+  __device__ void copy2(T* dst1, T* dst2, const T* src, uint64_t n, int divisor) {
+    PhaseSpan span(timed_, &movesNs_);
+    BlockMoves<T, Op>::copy2(dst1, dst2, src, n, divisor);
+  }
+  __device__ void reduce2(T* dst1, T* dst2, const T* a, const T* b, uint64_t n, int divisor) {
+    PhaseSpan span(timed_, &movesNs_);
+    BlockMoves<T, Op>::reduce2(dst1, dst2, a, b, n, divisor);
+  }
+  __device__ void reduceMany(T* dst, const T* base, const T* const* ins, int m, uint64_t n, int divisor) {
+    PhaseSpan span(timed_, &movesNs_);
+    BlockMoves<T, Op>::reduceMany(dst, base, ins, m, n, divisor);
+  }
+
+ protected:
+  /// A span of a posting call (room, post, sendTogether) or of a taking call (arrived, waitArrived, release).
+  __device__ PhaseSpan posting() { return PhaseSpan(timed_, &postNs_); }
+  __device__ PhaseSpan taking() { return PhaseSpan(timed_, &takeNs_); }
+
+ private:
+  bool timed_;  // thread 0 of a timed launch
+  uint64_t postNs_ = 0, takeNs_ = 0, movesNs_ = 0;
+};
+
 /// Thread 0's `v` (a wait's result: 0 almost always), seen by every thread of
 /// the block: one barrier when it is 0, three otherwise. `shared` is one int of
 /// shared memory.
@@ -331,7 +375,7 @@ __device__ inline int fromThread0(int v, int* shared) {
 }
 
 template <typename T, ReduceOp Op>
-class DevicePrims {
+class DevicePrims : public TimedMoves<T, Op> {
  public:
   // A peer that is a thread of this process on this GPU may read a slice in place, from the sender's buffer
   // (executor/direct_sends.h): each slice posted to it carries a source word (executor/protocol.h).
@@ -343,27 +387,27 @@ class DevicePrims {
   /// the credits thread 0 has seen, then clean[n] (program_block.cuh). `shared`
   /// is one int of shared memory for handing thread 0's answers out.
   __device__ DevicePrims(const KernelArgs& a, int channel, uint64_t* counters, int* shared)
-      : a_(a),
+      : TimedMoves<T, Op>(a),
+        a_(a),
         channel_(channel),
         posted_(counters),
         consumed_(counters + a.layout.nranks),
         credited_(counters + 2 * a.layout.nranks),
         clean_(counters + 3 * a.layout.nranks),
         shared_(shared),
-        timed_(a.phaseNs != nullptr && dev::tid() == 0),
         clock_(a) {}
 
   // The slice's size (n) is for LL, whose receiver waits on each line; here one flag says the whole slice is in.
   __device__ bool arrived(int p, uint64_t) {
-    PhaseSpan span(timed_, &takeNs_);
+    PhaseSpan span = this->taking();
     return dev::syncOr(dev::tid() == 0 && pollArrived(p));
   }
   __device__ bool room(int q) {
-    PhaseSpan span(timed_, &postNs_);
+    PhaseSpan span = this->posting();
     return dev::syncOr(dev::tid() == 0 && pollRoom(q));
   }
   __device__ int waitArrived(int p, uint64_t) {
-    PhaseSpan span(timed_, &takeNs_);
+    PhaseSpan span = this->taking();
     return wait(false, 0, true, p);
   }
   __device__ int waitRoom(int q) { return wait(true, q, false, 0); }
@@ -386,7 +430,7 @@ class DevicePrims {
   }
   // The block's reads of the slot are done before thread 0 hands it back.
   __device__ void release(int p) {
-    PhaseSpan span(timed_, &takeNs_);
+    PhaseSpan span = this->taking();
     dev::sync();
     if (dev::tid() == 0) releaseFlag(a_, p, a_.windows[p] + a_.layout.creditOffset(channel_, a_.rank), ++consumed_[p]);
     dev::sync();
@@ -397,7 +441,7 @@ class DevicePrims {
   // (device_prims_ll.cuh, "Stale lines"), so that a receiver's next LL slice
   // never finds a line old enough to repeat its flag.
   __device__ void post(int q, uint64_t n) {
-    PhaseSpan span(timed_, &postNs_);
+    PhaseSpan span = this->posting();
     const uint64_t seq = posted_[q];  // read by every thread before the barrier after which thread 0 advances it
     const bool rewrite = a_.lost == nullptr && a_.layout.llSlotBytes > 0 &&  // LL off with a proxy
                          seq - clean_[q] >= llStaleAfter(a_.layout.llFlagPeriod);
@@ -509,32 +553,6 @@ class DevicePrims {
 
   /// Thread 0's time polling in wait(), with COLLIE_KERNEL_TIMING (kernels/launch.h, KernelPhase); else 0.
   __device__ uint64_t waitedNs() const { return waitedNs_; }
-  /// Thread 0's time in posting (room, post), taking (arrived, waitArrived, release; their waiting included) and
-  /// moving (copy, reduce and the rest), with COLLIE_KERNEL_TIMING; else 0.
-  __device__ uint64_t postNs() const { return postNs_; }
-  __device__ uint64_t takeNs() const { return takeNs_; }
-  __device__ uint64_t movesNs() const { return movesNs_; }
-
-  __device__ void copy(T* dst, const T* src, uint64_t n, int divisor) {
-    PhaseSpan span(timed_, &movesNs_);
-    BlockMoves<T, Op>::copy(dst, src, n, divisor);
-  }
-  __device__ void reduce(T* dst, const T* a, const T* b, uint64_t n, int divisor) {
-    PhaseSpan span(timed_, &movesNs_);
-    BlockMoves<T, Op>::reduce(dst, a, b, n, divisor);
-  }
-  __device__ void copy2(T* dst1, T* dst2, const T* src, uint64_t n, int divisor) {
-    PhaseSpan span(timed_, &movesNs_);
-    BlockMoves<T, Op>::copy2(dst1, dst2, src, n, divisor);
-  }
-  __device__ void reduce2(T* dst1, T* dst2, const T* a, const T* b, uint64_t n, int divisor) {
-    PhaseSpan span(timed_, &movesNs_);
-    BlockMoves<T, Op>::reduce2(dst1, dst2, a, b, n, divisor);
-  }
-  __device__ void reduceMany(T* dst, const T* base, const T* const* ins, int m, uint64_t n, int divisor) {
-    PhaseSpan span(timed_, &movesNs_);
-    BlockMoves<T, Op>::reduceMany(dst, base, ins, m, n, divisor);
-  }
   __device__ void localDone() { dev::sync(); }
   __device__ void stepDone(int si) { clock_.stepDone(si, waitedNs_); }
 
@@ -662,9 +680,7 @@ class DevicePrims {
   uint64_t checked_ = 0;
   int differs_ = -1;
   uint64_t theirs_ = 0;
-  uint64_t waitedNs_ = 0;                           // thread 0's
-  bool timed_;                                      // COLLIE_KERNEL_TIMING, thread 0
-  uint64_t postNs_ = 0, takeNs_ = 0, movesNs_ = 0;  // thread 0's (PhaseSpan)
+  uint64_t waitedNs_ = 0;  // thread 0's
   StepClock clock_;
 };
 

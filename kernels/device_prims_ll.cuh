@@ -38,7 +38,7 @@
 namespace collie {
 
 template <typename T, ReduceOp Op>
-class DevicePrimsLL {
+class DevicePrimsLL : public TimedMoves<T, Op> {
  public:
   // Slices always go through the receiver's slot: no peer reads ours in place (executor/direct_sends.h).
   static constexpr bool kReadsInPlace = false;
@@ -50,7 +50,8 @@ class DevicePrimsLL {
   /// `counters` holds four arrays of nranks (posted, consumed, credited, clean); `stage` is 2 x llPayloadBytes of
   /// shared memory: outgoing, then incoming slice.
   __device__ DevicePrimsLL(const KernelArgs& a, int channel, uint64_t* counters, int* shared, uint32_t* stage)
-      : a_(a),
+      : TimedMoves<T, Op>(a),
+        a_(a),
         channel_(channel),
         mine_(a.windows[a.rank]),
         posted_(counters),
@@ -61,7 +62,6 @@ class DevicePrimsLL {
         out_(stage),
         in_(stage + llPayloadBytes(a.layout.llSlotBytes) / 4),
         tag_(llTag(a.callSignature)),
-        timed_(a.phaseNs != nullptr && dev::tid() == 0),
         clock_(a) {}
 
   /// Elements one LL slice carries.
@@ -70,7 +70,7 @@ class DevicePrimsLL {
   // A slice whose lines stopped coming (unpack() gave up) is reported by the
   // next wait: arrived() and room() say no until then.
   __device__ bool arrived(int p, uint64_t n) {
-    PhaseSpan span(timed_, &takeNs_);
+    PhaseSpan span = this->taking();
     if (pending_ != 0) return false;
     // One poll of the slice's first line; unpack() then waits for the others, which land in no set order.
     if (!dev::syncOr(dev::tid() == 0 && firstLineIn(p))) return false;
@@ -78,12 +78,12 @@ class DevicePrimsLL {
     return pending_ == 0;
   }
   __device__ bool room(int q) {
-    PhaseSpan span(timed_, &postNs_);
+    PhaseSpan span = this->posting();
     return pending_ == 0 && dev::syncOr(dev::tid() == 0 && pollRoom(q));
   }
   // Every thread waits for its own lines at once: no flag round trip before the data.
   __device__ int waitArrived(int p, uint64_t n) {
-    PhaseSpan span(timed_, &takeNs_);
+    PhaseSpan span = this->taking();
     return pending_ != 0 ? pending_ : unpack(p, n);
   }
   __device__ int waitRoom(int q) { return wait(true, q, false, 0); }
@@ -99,7 +99,7 @@ class DevicePrimsLL {
   // left is the staged copy: every thread is done reading it before the next
   // unpack() overwrites it (and sees the counter thread 0 advanced).
   __device__ void release(int) {
-    PhaseSpan span(timed_, &takeNs_);
+    PhaseSpan span = this->taking();
     dev::sync();
   }
 
@@ -112,7 +112,7 @@ class DevicePrimsLL {
   // slots were last rewritten, each slice also writes the rest of its slot
   // ("Stale lines" above).
   __device__ void post(int q, uint64_t n) {
-    PhaseSpan span(timed_, &postNs_);
+    PhaseSpan span = this->posting();
     // Read by every thread before the barrier after which thread 0 advances them.
     const uint64_t seq = posted_[q];
     const uint64_t since = seq - clean_[q];
@@ -141,7 +141,7 @@ class DevicePrimsLL {
   /// nothing posted, where they must go one by one: a peer twice or beyond 64, one with no room yet, or one whose
   /// slots are due to be rewritten whole ("Stale lines"), which post() does; and with COLLIE_LL_SEPARATE_POSTS=1.
   __device__ bool sendTogether(const Outgoing<T>* out, int k) {
-    PhaseSpan span(timed_, &postNs_);
+    PhaseSpan span = this->posting();
     if (pending_ != 0 || a_.separatePosts) return false;
     const uint32_t period = a_.layout.llFlagPeriod;
     bool alone = false;
@@ -204,28 +204,6 @@ class DevicePrimsLL {
 
   /// Thread 0's time waiting for a slice's first line or for room, with COLLIE_KERNEL_TIMING; else 0.
   __device__ uint64_t waitedNs() const { return waitedNs_; }
-  /// As DevicePrims: thread 0's time posting (room, post, sendTogether), taking (arrived, waitArrived, release)
-  /// and moving, with COLLIE_KERNEL_TIMING; else 0.
-  __device__ uint64_t postNs() const { return postNs_; }
-  __device__ uint64_t takeNs() const { return takeNs_; }
-  __device__ uint64_t movesNs() const { return movesNs_; }
-
-  __device__ void copy(T* dst, const T* src, uint64_t n, int divisor) {
-    PhaseSpan span(timed_, &movesNs_);
-    BlockMoves<T, Op>::copy(dst, src, n, divisor);
-  }
-  __device__ void reduce(T* dst, const T* a, const T* b, uint64_t n, int divisor) {
-    PhaseSpan span(timed_, &movesNs_);
-    BlockMoves<T, Op>::reduce(dst, a, b, n, divisor);
-  }
-  __device__ void copy2(T* dst1, T* dst2, const T* src, uint64_t n, int divisor) {
-    PhaseSpan span(timed_, &movesNs_);
-    BlockMoves<T, Op>::copy2(dst1, dst2, src, n, divisor);
-  }
-  __device__ void reduce2(T* dst1, T* dst2, const T* a, const T* b, uint64_t n, int divisor) {
-    PhaseSpan span(timed_, &movesNs_);
-    BlockMoves<T, Op>::reduce2(dst1, dst2, a, b, n, divisor);
-  }
   // LL slices are never read in place, so giving up leaves no peer reading this rank's buffers (DevicePrims).
   __device__ void giveUp() {}
   __device__ bool gaveUp(int) const { return false; }
@@ -358,8 +336,6 @@ class DevicePrimsLL {
   uint32_t tag_;           // llTag of the launch's call, in every flag it writes and expects
   int pending_ = 0;        // the error of a slice unpack() gave up on, the same in every thread
   uint64_t waitedNs_ = 0;  // thread 0's
-  bool timed_;             // COLLIE_KERNEL_TIMING, thread 0
-  uint64_t postNs_ = 0, takeNs_ = 0, movesNs_ = 0;  // thread 0's (PhaseSpan)
   StepClock clock_;
 };
 
