@@ -32,6 +32,8 @@
 #include <thread>
 #include <vector>
 
+#include "gpu/gpu_usable.h"
+
 namespace {
 
 using collie::FloorArgs;
@@ -189,12 +191,8 @@ Measured measure(const Shape& shape) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int count = 0;
-  const cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess || count == 0) {
-    printf("exchange_floor: skipped: no usable GPU (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-    return 77;
-  }
+  const int probe = collie::test::gpuProbe(argc, argv);  // 77, "skipped: ..." without a usable GPU
+  if (probe >= 0) return probe;
   std::vector<uint64_t> sizes = {8, 4096, 65536};
   int arg = 1;
   if (argc > 2 && std::string(argv[1]) == "--sizes") {

@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "gpu/gpu_usable.h"
 #include "kernels/launch.h"
 #include "kernels/scale.h"
 
@@ -96,12 +97,8 @@ double run(Way way, int iters, std::atomic<int>* ready, int threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int count = 0;
-  const cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess || count == 0) {
-    printf("launch_floor: skipped: no usable GPU (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-    return 77;
-  }
+  const int probe = collie::test::gpuProbe(argc, argv);  // 77, "skipped: ..." without a usable GPU
+  if (probe >= 0) return probe;
   const int iters = argc > 1 ? std::max(1, atoi(argv[1])) : 2000;
   std::vector<int> counts;
   for (int i = 2; i < argc; ++i) counts.push_back(std::max(1, atoi(argv[i])));
