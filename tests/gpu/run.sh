@@ -181,6 +181,9 @@ part_test() {
   # A rank process killed after init: the survivors' kernels stop within milliseconds (executor/peer_watch.h),
   # not after COLLIE_TIMEOUT.
   step gpu_fault_before bash tests/gpu/faults_gpu_test.sh "$build/tests/faults_gpu_mp" 3 1
+  # Two processes of one job on different backends (COLLIE_DEVICE cuda and host): init refuses it on both.
+  step gpu_backends_differ bash tests/gpu/backends_differ_test.sh "$build/tests/collectives_gpu_mp" \
+    "$build/tests/collectives_mp"
   # The staged path of GPUs without P2P (pinned host copies, the host executor), asked for by COLLIE_P2P=0 in
   # rank 1's environment alone: the other ranks must follow it.
   step gpu_processes_np3_staged "$build/tools/collie-run" -np 3 \

@@ -52,31 +52,23 @@ done
 wait -n && wait -n && wait -n || { echo "FAIL: OpenMPI environment init"; exit 1; }
 echo "PASS: OpenMPI environment init"
 
-# COLLIE_CHECK set on one rank only: the checking rank would wait for a comparison its peer never
-# sends, so init refuses it on both ranks, naming the setting.
-port=$(free_port)
-logs=$(mktemp -d)
-for r in 0 1; do
-  env -u COLLIE_RANK -u COLLIE_WORLD_SIZE COLLIE_RANK=$r COLLIE_WORLD_SIZE=2 COLLIE_ROOT=127.0.0.1:$port \
-    COLLIE_CHECK=$r "$prog" --quick >"$logs/$r" 2>&1 &
-done
-if wait -n || wait -n; then echo "FAIL: ranks with different COLLIE_CHECK started"; cat "$logs"/*; exit 1; fi
-for r in 0 1; do
-  grep -q "COLLIE_CHECK=.*set it alike on all ranks" "$logs/$r" || { echo "FAIL: rank $r: no COLLIE_CHECK message"; cat "$logs/$r"; exit 1; }
-done
-rm -rf "$logs"
-echo "PASS: COLLIE_CHECK on one rank only is refused at init"
-
-# Ranks whose LL flags would repeat at different periods (COLLIE_LL_FLAG_PERIOD, here on the emulated kernels):
-# each would take the other's lines for stale or new at the wrong time, so the window headers refuse it at init.
-port=$(free_port)
-logs=$(mktemp -d)
-for r in 0 1; do
-  env -u COLLIE_RANK -u COLLIE_WORLD_SIZE COLLIE_RANK=$r COLLIE_WORLD_SIZE=2 COLLIE_ROOT=127.0.0.1:$port \
-    COLLIE_EMULATE_KERNELS=2 COLLIE_LL_FLAG_PERIOD=$((256 << r)) "$prog" --quick >"$logs/$r" 2>&1 &
-done
-if wait -n || wait -n; then echo "FAIL: ranks with different COLLIE_LL_FLAG_PERIOD started"; cat "$logs"/*; exit 1; fi
-grep -q "flag period 512.*COLLIE_LL_FLAG_PERIOD\|flag period 256.*COLLIE_LL_FLAG_PERIOD" "$logs"/* ||
-  { echo "FAIL: no COLLIE_LL_FLAG_PERIOD message"; cat "$logs"/*; exit 1; }
-rm -rf "$logs"
-echo "PASS: different COLLIE_LL_FLAG_PERIOD on two ranks is refused at init"
+# Two ranks started with different settings that must match: init refuses them on both, each naming the
+# setting. (Ranks on different backends need a GPU for one of them: scripts/fake_gpu.sh tries that.)
+source "$(dirname "$0")/refused_at_init.sh"
+# Different algorithms for one collective: the ranks would run programs that do not match.
+refused_at_init "different COLLIE_ALGO" "was started with a different COLLIE_ALGO than rank [01]" \
+  COLLIE_ALGO=allreduce:ring COLLIE_ALGO=allreduce:rd
+# COLLIE_CHECK set on one rank only: the checking rank would wait for a comparison its peer never sends.
+refused_at_init "COLLIE_CHECK on one rank only" "COLLIE_CHECK=.*set it alike on all ranks" COLLIE_CHECK=0 COLLIE_CHECK=1
+# LL flags repeating at different periods (COLLIE_LL_FLAG_PERIOD, here on the emulated kernels): each rank would
+# take the other's lines for stale or new at the wrong time. The window headers differ.
+refused_at_init "different COLLIE_LL_FLAG_PERIOD" "flag period \(256\|512\).*COLLIE_LL_FLAG_PERIOD" \
+  "COLLIE_EMULATE_KERNELS=2 COLLIE_LL_FLAG_PERIOD=256" "COLLIE_EMULATE_KERNELS=2 COLLIE_LL_FLAG_PERIOD=512"
+# Windows of different sizes (4 and 8 slots of 64 KiB): a rank would map too little of its peer's, or address
+# slots that are not there.
+refused_at_init "windows of different sizes" "uses a [0-9]*-byte window, rank [01] a [0-9]*-byte one" \
+  "COLLIE_SLOTS=4 COLLIE_SLOT_BYTES=65536" "COLLIE_SLOTS=8 COLLIE_SLOT_BYTES=65536"
+# Windows of one size cut differently (4 slots of 8 KiB against 8 of 4 KiB): the sizes agree, the slots do not.
+refused_at_init "windows of one size cut into different slots" \
+  "window has [48] slots of [0-9]* bytes.*all ranks must use the same" \
+  "COLLIE_SLOTS=4 COLLIE_SLOT_BYTES=8192" "COLLIE_SLOTS=8 COLLIE_SLOT_BYTES=4096"
