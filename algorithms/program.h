@@ -151,9 +151,10 @@ COLLIE_PROGRAM_HD int exchangeGroupEnd(const Step* steps, int nsteps, int head) 
   return end;
 }
 
-/// An address range [lo, hi) in bytes; empty when lo == hi.
+/// An address range [lo, hi) in bytes; empty when lo == hi. ByteSpan{} is empty. No default member values, so
+/// that cutExchangeBatch's arrays are not zeroed (it says why).
 struct ByteSpan {
-  uintptr_t lo = 0, hi = 0;
+  uintptr_t lo, hi;
 };
 
 COLLIE_PROGRAM_HD bool spansOverlap(const ByteSpan& a, const ByteSpan& b) {
@@ -168,8 +169,12 @@ COLLIE_PROGRAM_HD bool spansOverlap(const ByteSpan& a, const ByteSpan& b) {
 /// or receives. Why a step larger than a slice does not join is in exchangeBatchEnd.
 template <typename SpansOf>
 COLLIE_PROGRAM_HD int cutExchangeBatch(int head, int groupEnd, SpansOf spansOf) {
+  if (groupEnd - head < 2) return head + 1;
+  // Entry k is written by spansOf before any loop reads it. In a kernel every thread runs this at each exchange
+  // step, with the arrays in its local memory: zeroed, they cost each of a block's threads 16 stores of 16 bytes
+  // a step (the PTX of 2026-11-30), a lone exchange included.
   ByteSpan src[kMaxBatchedExchanges], dst[kMaxBatchedExchanges];
-  if (groupEnd - head < 2 || !spansOf(head, &src[0], &dst[0])) return head + 1;
+  if (!spansOf(head, &src[0], &dst[0])) return head + 1;
   int end = head + 1;
   for (; end < groupEnd; ++end) {
     const int k = end - head;  // < kMaxBatchedExchanges: a group is never longer
