@@ -59,7 +59,9 @@ export COLLIE_TEST_TYPES=sizes
 # Left out of the one-GPU runs (every_test): the tests that need two GPUs, run with two fake ones below, and
 # without UCX the destroy of a communicator whose peers on another host go through the proxy.
 two_gpus='CudaBackend.AStreamOfAnotherGpuIsAnError:CudaBackend.RanksOnTwoGpus*'
-no_ucx() { grep -q 'COLLIE_WITH_UCX:BOOL=ON' "$1/CMakeCache.txt" || echo ':CudaBackend.DestroyOfAProxied*'; }
+# Whether the build tree $1 has UCX (the proxy's transport, and the fake nodes').
+has_ucx() { grep -q 'COLLIE_WITH_UCX:BOOL=ON' "$1/CMakeCache.txt"; }
+no_ucx() { has_ucx "$1" || echo ':CudaBackend.DestroyOfAProxied*'; }
 every_test "$build/tests/fake_cuda/fake_cudart_test"
 # Ranks as threads: every algorithm at 3 ranks (8 ranks for ring allreduce; 2 ranks too until 2026-11-30, when CI
 # ran out of time), and the CudaBackend cases
@@ -119,7 +121,7 @@ bounded bash tests/gpu/faults_gpu_test.sh "$build/tests/faults_gpu_mp" 3 1
 # (a rank on the staged path cannot reach a peer's device window, nor the peer its).
 bounded "$build/tools/collie-run" -np 3 sh -c '[ "$COLLIE_RANK" != 1 ] || export COLLIE_P2P=0; exec "$0" "$@"' \
   "$build/tests/collectives_gpu_mp"
-if grep -q 'COLLIE_WITH_UCX:BOOL=ON' "$build/CMakeCache.txt"; then
+if has_ucx "$build"; then
   # 2 fake nodes x 2 processes: the staged path, then the proxy thread (pinned outboxes and inbox).
   UCX_TLS=sm,self bounded "$build/tools/collie-run" --nodes 2 -np 4 "$build/tests/collectives_gpu_mp"
   UCX_TLS=sm,self COLLIE_GPU_REMOTE=proxy bounded "$build/tools/collie-run" --nodes 2 -np 4 \
