@@ -249,7 +249,11 @@ COLLIE_HD StepFailure runExchanges(P& p, const Step* steps, int head, int end, T
                                    int divisor, int channel, int nchannels, uint64_t align, DirectSteps direct) {
   StepFailure fail;
   const int m = end - head;
-  uint64_t sent[kMaxBatchedExchanges] = {}, got[kMaxBatchedExchanges] = {};
+  // Only the m counts used are zeroed, and nothing reads past them. In a kernel these arrays (indexed at run
+  // time) live in each thread's local memory, and zeroing them whole cost every thread of the block 16 stores
+  // at every exchange step, a lone exchange's included (docs/PERFORMANCE.md).
+  uint64_t sent[kMaxBatchedExchanges], got[kMaxBatchedExchanges];
+  for (int j = 0; j < m; ++j) sent[j] = got[j] = 0;
   for (;;) {
     const SendPass sends = sendPass<T>(p, steps, head, m, sent, bufs, perSlice, channel, nchannels, align, direct);
     bool progressed = sends.progressed;
