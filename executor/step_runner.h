@@ -250,8 +250,8 @@ COLLIE_HD StepFailure runExchanges(P& p, const Step* steps, int head, int end, T
   StepFailure fail;
   const int m = end - head;
   // Only the m counts used are zeroed, and nothing reads past them. In a kernel these arrays (indexed at run
-  // time) live in each thread's local memory, and zeroing them whole cost every thread of the block 16 stores
-  // at every exchange step, a lone exchange's included (docs/PERFORMANCE.md).
+  // time) live in each thread's local memory, and zeroing them whole cost every thread of the block 128 bytes
+  // of stores at every exchange step, a lone exchange's included (docs/PERFORMANCE.md).
   uint64_t sent[kMaxBatchedExchanges], got[kMaxBatchedExchanges];
   for (int j = 0; j < m; ++j) sent[j] = got[j] = 0;
   for (;;) {
