@@ -186,8 +186,11 @@ COLLIE_HD StepFailure runJoined(P& p, const Step* steps, int head, int end, T* c
   const int div = steps[end - 1].finalize ? divisor : 0;
   const int first = h.op == StepOp::kCopy ? head + 1 : head;  // the steps that send and receive
   const int m = end - first;
-  uint64_t sent[kMaxJoinedSteps] = {};
-  const T* ins[kMaxJoinedSteps] = {};
+  // As in runExchanges: only the m counts used are zeroed (in a kernel, stores to each thread's local memory).
+  // ins[j] is written before every use.
+  uint64_t sent[kMaxJoinedSteps];
+  for (int j = 0; j < m; ++j) sent[j] = 0;
+  const T* ins[kMaxJoinedSteps];
   uint64_t got = 0;
   for (;;) {
     SendPass sends = sendPass<T>(p, steps, first, m, sent, bufs, perSlice, channel, nchannels, align, direct);
