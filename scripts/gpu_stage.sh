@@ -3,9 +3,9 @@
 # minutes go to running rather than compiling:
 #   scripts/gpu_stage.sh [ARCH]     ARCH: CUDA architecture, default 90 (H100, H200)
 # makes .deps/ (scripts/gpu_deps.sh) and build-gpu/, then copies the suite's programs and the libraries
-# they load, host debug information stripped, packed as .gpurun/build-gpu.tar.xz (ignored by git; about
-# 8 MB, where the files are 66 MB and the lent machine takes 64 MiB in all). There, with .deps/root and
-# .gpurun carried:
+# they load, host debug information stripped, packed as .gpurun/build-gpu.tar.xz (ignored by git; 14.5 MiB
+# on 2026-12-01, where the files are 91 MiB; the lent machine takes 64 MiB in all, of which .deps/root is 14).
+# There, with .deps/root and .gpurun carried:
 #   tar xJf .gpurun/build-gpu.tar.xz && GPU_STEP_TIMEOUT=150 tests/gpu/run.sh --deadline 500 test bench sanitize
 # Build-tree run paths are made relative ($ORIGIN), so the programs find our libraries wherever the
 # tree lands; UCX comes from .deps through tests/gpu/run.sh's LD_LIBRARY_PATH.
