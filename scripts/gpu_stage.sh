@@ -5,8 +5,8 @@
 # makes .deps/ (scripts/gpu_deps.sh) and build-gpu/, then copies the suite's programs and the libraries
 # they load, host debug information stripped, packed as .gpurun/build-gpu.tar.xz (ignored by git; 14.5 MiB
 # on 2026-12-01, where the files are 91 MiB; the lent machine takes 64 MiB in all, of which .deps/root is 14).
-# There, with .deps/root and .gpurun carried:
-#   tar xJf .gpurun/build-gpu.tar.xz && GPU_STEP_TIMEOUT=150 tests/gpu/run.sh --deadline 500 test bench sanitize
+# There, with .deps/root and .gpurun carried, e.g. (docs/PERFORMANCE.md has what the next run should do):
+#   tar xJf .gpurun/build-gpu.tar.xz && GPU_STEP_TIMEOUT=100 tests/gpu/run.sh --deadline 530 test bench
 # Build-tree run paths are made relative ($ORIGIN), so the programs find our libraries wherever the
 # tree lands; UCX comes from .deps through tests/gpu/run.sh's LD_LIBRARY_PATH.
 set -euo pipefail
