@@ -10,7 +10,7 @@
 
 #include "algorithms/registry.h"
 #include "algorithms/topology.h"
-#include "core/status.h"
+#include "base/status.h"
 
 namespace collie {
 

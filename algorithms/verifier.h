@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "algorithms/program.h"
-#include "core/status.h"
+#include "base/status.h"
 
 namespace collie {
 

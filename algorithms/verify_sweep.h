@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "algorithms/registry.h"
-#include "core/status.h"
+#include "base/status.h"
 
 namespace collie {
 

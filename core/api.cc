@@ -16,11 +16,11 @@
 #include <thread>
 #include <vector>
 
+#include "base/log.h"
 #include "core/api_checks.h"
 #include "core/comm.h"
 #include "core/errors.h"
 #include "core/group.h"
-#include "core/log.h"
 #include "executor/executor.h"
 #include "transport/bootstrap/bootstrap.h"
 

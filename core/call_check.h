@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "algorithms/program.h"
+#include "base/status.h"
 #include "collie.h"
-#include "core/status.h"
 
 struct collieComm;
 

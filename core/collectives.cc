@@ -20,12 +20,12 @@
 #include <vector>
 
 #include "algorithms/registry.h"
+#include "base/cuda_check.h"
+#include "base/hash.h"
+#include "base/log.h"
 #include "core/api_checks.h"
 #include "core/call_check.h"
-#include "core/cuda_check.h"
 #include "core/group.h"
-#include "core/hash.h"
-#include "core/log.h"
 #include "core/redop.h"
 #include "executor/executor.h"
 #include "executor/protocol.h"

@@ -16,11 +16,11 @@
 
 #include "algorithms/program.h"
 #include "algorithms/topology.h"
+#include "base/peer_info.h"
+#include "base/status.h"
 #include "collie.h"
 #include "core/memory.h"
-#include "core/peer_info.h"
 #include "core/redop.h"
-#include "core/status.h"
 
 namespace collie {
 struct AlgorithmInfo;
@@ -60,7 +60,7 @@ struct collieComm {
   // `remote`; declared before it, so freed after it (the transport writes into the proxy's inbox).
   std::unique_ptr<collie::RemoteProxy> proxy;
   std::unique_ptr<collie::RemoteWindows> remote;         // UCX to ranks on other hosts; null when all share ours
-  std::shared_ptr<collie::DevicePool> devicePool;        // CUDA backend: its device memory (core/device_memory.h)
+  std::shared_ptr<collie::DevicePool> devicePool;        // CUDA backend: its device memory (base/device_memory.h)
   std::unique_ptr<collie::DeviceWindows> deviceWindows;  // CUDA backend
   std::unique_ptr<collie::Executor> executor;
   size_t hostFootprint = 0;                // bytes of windows this rank owns

@@ -6,16 +6,16 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/cuda_check.h"
+#include "base/device_memory.h"
+#include "base/env.h"
+#include "base/log.h"
 #include "core/comm.h"
-#include "core/cuda_check.h"
-#include "core/device_memory.h"
-#include "core/env.h"
-#include "core/log.h"
 #include "executor/cuda_executor.h"
 #include "executor/remote_proxy.h"
-#include "executor/remote_window.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/cuda_ipc/device_windows.h"
+#include "transport/remote_window.h"
 #include "transport/ucx/ucx_windows.h"
 
 namespace collie {
@@ -223,7 +223,7 @@ Status setupCudaBackend(collieComm* comm, const InitOptions& options, const std:
   const bool spans = std::find(otherHost.begin(), otherHost.end(), true) != otherHost.end();
   COLLIE_RETURN_IF_ERROR(readProtocol(spans, &comm->llMaxBytes));
   // All device memory of the communicator comes from here, and no call of init or destroy waits for the device
-  // (core/device_memory.h). Init's own waits (for the pool's stream) all come before its last barrier, at the
+  // (base/device_memory.h). Init's own waits (for the pool's stream) all come before its last barrier, at the
   // end: a peer that is through may launch a kernel of another communicator that waits for us, and work of any
   // stream may sit in a hardware queue behind that peer's next launch.
   COLLIE_RETURN_IF_ERROR(DevicePool::create(comm->cudaDevice, comm->rank, options.timeoutSec, &comm->devicePool));

@@ -7,9 +7,9 @@
 #include <cstring>
 #include <fstream>
 
-#include "core/env.h"
-#include "core/hash.h"
-#include "core/log.h"
+#include "base/env.h"
+#include "base/hash.h"
+#include "base/log.h"
 
 namespace collie {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/peer_info.h"
+#include "base/peer_info.h"
 
 namespace collie {
 

@@ -2,8 +2,8 @@
 
 #include <string>
 
+#include "base/log.h"
 #include "core/comm.h"
-#include "core/log.h"
 
 namespace collie {
 

@@ -3,8 +3,8 @@
 // communicator.
 #pragma once
 
+#include "base/status.h"
 #include "collie.h"
-#include "core/status.h"
 
 namespace collie {
 

@@ -13,8 +13,8 @@
 #include <functional>
 #include <vector>
 
+#include "base/status.h"
 #include "collie.h"
-#include "core/status.h"
 
 namespace collie {
 namespace group {

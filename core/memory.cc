@@ -17,9 +17,9 @@
 #include <string>
 #include <unordered_map>
 
+#include "base/cuda_check.h"
 #include "core/api_checks.h"
 #include "core/comm.h"
-#include "core/cuda_check.h"
 #include "core/memory.h"
 
 using collie::Status;

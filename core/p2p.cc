@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "algorithms/program.h"
+#include "base/log.h"
 #include "core/api_checks.h"
 #include "core/group.h"
-#include "core/log.h"
 #include "executor/executor.h"
 
 using collie::Status;

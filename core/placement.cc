@@ -4,8 +4,8 @@
 // kill the process or poison the CUDA context; an error names the argument.
 #include <cuda_runtime_api.h>
 
+#include "base/cuda_check.h"
 #include "core/api_checks.h"
-#include "core/cuda_check.h"
 
 namespace collie {
 namespace api {

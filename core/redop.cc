@@ -9,9 +9,9 @@
 #include <cstring>
 #include <mutex>
 
+#include "base/cuda_check.h"
 #include "core/api_checks.h"
 #include "core/comm.h"
-#include "core/cuda_check.h"
 #include "core/redop.h"
 #include "executor/reduce_ops.h"
 #include "kernels/scale.h"

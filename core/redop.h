@@ -14,8 +14,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/status.h"
 #include "collie.h"
-#include "core/status.h"
 
 namespace collie {
 

@@ -26,12 +26,12 @@
 #include <string>
 #include <vector>
 
+#include "base/cuda_check.h"
+#include "base/hash.h"
+#include "base/log.h"
 #include "core/api_checks.h"
 #include "core/comm.h"
-#include "core/cuda_check.h"
 #include "core/group.h"
-#include "core/hash.h"
-#include "core/log.h"
 #include "executor/executor.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/socket.h"

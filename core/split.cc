@@ -25,11 +25,11 @@
 #include <vector>
 
 #include "algorithms/registry.h"
+#include "base/cuda_check.h"
+#include "base/log.h"
 #include "core/api_checks.h"
 #include "core/comm.h"
-#include "core/cuda_check.h"
 #include "core/group.h"
-#include "core/log.h"
 #include "transport/bootstrap/bootstrap.h"
 
 using collie::Status;

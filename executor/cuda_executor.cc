@@ -5,10 +5,10 @@
 #include <atomic>
 #include <chrono>
 
-#include "core/cuda_check.h"
-#include "core/device_memory.h"
-#include "core/env.h"
-#include "core/log.h"
+#include "base/cuda_check.h"
+#include "base/device_memory.h"
+#include "base/env.h"
+#include "base/log.h"
 #include "executor/colocated_streams.h"
 #include "executor/direct_sends.h"
 #include "executor/launch_plan.h"
@@ -63,7 +63,7 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
     e->colocated_ = std::make_unique<ColocatedStreams>(rank, device, windows.window(rank), std::move(peers));
   }
   e->inboxes_.assign(n, e->windows_[static_cast<size_t>(rank)]);
-  // Everything below comes from the communicator's pool and is written on its stream (core/device_memory.h).
+  // Everything below comes from the communicator's pool and is written on its stream (base/device_memory.h).
   void* p = nullptr;
   COLLIE_RETURN_IF_ERROR(e->pool_->allocate(2 * n * sizeof(uint8_t*), &p, "allocating the window table"));
   e->deviceWindows_ = static_cast<uint8_t**>(p);
@@ -166,7 +166,7 @@ CudaExecutor::~CudaExecutor() {
           static_cast<double>(planNs_) / static_cast<double>(enqueues_) / 1e3);
   }
   // Back to the pool in the order of its stream (every launch that used them has finished); a cudaFree would wait
-  // for the whole device (core/device_memory.h). The status block goes back to the process's pinned blocks.
+  // for the whole device (base/device_memory.h). The status block goes back to the process's pinned blocks.
   std::vector<void*> blocks = programs_ != nullptr ? programs_->blocks() : std::vector<void*>();
   blocks.insert(blocks.end(), scratch_.blocks.begin(), scratch_.blocks.end());
   blocks.insert(blocks.end(), scaled_.blocks.begin(), scaled_.blocks.end());

@@ -38,7 +38,7 @@ class RemoteProxy;
 class CudaExecutor : public Executor, private LaunchStorage {
  public:
   /// `windows` must outlive the executor; `device` is the communicator's GPU, `pool` the communicator's device
-  /// memory (core/device_memory.h), from which the executor takes all of its own.
+  /// memory (base/device_memory.h), from which the executor takes all of its own.
   static Status create(int rank, int device, const WindowLayout& layout, const DeviceWindows& windows,
                        std::shared_ptr<DevicePool> pool, double timeoutSec, std::unique_ptr<CudaExecutor>* out);
   ~CudaExecutor() override;
@@ -165,7 +165,7 @@ class CudaExecutor : public Executor, private LaunchStorage {
   void* planStream_ = nullptr;
   bool planOrdered_ = false;
   bool planQueued_ = false;
-  // The communicator's device memory and its stream (core/device_memory.h): the window table, counters, program
+  // The communicator's device memory and its stream (base/device_memory.h): the window table, counters, program
   // blocks and scratch; allocations during a capture, and at destroy the timing readback and the frees.
   std::shared_ptr<DevicePool> pool_;
   // Long programs in device memory, reused once no launch reads them (executor/program_cache.h). Launches are

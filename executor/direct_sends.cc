@@ -5,7 +5,7 @@
 #include <string>
 
 #include "algorithms/registry.h"
-#include "core/env.h"
+#include "base/env.h"
 
 namespace collie {
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "algorithms/program.h"
+#include "base/status.h"
 #include "collie.h"
-#include "core/status.h"
 #include "executor/reduce_ops.h"
 
 namespace collie {

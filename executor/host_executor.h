@@ -1,7 +1,7 @@
 // The host executor: runs a rank's Program over host memory, talking to peers
 // through their mapped windows (shm between processes; the same mapping works
 // for ranks that are threads of one process) and, for peers on other hosts,
-// through a transport that writes into their windows (executor/remote_window.h). Each call runs to
+// through a transport that writes into their windows (transport/remote_window.h). Each call runs to
 // completion before it returns.
 #pragma once
 
@@ -12,13 +12,13 @@
 #include <vector>
 
 #include "algorithms/program.h"
+#include "base/status.h"
 #include "collie.h"
-#include "core/status.h"
 #include "executor/direct_sends.h"
 #include "executor/executor.h"
 #include "executor/protocol.h"
 #include "executor/reduce_ops.h"
-#include "executor/remote_window.h"
+#include "transport/remote_window.h"
 
 namespace collie {
 

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <string>
 
-#include "core/env.h"
-#include "core/log.h"
+#include "base/env.h"
+#include "base/log.h"
 #include "executor/direct_sends.h"
 #include "executor/remote_proxy.h"
 

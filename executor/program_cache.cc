@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/hash.h"
+#include "base/hash.h"
 
 namespace collie {
 

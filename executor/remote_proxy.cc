@@ -9,7 +9,7 @@
 #include <cstring>
 #include <new>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "executor/host_flags.h"
 
 namespace collie {

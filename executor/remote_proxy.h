@@ -8,7 +8,7 @@
 //     a mapped peer's window: slot at slotOffset(c, me, s), its byte count in
 //     sliceBytes(), then ready(c, me) = s + 1; a release writes credit(c, me)
 //   proxy thread: sees ready / credit move in outbox(q) and sends each new
-//     slice or credit with the transport (executor/remote_window.h), which
+//     slice or credit with the transport (transport/remote_window.h), which
 //     lands it in q's inbox at the same offsets
 //   consumer reads slices, ready and credits of remote peers from inbox(),
 //     laid out like its own window; a peer the transport lost gets lost[q] = 1
@@ -29,9 +29,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "executor/protocol.h"
-#include "executor/remote_window.h"
+#include "transport/remote_window.h"
 
 namespace collie {
 

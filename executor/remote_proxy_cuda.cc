@@ -4,15 +4,15 @@
 // needs a GPU.
 #include <cuda_runtime_api.h>
 
-#include "core/cuda_check.h"
-#include "core/device_memory.h"
+#include "base/cuda_check.h"
+#include "base/device_memory.h"
 #include "executor/remote_proxy.h"
 
 namespace collie {
 
 RemoteProxy::Memory RemoteProxy::pinnedMemory(int device) {
   Memory m;
-  // From the process's pinned regions, never freed (core/device_memory.h): a destroy that called cudaFreeHost
+  // From the process's pinned regions, never freed (base/device_memory.h): a destroy that called cudaFreeHost
   // could wait for a peer's kernel of another communicator that waits for this rank.
   m.allocate = [device](size_t bytes, Region* out) {
     DeviceGuard guard(device);

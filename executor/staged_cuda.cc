@@ -2,8 +2,8 @@
 // staging, copies on the caller's stream, an event after the copy back.
 #include <cuda_runtime_api.h>
 
-#include "core/cuda_check.h"
-#include "core/device_memory.h"
+#include "base/cuda_check.h"
+#include "base/device_memory.h"
 #include "executor/staged_executor.h"
 
 namespace collie {
@@ -21,7 +21,7 @@ class CudaMover final : public StagedExecutor::Mover {
     }
   }
 
-  // From the process's pinned regions, never freed (core/device_memory.h): cudaFreeHost, in a destroy or when the
+  // From the process's pinned regions, never freed (base/device_memory.h): cudaFreeHost, in a destroy or when the
   // staging grows, could wait for a peer's kernel of another communicator on this GPU that waits for this rank.
   // Sizes go up by powers of two, so that a region given back fits later requests and the regions a process holds
   // stay within about twice its largest staging.

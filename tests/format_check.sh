@@ -7,7 +7,7 @@ if ! command -v clang-format >/dev/null; then
   echo "SKIP: clang-format is not installed"
   exit 0
 fi
-mapfile -t files < <(find include core algorithms executor transport kernels bench tools tests compat \
+mapfile -t files < <(find include base core algorithms executor transport kernels bench tools tests compat \
   -name '*.cc' -o -name '*.h' -o -name '*.cu' -o -name '*.c' | sort)
 clang-format --dry-run --Werror "${files[@]}"
 echo "PASS: ${#files[@]} files formatted"

@@ -10,15 +10,14 @@
 #include <optional>
 #include <string>
 
+#include "base/env.h"
+#include "base/hash.h"
+#include "base/log.h"
 #include "collie.h"
 #include "compat/nccl/nccl.h"
 #include "compat/nccl/nccl_env.h"
 #include "compat/nccl/nccl_shim.h"
-#include "core/comm.h"
-#include "core/env.h"
-#include "core/errors.h"
-#include "core/hash.h"
-#include "core/log.h"
+#include "core/embedding.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/socket.h"
 
@@ -136,10 +135,10 @@ Status serveCommId(const ncclUniqueId& id, int rank) {
   if (!collie::decodeUniqueId(toCollie(id), &got).ok() || got.host != want.host || got.port != want.port ||
       memcmp(got.secret.bytes, want.secret.bytes, sizeof(want.secret.bytes)) != 0)
     return Status();  // an id made without NCCL_COMM_ID: its maker serves it
-  collie::InitOptions options;
-  COLLIE_RETURN_IF_ERROR(collie::resolveConfig(nullptr, &options));
+  double initTimeoutSec = 0;
+  COLLIE_RETURN_IF_ERROR(collie::embedding::initTimeoutSec(&initTimeoutSec));
   collieUniqueId served;
-  return collie::startRendezvousRoot(want.host, want.port, want.secret, options.initTimeoutSec, &served)
+  return collie::startRendezvousRoot(want.host, want.port, want.secret, initTimeoutSec, &served)
       .withContext("NCCL_COMM_ID rendezvous");
 }
 

@@ -9,10 +9,10 @@
 #include <mutex>
 #include <set>
 
+#include "base/env.h"
+#include "base/log.h"
 #include "collie.h"
 #include "compat/nccl/nccl.h"
-#include "core/env.h"
-#include "core/log.h"
 
 extern char** environ;
 

@@ -1,6 +1,6 @@
 // NCCL's environment variables, mapped onto Collie's. The mapping is planned
 // by a pure function (tested on its own) and applied once when libnccl.so.2
-// is loaded, as fallbacks (core/env.h): a COLLIE_* variable that is set wins.
+// is loaded, as fallbacks (base/env.h): a COLLIE_* variable that is set wins.
 //
 //   NCCL_DEBUG          -> COLLIE_DEBUG   (VERSION -> WARN plus a version line; ABORT -> WARN)
 //   NCCL_DEBUG_FILE     -> COLLIE_DEBUG_FILE (same %h and %p)

@@ -11,12 +11,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/log.h"
 #include "collie.h"
 #include "compat/nccl/nccl.h"
 #include "compat/nccl/nccl_shim.h"
-#include "core/comm.h"
-#include "core/group.h"
-#include "core/log.h"
+#include "core/embedding.h"
 
 using collie::Status;
 using collie::nccl::fail;
@@ -46,13 +45,12 @@ constexpr unsigned kSimInfoMagic = 0x74685283;  // what NCCL_SIM_INFO_INITIALIZE
 
 const char* const kDeviceApi = "the device API (nccl_device.h) is";
 
-// Runs `read` on a live communicator, pinned so that a destroy on another thread waits for it.
+// Reads a live communicator's facts, pinned so that a destroy on another thread waits for it.
 template <typename Read>
 bool withLiveComm(ncclComm_t comm, Read read) {
-  collieComm* c = toCollie(comm);
-  if (c == nullptr || !collie::pinComm(c)) return false;
-  read(*c);
-  collie::unpinComm(c);
+  collie::embedding::CommFacts facts;
+  if (!collie::embedding::commFacts(toCollie(comm), &facts)) return false;
+  read(facts);
   return true;
 }
 
@@ -66,7 +64,8 @@ ncclResult_t notLive(const char* call, ncclComm_t comm) {
 // the same LSA index) is the world. An unknown communicator gives the empty team.
 Team worldTeam(ncclComm_t comm, const char* call) {
   Team t{0, -1, 0};
-  if (!withLiveComm(comm, [&](const collieComm& c) { t = Team{c.nranks, c.rank, 1}; })) notLive(call, comm);
+  if (!withLiveComm(comm, [&](const collie::embedding::CommFacts& c) { t = Team{c.nranks, c.rank, 1}; }))
+    notLive(call, comm);
   return t;
 }
 
@@ -111,7 +110,8 @@ ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t*
                               static_cast<int>(stat)),
                 comm);
   uint64_t footprint = 0;
-  if (!withLiveComm(comm, [&](const collieComm& c) { footprint = c.deviceFootprint; })) return notLive(call, comm);
+  if (!withLiveComm(comm, [&](const collie::embedding::CommFacts& c) { footprint = c.deviceFootprint; }))
+    return notLive(call, comm);
   *value = stat == ncclStatGpuMemPersist || stat == ncclStatGpuMemTotal ? footprint : 0;
   return ncclSuccess;
 }
@@ -154,7 +154,7 @@ ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
                               "%s: simInfo (size %zu, magic 0x%x) was not set from NCCL_SIM_INFO_INITIALIZER", call,
                               simInfo->size, simInfo->magic));
   size_t dropped = 0;
-  Status st = collie::group::endWithoutRunning(&dropped);
+  Status st = collie::embedding::endGroupWithoutRunning(&dropped);
   if (!st.ok()) return fail(st.withContext(call));
   simInfo->estimatedTime = NCCL_UNDEF_FLOAT;
   return fail(Status::error(collieInvalidUsage,

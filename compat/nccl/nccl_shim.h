@@ -4,10 +4,10 @@
 // itself so that ncclGetLastError reports it like one of Collie's own.
 #pragma once
 
+#include "base/status.h"
 #include "collie.h"
 #include "compat/nccl/nccl.h"
-#include "core/errors.h"
-#include "core/status.h"
+#include "core/embedding.h"
 
 // Defines pncclNAME as another name of nccl<NAME>, for tools that interpose on the nccl* names.
 #define COLLIE_NCCL_ALIAS(ret, name, params) extern "C" ret p##name params __attribute__((alias(#name)))

@@ -33,5 +33,5 @@ extern "C" unsigned long long fakecudaHostWaitsOfThisThread(void);
 /// the device (cudaMalloc, cudaFree, cudaHostAlloc and cudaFreeHost, which wait for every device, and
 /// cudaDeviceSynchronize), or every blocking one (any call on the legacy default stream). Where ranks are threads
 /// sharing a GPU, such a call in init or destroy can wait for a peer's kernel that waits for this rank
-/// (core/device_memory.h).
+/// (base/device_memory.h).
 extern "C" unsigned long long fakecudaDeviceWaitsOfThisThread(void);

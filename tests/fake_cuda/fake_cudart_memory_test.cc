@@ -145,7 +145,7 @@ TEST_F(FakeCuda, PoolHandlesAndPropertiesAreChecked) {
 }
 
 // The calls that wait for other streams' work are counted (Collie's init and destroy make none where ranks share
-// a GPU, core/device_memory.h); stream-ordered allocation and work on a non-blocking stream are not.
+// a GPU, base/device_memory.h); stream-ordered allocation and work on a non-blocking stream are not.
 TEST_F(FakeCuda, DeviceWaitsAreCountedForCallsThatWaitForOtherStreams) {
   cudaStream_t s = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);

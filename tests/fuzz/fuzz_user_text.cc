@@ -3,7 +3,7 @@
 //   0  COLLIE_SECRET: parseSecretHex (transport/bootstrap/bootstrap.h)
 //   1  a collieUniqueId's 128 bytes (zero-padded): decodeUniqueId, as init reads a user's id
 //   2  COLLIE_ROOT / NCCL_COMM_ID host:port: parseHostPort (transport/bootstrap/socket.h)
-//   3  an integer variable (COLLIE_SLOTS, COLLIE_WORLD_SIZE, ...): env::parseInt (core/env.h)
+//   3  an integer variable (COLLIE_SLOTS, COLLIE_WORLD_SIZE, ...): env::parseInt (base/env.h)
 //   4  a floating variable (COLLIE_TIMEOUT, ...): env::parseDouble
 // Checks: each accepted value is within its bounds and survives being written out and read again.
 #include <arpa/inet.h>
@@ -14,7 +14,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/env.h"
+#include "base/env.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/socket.h"

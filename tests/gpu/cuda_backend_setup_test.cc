@@ -606,7 +606,7 @@ struct TwoRanksCalling {
 
 // A rank destroys a communicator, then calls on another, while its peer (a thread on the same GPU) has already
 // destroyed its own and launched that next call, whose kernel waits for this rank. Destroy must not wait for the
-// device (core/device_memory.h): before, its cudaFree waited for that kernel until COLLIE_TIMEOUT.
+// device (base/device_memory.h): before, its cudaFree waited for that kernel until COLLIE_TIMEOUT.
 TEST(CudaBackend, DestroyBesideAWaitingKernel) {
   SKIP_WITHOUT_GPU();
   TwoRanksCalling ranks;

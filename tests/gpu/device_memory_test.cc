@@ -1,9 +1,9 @@
-// The process's pinned host memory (core/device_memory.h): status blocks and
+// The process's pinned host memory (base/device_memory.h): status blocks and
 // regions that are never given back to CUDA, since cudaFreeHost may wait for
 // the device. What is given back must be what the next request of a size it
 // fits gets, zeroed, so that a process making and destroying communicators
 // holds no more than it ever had in use at once.
-#include "core/device_memory.h"
+#include "base/device_memory.h"
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>

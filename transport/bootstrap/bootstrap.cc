@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "transport/bootstrap/socket.h"
 #include "transport/bootstrap/wire.h"
 

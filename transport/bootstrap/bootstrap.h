@@ -31,8 +31,8 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "collie.h"
-#include "core/status.h"
 #include "transport/bootstrap/socket.h"
 
 namespace collie {

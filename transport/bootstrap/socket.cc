@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/env.h"
-#include "core/log.h"
+#include "base/env.h"
+#include "base/log.h"
 
 namespace collie {
 

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/socket.h"
 

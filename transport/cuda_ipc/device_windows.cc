@@ -6,9 +6,9 @@
 #include <map>
 #include <mutex>
 
-#include "core/cuda_check.h"
-#include "core/device_memory.h"
-#include "core/log.h"
+#include "base/cuda_check.h"
+#include "base/device_memory.h"
+#include "base/log.h"
 #include "transport/bootstrap/bootstrap.h"
 
 namespace collie {
@@ -76,7 +76,7 @@ Status DeviceWindows::create(Bootstrap* bootstrap, const std::vector<PeerInfo>& 
   COLLIE_RETURN_IF_ERROR(guard.status());
   const int n = bootstrap->nranks(), rank = bootstrap->rank();
   // A peer process of this host maps the window through a cudaIpc handle, which only cudaMalloc memory has. Else
-  // the window comes from the communicator's pool (core/device_memory.h), opened to the other GPUs of this
+  // the window comes from the communicator's pool (base/device_memory.h), opened to the other GPUs of this
   // process that peers run on.
   std::vector<int> peerDevices;
   bool ipc = false;

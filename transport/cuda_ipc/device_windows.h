@@ -1,7 +1,7 @@
 // Device windows: each rank's receive slots and flags (executor/protocol.h) in
 // device memory, mapped by every peer of the communicator: cudaMalloc memory
 // where a peer process needs a cudaIpc handle, else the communicator's pool
-// (core/device_memory.h). How a peer's window is reached depends on where the
+// (base/device_memory.h). How a peer's window is reached depends on where the
 // peer runs:
 //
 //   same process, same device        the peer's pointer, as is
@@ -18,8 +18,8 @@
 #include <memory>
 #include <vector>
 
-#include "core/peer_info.h"
-#include "core/status.h"
+#include "base/peer_info.h"
+#include "base/status.h"
 
 namespace collie {
 

@@ -9,8 +9,8 @@
 #include <map>
 #include <mutex>
 
-#include "core/hash.h"
-#include "core/log.h"
+#include "base/hash.h"
+#include "base/log.h"
 #include "transport/bootstrap/bootstrap.h"
 
 namespace collie {

@@ -14,7 +14,7 @@
 #include <new>
 #include <string>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/ucx/flag_order.h"
 

@@ -25,8 +25,8 @@
 #include <memory>
 #include <vector>
 
-#include "core/status.h"
-#include "executor/remote_window.h"
+#include "base/status.h"
+#include "transport/remote_window.h"
 
 namespace collie {
 

@@ -1,10 +1,10 @@
-#include "core/status.h"
+#include "base/status.h"
 
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
 
-#include "core/log.h"
+#include "base/log.h"
 
 namespace collie {
 

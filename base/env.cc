@@ -1,4 +1,4 @@
-#include "core/env.h"
+#include "base/env.h"
 
 #include <cassert>
 #include <cerrno>
@@ -7,7 +7,7 @@
 #include <map>
 #include <mutex>
 
-#include "core/log.h"
+#include "base/log.h"
 
 extern char** environ;
 

@@ -1,4 +1,4 @@
-#include "core/device_memory.h"
+#include "base/device_memory.h"
 
 #include <cuda_runtime_api.h>
 
@@ -7,8 +7,8 @@
 #include <cstring>
 #include <thread>
 
-#include "core/cuda_check.h"
-#include "core/log.h"
+#include "base/cuda_check.h"
+#include "base/log.h"
 
 namespace collie {
 

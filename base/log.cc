@@ -1,4 +1,4 @@
-#include "core/log.h"
+#include "base/log.h"
 
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/env.h"
+#include "base/env.h"
 
 namespace collie {
 

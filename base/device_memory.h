@@ -26,7 +26,7 @@
 #include <mutex>
 #include <vector>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace collie {
 

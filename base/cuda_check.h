@@ -4,7 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace collie {
 
