@@ -1,7 +1,6 @@
 #include "core/comm.h"
 
 #include <cuda_runtime_api.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,23 +31,18 @@
 #include "transport/ucx/ucx_windows.h"
 
 collieComm::~collieComm() {
-  executor.reset(); // the CUDA executor waits for its kernels here
+  executor.reset();  // the CUDA executor waits for its kernels here
   const bool healthy = !aborted.load() && asyncError.load() == collieSuccess;
-  // The proxy sends what the executor left in its outboxes, then lets go of the
-  // transport.
-  if (proxy)
-    proxy->stop(healthy ? 5 : 1);
+  // The proxy sends what the executor left in its outboxes, then lets go of the transport.
+  if (proxy) proxy->stop(healthy ? 5 : 1);
   // Lets the peers on other hosts take in our last puts (bounded), then closes.
-  if (remote)
-    remote->shutdown(healthy);
-  if (backend == collieBackendCuda)
-    collie::teardownCudaBackend(this);
+  if (remote) remote->shutdown(healthy);
+  if (backend == collieBackendCuda) collie::teardownCudaBackend(this);
 }
 
-void collieComm::breakWith(const collie::Status &why) {
+void collieComm::breakWith(const collie::Status& why) {
   int none = collieSuccess;
-  if (why.ok() || !asyncError.compare_exchange_strong(none, why.code()))
-    return;
+  if (why.ok() || !asyncError.compare_exchange_strong(none, why.code())) return;
   std::lock_guard<std::mutex> lock(errorMu);
   brokenBy = why.message();
 }
@@ -58,96 +52,73 @@ namespace collie {
 namespace {
 
 std::mutex gLiveMu;
-std::unordered_set<const collieComm *> &liveComms() {
-  static std::unordered_set<const collieComm *> set;
+std::unordered_set<const collieComm*>& liveComms() {
+  static std::unordered_set<const collieComm*> set;
   return set;
 }
 
-// The inode of our pid namespace: containers on one machine may number
-// processes apart.
-uint64_t pidNamespace() {
-  struct stat st;
-  return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino)
-                                             : 0;
-}
-
-// Reads the int config field at `offset` only if the caller's struct is big
-// enough to have it.
-int configField(const collieConfig_t *config, size_t offset, int fallback) {
-  if (config == nullptr || config->size < offset + sizeof(int))
-    return fallback;
+// Reads the int config field at `offset` only if the caller's struct is big enough to have it.
+int configField(const collieConfig_t* config, size_t offset, int fallback) {
+  if (config == nullptr || config->size < offset + sizeof(int)) return fallback;
   int v;
-  memcpy(&v, reinterpret_cast<const char *>(config) + offset, sizeof(v));
+  memcpy(&v, reinterpret_cast<const char*>(config) + offset, sizeof(v));
   return v == COLLIE_CONFIG_UNDEF_INT ? fallback : v;
 }
 
-} // namespace
+}  // namespace
 
-} // namespace collie
+}  // namespace collie
 
-const collie::AlgorithmInfo *collieComm::algorithmFor(collie::Collective c,
-                                                      uint64_t bytes) {
+const collie::AlgorithmInfo* collieComm::algorithmFor(collie::Collective c, uint64_t bytes) {
   auto it = algoOverrides.find(c);
-  if (it != algoOverrides.end())
-    return it->second;
+  if (it != algoOverrides.end()) return it->second;
   // All-to-all-v's byte count differs between ranks, and every rank must pick
-  // the same algorithm, so only collectives whose size all ranks share are
-  // tuned.
-  if (c == collie::Collective::kAllToAllv)
-    return collie::defaultAlgorithm(c);
+  // the same algorithm, so only collectives whose size all ranks share are tuned.
+  if (c == collie::Collective::kAllToAllv) return collie::defaultAlgorithm(c);
   const auto key = std::make_pair(c, bytes);
   auto hit = tuned.find(key);
-  if (hit != tuned.end())
-    return hit->second;
-  if (tuned.size() >= 64)
-    tuned.clear(); // bounded, like the program cache: the sizes of one sweep
-  return tuned.emplace(key, collie::tunedAlgorithm(c, bytes, nranks, topology))
-      .first->second;
+  if (hit != tuned.end()) return hit->second;
+  if (tuned.size() >= 64) tuned.clear();  // bounded, like the program cache: the sizes of one sweep
+  return tuned.emplace(key, collie::tunedAlgorithm(c, bytes, nranks, topology)).first->second;
 }
 
 namespace collie {
 
-void registerComm(collieComm *comm) {
+void registerComm(collieComm* comm) {
   std::lock_guard<std::mutex> lock(gLiveMu);
   liveComms().insert(comm);
 }
-void unregisterComm(collieComm *comm) {
+void unregisterComm(collieComm* comm) {
   std::lock_guard<std::mutex> lock(gLiveMu);
   liveComms().erase(comm);
 }
-bool commIsLive(const collieComm *comm) {
+bool commIsLive(const collieComm* comm) {
   std::lock_guard<std::mutex> lock(gLiveMu);
   return liveComms().count(comm) != 0;
 }
-bool pinComm(collieComm *comm) {
+bool pinComm(collieComm* comm) {
   std::lock_guard<std::mutex> lock(gLiveMu);
-  if (liveComms().count(comm) == 0)
-    return false;
+  if (liveComms().count(comm) == 0) return false;
   comm->users.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
-void unpinComm(collieComm *comm) {
-  comm->users.fetch_sub(1, std::memory_order_release);
-}
-void retireComm(collieComm *comm) {
-  unregisterComm(comm); // no call pins it from now on
+void unpinComm(collieComm* comm) { comm->users.fetch_sub(1, std::memory_order_release); }
+void retireComm(collieComm* comm) {
+  unregisterComm(comm);  // no call pins it from now on
   const auto start = std::chrono::steady_clock::now();
   bool said = false;
   while (comm->users.load(std::memory_order_acquire) > 0) {
     std::this_thread::sleep_for(std::chrono::microseconds(200));
-    if (!said &&
-        std::chrono::steady_clock::now() - start > std::chrono::seconds(1)) {
-      COLLIE_WARN("rank %d: destroying the communicator waits for %d call(s) "
-                  "still running on it in other threads",
+    if (!said && std::chrono::steady_clock::now() - start > std::chrono::seconds(1)) {
+      COLLIE_WARN("rank %d: destroying the communicator waits for %d call(s) still running on it in other threads",
                   comm->rank, comm->users.load());
       said = true;
     }
   }
 }
 
-// Without a driver cudaGetDeviceCount fails and leaves the count unwritten,
-// hence the 0.
-bool gpuUsable(int *device) {
+// Without a driver cudaGetDeviceCount fails and leaves the count unwritten, hence the 0.
+bool gpuUsable(int* device) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count <= 0) {
     (void)cudaGetLastError();
@@ -156,25 +127,20 @@ bool gpuUsable(int *device) {
   return cudaGetDevice(device) == cudaSuccess;
 }
 
-int nodeRanks(const std::vector<PeerInfo> &peers) {
+int nodeRanks(const std::vector<PeerInfo>& peers) {
   const auto same = [&](size_t a, size_t b) {
-    return strncmp(peers[a].hostId, peers[b].hostId, sizeof(peers[a].hostId)) ==
-           0;
+    return strncmp(peers[a].hostId, peers[b].hostId, sizeof(peers[a].hostId)) == 0;
   };
   size_t l = 1;
-  while (l < peers.size() && same(0, l))
-    ++l;
-  if (peers.size() % l != 0)
-    return 1;
+  while (l < peers.size() && same(0, l)) ++l;
+  if (peers.size() % l != 0) return 1;
   for (size_t r = 0; r < peers.size(); ++r)
-    if (!same(r, r - r % l) || (r % l == 0 && r > 0 && same(r, r - l)))
-      return 1;
+    if (!same(r, r - r % l) || (r % l == 0 && r > 0 && same(r, r - l))) return 1;
   return static_cast<int>(l);
 }
 
 std::string hostIdentity(int rank, int nranks) {
-  if (std::optional<std::string> id = env::get("COLLIE_HOSTID"))
-    return *id;
+  if (std::optional<std::string> id = env::get("COLLIE_HOSTID")) return *id;
   bool bad = false;
   const int64_t fake = env::getInt("COLLIE_FAKE_NODES", 0, &bad);
   if (!bad && fake > 0) {
@@ -185,22 +151,19 @@ std::string hostIdentity(int rank, int nranks) {
       rank = world.rank;
       nranks = world.nranks;
     }
-    return "fakenode" +
-           std::to_string(static_cast<int64_t>(rank) * fake / nranks);
+    return "fakenode" + std::to_string(static_cast<int64_t>(rank) * fake / nranks);
   }
   return machineIdentity();
 }
 
-Status resolveConfig(const collieConfig_t *config, InitOptions *out) {
+Status resolveConfig(const collieConfig_t* config, InitOptions* out) {
   if (config != nullptr) {
     if (config->magic != COLLIE_CONFIG_MAGIC)
       return Status::error(collieInvalidArgument,
-                           "config: magic is 0x%x, not COLLIE_CONFIG_MAGIC; "
-                           "start from COLLIE_CONFIG_INITIALIZER",
+                           "config: magic is 0x%x, not COLLIE_CONFIG_MAGIC; start from COLLIE_CONFIG_INITIALIZER",
                            config->magic);
     if (config->size < offsetof(collieConfig_t, blocking))
-      return Status::error(collieInvalidArgument,
-                           "config: size %zu is too small", config->size);
+      return Status::error(collieInvalidArgument, "config: size %zu is too small", config->size);
   }
   InitOptions o;
   // Environment first, config over it: the program's explicit choice wins.
@@ -212,56 +175,39 @@ Status resolveConfig(const collieConfig_t *config, InitOptions *out) {
     else if (*dev == "auto")
       o.backend = collieBackendAuto;
     else
-      return Status::error(collieInvalidArgument,
-                           "COLLIE_DEVICE=%s: expected host, cuda or auto",
-                           dev->c_str());
+      return Status::error(collieInvalidArgument, "COLLIE_DEVICE=%s: expected host, cuda or auto", dev->c_str());
   }
   o.timeoutSec = env::getDouble("COLLIE_TIMEOUT", 300);
   o.initTimeoutSec = env::getDouble("COLLIE_INIT_TIMEOUT", 60);
 
   // blocking = 0 is accepted: init completes before it returns, which a
   // non-blocking caller sees as an init that finished at once (NCCL allows it).
-  const int blocking =
-      configField(config, offsetof(collieConfig_t, blocking), 1);
+  const int blocking = configField(config, offsetof(collieConfig_t, blocking), 1);
   if (blocking != 0 && blocking != 1)
-    return Status::error(collieInvalidArgument,
-                         "config.blocking %d must be 0 or 1", blocking);
-  const int backend =
-      configField(config, offsetof(collieConfig_t, backend), o.backend);
+    return Status::error(collieInvalidArgument, "config.blocking %d must be 0 or 1", blocking);
+  const int backend = configField(config, offsetof(collieConfig_t, backend), o.backend);
   if (backend < collieBackendAuto || backend > collieBackendCuda)
-    return Status::error(collieInvalidArgument,
-                         "config.backend %d is not a collieBackend_t", backend);
+    return Status::error(collieInvalidArgument, "config.backend %d is not a collieBackend_t", backend);
   o.backend = static_cast<collieBackend_t>(backend);
-  const int timeoutMs =
-      configField(config, offsetof(collieConfig_t, timeoutMs), -1);
+  const int timeoutMs = configField(config, offsetof(collieConfig_t, timeoutMs), -1);
   if (timeoutMs == 0 || timeoutMs < -1)
-    return Status::error(collieInvalidArgument,
-                         "config.timeoutMs %d must be positive", timeoutMs);
-  if (timeoutMs > 0)
-    o.timeoutSec = timeoutMs / 1000.0;
-  const int initMs =
-      configField(config, offsetof(collieConfig_t, initTimeoutMs), -1);
+    return Status::error(collieInvalidArgument, "config.timeoutMs %d must be positive", timeoutMs);
+  if (timeoutMs > 0) o.timeoutSec = timeoutMs / 1000.0;
+  const int initMs = configField(config, offsetof(collieConfig_t, initTimeoutMs), -1);
   if (initMs == 0 || initMs < -1)
-    return Status::error(collieInvalidArgument,
-                         "config.initTimeoutMs %d must be positive", initMs);
-  if (initMs > 0)
-    o.initTimeoutSec = initMs / 1000.0;
+    return Status::error(collieInvalidArgument, "config.initTimeoutMs %d must be positive", initMs);
+  if (initMs > 0) o.initTimeoutSec = initMs / 1000.0;
   if (!(o.timeoutSec > 0) || !(o.initTimeoutSec > 0))
-    return Status::error(
-        collieInvalidArgument,
-        "COLLIE_TIMEOUT and COLLIE_INIT_TIMEOUT must be positive");
-  // Anything longer is "never" in practice (inf included). Beyond it a deadline
-  // in nanoseconds would wrap: the kernels add the timeout to %globaltimer,
-  // which counts from 1970, and an infinite one has no integer at all.
-  constexpr double kLongestTimeoutSec = 1e9; // about 31 years
+    return Status::error(collieInvalidArgument, "COLLIE_TIMEOUT and COLLIE_INIT_TIMEOUT must be positive");
+  // Anything longer is "never" in practice (inf included). Beyond it a deadline in nanoseconds would wrap: the
+  // kernels add the timeout to %globaltimer, which counts from 1970, and an infinite one has no integer at all.
+  constexpr double kLongestTimeoutSec = 1e9;  // about 31 years
   o.timeoutSec = std::min(o.timeoutSec, kLongestTimeoutSec);
   o.initTimeoutSec = std::min(o.initTimeoutSec, kLongestTimeoutSec);
   bool badCheck = false;
   const int64_t check = env::getInt("COLLIE_CHECK", 0, &badCheck);
   if (badCheck || check < 0 || check > 1)
-    return Status::error(
-        collieInvalidArgument,
-        "COLLIE_CHECK must be 0 or 1 (compare each call across ranks)");
+    return Status::error(collieInvalidArgument, "COLLIE_CHECK must be 0 or 1 (compare each call across ranks)");
   o.checkCalls = check == 1;
   if (std::optional<std::string> algo = env::get("COLLIE_ALGO")) {
     COLLIE_RETURN_IF_ERROR(parseAlgorithmOverrides(*algo, &o.algoOverrides));
@@ -271,26 +217,21 @@ Status resolveConfig(const collieConfig_t *config, InitOptions *out) {
   return Status();
 }
 
-Status readLLLayout(WindowLayout *layout) {
+Status readLLLayout(WindowLayout* layout) {
   bool bad = false;
   const int64_t llSlot = env::getInt("COLLIE_LL_SLOT_BYTES", 16 << 10, &bad);
   // An LL launch stages two slices' payload (half a slot each) in shared
   // memory, beside 32 bytes per rank: 64 KiB slots need 64 KiB + 32 x ranks,
   // within what every GPU we build for lets a block opt in to (A100: 163 KiB).
   if (bad || llSlot < 1024 || llSlot > (64 << 10))
-    return Status::error(collieInvalidArgument,
-                         "COLLIE_LL_SLOT_BYTES must be 1024..65536");
-  // A test setting: a short period makes the flags wrap within seconds, to show
-  // that stale lines are rewritten in time (kernels/device_prims_ll.cuh). Every
-  // rank must use the same; the window header says which.
-  const int64_t period =
-      env::getInt("COLLIE_LL_FLAG_PERIOD", kLLFlagPeriod, &bad);
+    return Status::error(collieInvalidArgument, "COLLIE_LL_SLOT_BYTES must be 1024..65536");
+  // A test setting: a short period makes the flags wrap within seconds, to show that stale lines are rewritten
+  // in time (kernels/device_prims_ll.cuh). Every rank must use the same; the window header says which.
+  const int64_t period = env::getInt("COLLIE_LL_FLAG_PERIOD", kLLFlagPeriod, &bad);
   const uint32_t least = llFlagPeriodMin(layout->nslots);
-  if (bad || period < least || period > kLLFlagPeriod ||
-      (period & (period - 1)) != 0)
+  if (bad || period < least || period > kLLFlagPeriod || (period & (period - 1)) != 0)
     return Status::error(collieInvalidArgument,
-                         "COLLIE_LL_FLAG_PERIOD must be a power of two from %u "
-                         "(4 x COLLIE_SLOTS, and 16 at least) "
+                         "COLLIE_LL_FLAG_PERIOD must be a power of two from %u (4 x COLLIE_SLOTS, and 16 at least) "
                          "to %u",
                          least, kLLFlagPeriod);
   layout->llSlotBytes = static_cast<uint32_t>(llSlot) & ~uint32_t{15};
@@ -298,7 +239,7 @@ Status readLLLayout(WindowLayout *layout) {
   return Status();
 }
 
-Status readProtocol(bool spansHosts, uint64_t *llMaxBytes) {
+Status readProtocol(bool spansHosts, uint64_t* llMaxBytes) {
   // LL for calls up to 64 KiB (auto), never (simple) or as far as the LL slots
   // allow (ll); all ranks must agree, like COLLIE_ALGO.
   const std::string proto = env::get("COLLIE_PROTO").value_or("auto");
@@ -309,375 +250,24 @@ Status readProtocol(bool spansHosts, uint64_t *llMaxBytes) {
   } else if (proto == "simple") {
     *llMaxBytes = 0;
   } else {
-    return Status::error(collieInvalidArgument,
-                         "COLLIE_PROTO=%s: expected simple, ll or auto",
-                         proto.c_str());
+    return Status::error(collieInvalidArgument, "COLLIE_PROTO=%s: expected simple, ll or auto", proto.c_str());
   }
-  // Across hosts the proxy forwards Simple slices only: an LL slice carries no
-  // byte count it could read.
-  if (spansHosts)
-    *llMaxBytes = 0;
+  // Across hosts the proxy forwards Simple slices only: an LL slice carries no byte count it could read.
+  if (spansHosts) *llMaxBytes = 0;
   return Status();
 }
 
-bool takesLowLatency(const collieComm &comm, const AlgorithmInfo &algo,
-                     Collective collective, uint64_t count, size_t elemSize) {
+bool takesLowLatency(const collieComm& comm, const AlgorithmInfo& algo, Collective collective, uint64_t count,
+                     size_t elemSize) {
   const uint64_t llElems = comm.executor->roundElemsLL(elemSize);
-  return llElems > 0 && count * elemSize <= comm.llMaxBytes &&
-         collective != Collective::kAllToAllv &&
-         count <=
-             roundCount(algo, comm.nranks, llElems, comm.topology.ranksPerNode);
+  return llElems > 0 && count * elemSize <= comm.llMaxBytes && collective != Collective::kAllToAllv &&
+         count <= roundCount(algo, comm.nranks, llElems, comm.topology.ranksPerNode);
 }
 
-// COLLIE_EMULATE_KERNELS=N (a test mode): host threads per emulated block; 0
-// when off.
-static Status emulatedThreads(int *out) {
-  bool bad = false;
-  const int64_t n = env::getInt("COLLIE_EMULATE_KERNELS", 0, &bad);
-  if (bad || n < 0 || n > 64)
-    return Status::error(collieInvalidArgument,
-                         "COLLIE_EMULATE_KERNELS must be 0..64 (host threads "
-                         "per emulated block; 0: off)");
-  *out = static_cast<int>(n);
-  return Status();
-}
-
-// The window geometry every rank derives from the same environment; checked
-// against each peer's header at init, so a mismatch is an error, not garbage.
-// `ll`: the window also holds LL slots (the emulated kernels run that protocol
-// too).
-static Status windowLayout(int nranks, bool ll, WindowLayout *layout) {
-  bool bad = false;
-  const int64_t slots = env::getInt("COLLIE_SLOTS", 4, &bad);
-  if (bad || slots < 2 || slots > 64)
-    return Status::error(collieInvalidArgument, "COLLIE_SLOTS must be 2..64");
-  const int64_t slotBytes = env::getInt("COLLIE_SLOT_BYTES", 1 << 18, &bad);
-  if (bad || slotBytes < 4096 || slotBytes > (1 << 26))
-    return Status::error(collieInvalidArgument,
-                         "COLLIE_SLOT_BYTES must be 4096..64 MiB");
-  const int64_t bound = env::getInt("COLLIE_WINDOW_BYTES", 16 << 20, &bad);
-  if (bad || bound < 4096)
-    return Status::error(collieInvalidArgument,
-                         "COLLIE_WINDOW_BYTES must be >= 4096");
-  // Shrink slots so that nranks * slots * slotBytes stays within the bound.
-  // One channel by default; more only to test the GPU's channel split on the
-  // CPU.
-  const int64_t channels = env::getInt("COLLIE_CHANNELS", 1, &bad);
-  if (bad || channels < 1 || channels > 32)
-    return Status::error(collieInvalidArgument,
-                         "COLLIE_CHANNELS must be 1..32");
-  int64_t fit = bound / (static_cast<int64_t>(nranks) * slots * channels);
-  fit = std::max<int64_t>(4096, fit & ~int64_t{4095});
-  layout->nchannels = static_cast<uint32_t>(channels);
-  layout->nranks = static_cast<uint32_t>(nranks);
-  layout->nslots = static_cast<uint32_t>(slots);
-  layout->slotBytes =
-      static_cast<uint64_t>(std::min(slotBytes, fit)) & ~uint64_t{15};
-  // LL slots follow the Simple ones, as in a device window.
-  if (ll)
-    COLLIE_RETURN_IF_ERROR(readLLLayout(layout));
-  return Status();
-}
-
-Status commInit(const collieUniqueId &id, int nranks, int rank,
-                const InitOptions &options, collieComm **out) {
-  env::warnUnknownOnce();
-  ScopedLogRank logRank(rank);
-  const auto start = std::chrono::steady_clock::now();
-
-  auto comm = std::make_unique<collieComm>();
-  comm->rank = rank;
-  comm->nranks = nranks;
-  comm->timeoutSec = options.timeoutSec;
-  comm->initTimeoutSec = options.initTimeoutSec;
-
-  int device = -1;
-  const bool gpu = gpuUsable(&device);
-  if (options.backend == collieBackendCuda && !gpu)
-    return Status::error(collieInvalidUsage,
-                         "the CUDA backend was asked for (COLLIE_DEVICE=cuda "
-                         "or config.backend) but no GPU is usable "
-                         "(cudaGetDeviceCount finds none)");
-  // The default is the GPU when there is one: the communicator then expects
-  // device buffers.
-  comm->backend = options.backend == collieBackendHost || !gpu
-                      ? collieBackendHost
-                      : collieBackendCuda;
-  if (comm->backend == collieBackendCuda)
-    comm->cudaDevice = options.cudaDevice >= 0 ? options.cudaDevice : device;
-
-  PeerInfo me;
-  memset(&me, 0, sizeof(me));
-  const std::string hostId = hostIdentity(rank, nranks);
-  strncpy(me.hostId, hostId.c_str(), sizeof(me.hostId) - 1);
-  me.pid = getpid();
-  me.cudaDevice = comm->cudaDevice;
-  if (comm->backend == collieBackendCuda) {
-    cudaDeviceProp prop;
-    if (cudaGetDeviceProperties(&prop, comm->cudaDevice) == cudaSuccess) {
-      memcpy(me.gpuUuid, prop.uuid.bytes, sizeof(me.gpuUuid));
-    } else {
-      (void)cudaGetLastError();
-    }
-  }
-  me.backend = comm->backend;
-  me.checkCalls = options.checkCalls ? 1 : 0;
-  me.pidNamespace = pidNamespace();
-  describeCpus(&me);
-
-  int emulated = 0; // COLLIE_EMULATE_KERNELS (a test mode of host
-                    // communicators): the kernels' code on host threads
-  COLLIE_RETURN_IF_ERROR(emulatedThreads(&emulated));
-  if (comm->backend == collieBackendCuda)
-    emulated = 0;
-  WindowLayout layout;
-  COLLIE_RETURN_IF_ERROR(windowLayout(nranks, emulated > 0, &layout));
-  me.windowBytes = layout.totalBytes();
-  std::string
-      canonical; // order- and spelling-independent form of the overrides
-  for (const auto &o : options.algoOverrides)
-    canonical +=
-        std::string(collectiveName(o.first)) + ":" + o.second->name + ";";
-  me.algoHash = fnv1a(canonical.data(), canonical.size());
-
-  COLLIE_RETURN_IF_ERROR(Bootstrap::create(id, rank, nranks, &me, sizeof(me),
-                                           options.initTimeoutSec,
-                                           &comm->bootstrap));
-  comm->bootstrap->setTimeout(options.timeoutSec);
-  comm->peers.resize(static_cast<size_t>(nranks));
-  for (int r = 0; r < nranks; ++r)
-    memcpy(&comm->peers[static_cast<size_t>(r)], comm->bootstrap->info(r),
-           sizeof(me));
-
-  std::vector<bool> sameHost(static_cast<size_t>(nranks)),
-      otherHost(static_cast<size_t>(nranks));
-  int farPeer = -1; // a rank on another host, if any: then UCX reaches those
-  for (int r = 0; r < nranks; ++r) {
-    const PeerInfo &p = comm->peers[static_cast<size_t>(r)];
-    sameHost[static_cast<size_t>(r)] =
-        strncmp(p.hostId, me.hostId, sizeof(me.hostId)) == 0;
-    otherHost[static_cast<size_t>(r)] = !sameHost[static_cast<size_t>(r)];
-    if (!sameHost[static_cast<size_t>(r)] && farPeer < 0)
-      farPeer = r;
-    if (p.algoHash != me.algoHash)
-      return Status::error(collieInvalidUsage,
-                           "rank %d was started with a different COLLIE_ALGO "
-                           "than rank %d (\"%s\"): all ranks must "
-                           "choose the same algorithms",
-                           r, rank, options.algoSpec.c_str());
-    if (p.checkCalls != me.checkCalls)
-      return Status::error(collieInvalidUsage,
-                           "rank %d runs with COLLIE_CHECK=%d, rank %d with "
-                           "COLLIE_CHECK=%d: set it alike on all ranks",
-                           r, p.checkCalls, rank, me.checkCalls);
-    if (p.backend != me.backend)
-      return Status::error(collieInvalidUsage,
-                           "rank %d runs the %s backend, rank %d the %s one: "
-                           "set COLLIE_DEVICE (or config.backend) "
-                           "alike on all ranks",
-                           r, p.backend == collieBackendCuda ? "cuda" : "host",
-                           rank,
-                           me.backend == collieBackendCuda ? "cuda" : "host");
-    if (p.windowBytes != me.windowBytes)
-      return Status::error(
-          collieInvalidUsage,
-          "rank %d uses a %llu-byte window, rank %d a %llu-byte one: set "
-          "COLLIE_SLOTS, "
-          "COLLIE_SLOT_BYTES and COLLIE_WINDOW_BYTES alike on all ranks",
-          r, static_cast<unsigned long long>(p.windowBytes), rank,
-          static_cast<unsigned long long>(me.windowBytes));
-  }
-
-  comm->algoOverrides = options.algoOverrides;
-  comm->checkCalls = options.checkCalls;
-  comm->topology = *findTopology("host");
-  comm->topology.nranks = nranks;
-  comm->topology.ranksPerNode = nodeRanks(comm->peers);
-  if (farPeer >= 0) {
-    // Between hosts every slice is one UCX active message (a large one by
-    // rendezvous), and it lands only when the peer calls into UCX. The latency
-    // is a guess between what collie-bench measured across fake nodes over UCX
-    // shared memory on the 2-core build VM (about 0.3 us more than on one host
-    // for 2 ranks, 5-12 us per 8 B call for 4 ranks, docs/performance-host.md)
-    // and a real network's few microseconds.
-    comm->topology.inter = LinkClass::kNetwork;
-    comm->topology.link(LinkClass::kNetwork) = LinkCost{20e-6, 1.0 / 1.5e9};
-  }
-  const std::string spanning =
-      farPeer < 0
-          ? std::string()
-          : "rank " + std::to_string(farPeer) + " is on host '" +
-                std::string(
-                    comm->peers[static_cast<size_t>(farPeer)].hostId,
-                    strnlen(comm->peers[static_cast<size_t>(farPeer)].hostId,
-                            64)) +
-                "', rank " + std::to_string(rank) + " on '" + hostId + "'";
-  if (farPeer >= 0 && !ucxBuilt()) // the stub's error says how to get UCX
-    return createUcxWindows(nullptr, {}, nullptr, 0, nullptr)
-        .withContext(spanning);
-  // A CUDA communicator spanning hosts takes the staged path below unless
-  // COLLIE_GPU_REMOTE=proxy asks for the kernels to reach the other hosts
-  // through the proxy thread (not yet run on a GPU, hence not the default);
-  // so does one whose GPUs on a host cannot all reach each other by P2P.
-  const std::string gpuRemote =
-      env::get("COLLIE_GPU_REMOTE").value_or("staged");
-  if (gpuRemote != "staged" && gpuRemote != "proxy")
-    return Status::error(collieInvalidArgument,
-                         "COLLIE_GPU_REMOTE=%s: expected staged or proxy",
-                         gpuRemote.c_str());
-  // Peers' device windows are reached directly unless a GPU cannot reach
-  // another by P2P: then staged too.
-  bool direct = false;
-  if (comm->backend == collieBackendCuda &&
-      (farPeer < 0 || gpuRemote == "proxy"))
-    COLLIE_RETURN_IF_ERROR(agreeOnDirectPeers(comm.get(), &direct));
-  if (direct) {
-    COLLIE_RETURN_IF_ERROR(setupCudaBackend(comm.get(), options, otherHost,
-                                            spinPolls(comm->peers, rank)));
-    *out = comm.release();
-    registerComm(*out);
-    return Status();
-  }
-
-  // Peers of our host map our window; the others write into it over UCX.
-  // All on one host (the common case) creates no UCX object at all. A CUDA
-  // communicator spanning hosts, or whose GPUs lack P2P, comes here too: it
-  // runs the host executor on host copies of its device buffers
-  // (executor/staged_executor.h).
-  COLLIE_RETURN_IF_ERROR(ShmWindows::create(
-      comm->bootstrap.get(), layout.totalBytes(), &comm->windows, sameHost));
-  // COLLIE_PROXY_HOST (a test mode): the host executor reaches other hosts the
-  // way the GPU kernels would, through a proxy thread
-  // (executor/remote_proxy.h).
-  bool badProxy = false;
-  // The emulated kernels, like the real ones, reach other hosts only through
-  // the proxy.
-  const bool proxyHost =
-      farPeer >= 0 && comm->backend != collieBackendCuda &&
-      ((env::getInt("COLLIE_PROXY_HOST", 0, &badProxy) != 0 && !badProxy) ||
-       emulated > 0);
-  if (proxyHost)
-    COLLIE_RETURN_IF_ERROR(RemoteProxy::create(
-        rank, layout, otherHost, RemoteProxy::hostMemory(), &comm->proxy));
-  if (farPeer >= 0)
-    COLLIE_RETURN_IF_ERROR(createUcxWindows(
-        comm->bootstrap.get(), otherHost,
-        proxyHost ? comm->proxy->inboxHost() : comm->windows->window(rank),
-        layout.totalBytes(), &comm->remote));
-  std::vector<uint8_t *> windows(static_cast<size_t>(nranks));
-  for (int r = 0; r < nranks; ++r)
-    windows[static_cast<size_t>(r)] = comm->windows->window(r);
-  const int spins = spinPolls(comm->peers, rank);
-  auto host = std::make_unique<HostExecutor>(
-      rank, layout, windows, &comm->aborted, options.timeoutSec, spins);
-  const size_t staging = proxyHost ? comm->proxy->footprint()
-                                   : host->setRemote(comm->remote.get());
-  // Peers that are other processes of this very machine (never faked, unlike
-  // hostId) and whose window we map: a dead one is noticed. Not those reached
-  // over UCX (fake nodes of this machine): a peer that finished and exited may
-  // have left messages in our transport that only our next progress calls take
-  // in, so its exit proves nothing.
-  std::vector<int> pids(static_cast<size_t>(nranks), 0);
-  // Ranks that are threads of this process (mapped windows, no proxy between
-  // us) reach our memory with plain loads: large sends are read in place from
-  // our buffers instead of through their slots (executor/direct_sends.h).
-  // COLLIE_DIRECT_READ_BYTES sets the smallest such send; negative: none.
-  std::vector<bool> inProcess(static_cast<size_t>(nranks), false);
-  for (int r = 0; r < nranks; ++r) {
-    const PeerInfo &p = comm->peers[static_cast<size_t>(r)];
-    if (!sameHost[static_cast<size_t>(r)] || p.machine != me.machine ||
-        p.pidNamespace != me.pidNamespace)
-      continue;
-    if (me.pidNamespace != 0 && p.pid != me.pid)
-      pids[static_cast<size_t>(r)] = p.pid;
-    inProcess[static_cast<size_t>(r)] =
-        r != rank && p.pid == me.pid && !proxyHost &&
-        windows[static_cast<size_t>(r)] != nullptr;
-  }
-  host->setPeerProcesses(std::move(pids));
-  int64_t directBytes = 0;
-  COLLIE_RETURN_IF_ERROR(readDirectReadBytes(&directBytes));
-  host->setInProcessPeers(inProcess, directBytes);
-  host->initWindow();
-  std::vector<WindowHeader> headers(
-      static_cast<size_t>(nranks)); // of the windows we cannot map
-  memcpy(&headers[static_cast<size_t>(rank)],
-         windows[static_cast<size_t>(rank)], sizeof(WindowHeader));
-  COLLIE_RETURN_IF_ERROR(
-      farPeer >= 0
-          ? comm->bootstrap->allGather(headers.data(), sizeof(WindowHeader))
-          : comm->bootstrap->barrier());
-  COLLIE_RETURN_IF_ERROR(host->checkPeers(headers.data()));
-  if (proxyHost) {
-    if (emulated == 0)
-      host->attachProxy(comm->proxy.get());
-    comm->proxy->start(comm->remote.get(), spins);
-  }
-  bool badStage = false;
-  const bool stageHost =
-      env::getInt("COLLIE_STAGE_HOST", 0, &badStage) != 0 && !badStage;
-  if (comm->backend == collieBackendCuda) {
-    DeviceGuard guard(comm->cudaDevice);
-    COLLIE_RETURN_IF_ERROR(guard.status());
-    COLLIE_RETURN_IF_ERROR(allocateDeviceToken(comm.get(), options.timeoutSec));
-    comm->executor = std::make_unique<StagedExecutor>(
-        std::move(host), cudaMover(comm->cudaDevice));
-    if (comm->remote)
-      COLLIE_INFO("rank %d: UCX %s CUDA memory; device buffers go through "
-                  "pinned host staging either way "
-                  "(COLLIE_GPU_REMOTE=proxy: through the proxy thread instead)",
-                  rank,
-                  comm->remote->cudaMemory() ? "can move" : "cannot move");
-  } else if (emulated > 0) {
-    // The host executor above only wrote and checked the window headers.
-    COLLIE_RETURN_IF_ERROR(readProtocol(farPeer >= 0, &comm->llMaxBytes));
-    KernelSwitches switches;
-    COLLIE_RETURN_IF_ERROR(readKernelSwitches(&switches));
-    auto e = std::make_unique<EmulatedExecutor>(
-        rank, layout, windows, options.timeoutSec, emulated, switches);
-    if (proxyHost)
-      e->attachProxy(*comm->proxy);
-    e->setInProcessPeers(inProcess, directBytes);
-    comm->executor = std::move(e);
-  } else if (stageHost) {
-    comm->executor =
-        std::make_unique<StagedExecutor>(std::move(host), hostMover());
-  } else {
-    comm->executor = std::move(host);
-  }
-  comm->hostFootprint = layout.totalBytes() + staging;
-  comm->topology.slotBytes = layout.slotBytes;
-  comm->topology.slots = layout.nslots;
-
-  const double ms = std::chrono::duration<double, std::milli>(
-                        std::chrono::steady_clock::now() - start)
-                        .count();
-  COLLIE_INFO(
-      "comm rank %d/%d ready in %.1f ms: host %s, window %zu bytes (%u slots x "
-      "%llu bytes per peer), %zu staging "
-      "bytes for UCX (proxy: inbox, outboxes, tables)",
-      rank, nranks, ms,
-      comm->backend == collieBackendCuda
-          ? (farPeer >= 0 ? "executor over staged copies of device buffers "
-                            "(ranks span hosts)"
-                          : "executor over staged copies of device buffers (no "
-                            "P2P between its GPUs, or COLLIE_P2P=0)")
-      : emulated > 0 ? "backend running the CUDA kernels' code on host threads "
-                       "(COLLIE_EMULATE_KERNELS)"
-      : proxyHost    ? "executor through the proxy thread (COLLIE_PROXY_HOST)"
-      : stageHost    ? "executor over staged copies (COLLIE_STAGE_HOST)"
-                     : "backend",
-      static_cast<size_t>(layout.totalBytes()), layout.nslots,
-      static_cast<unsigned long long>(layout.slotBytes), staging);
-  *out = comm.release();
-  registerComm(*out);
-  return Status();
-}
-
-Status readEnvInit(EnvInit *out) {
+Status readEnvInit(EnvInit* out) {
   EnvInit e;
-  const char *rankVar = nullptr;
-  const char *sizeVar = nullptr;
+  const char* rankVar = nullptr;
+  const char* sizeVar = nullptr;
   if (env::get("COLLIE_RANK") || env::get("COLLIE_WORLD_SIZE")) {
     rankVar = "COLLIE_RANK";
     sizeVar = "COLLIE_WORLD_SIZE";
@@ -689,59 +279,48 @@ Status readEnvInit(EnvInit *out) {
     sizeVar = "SLURM_NTASKS";
   } else {
     return Status::error(collieInvalidUsage,
-                         "environment init: none of COLLIE_RANK, "
-                         "OMPI_COMM_WORLD_RANK or SLURM_PROCID is set; start "
+                         "environment init: none of COLLIE_RANK, OMPI_COMM_WORLD_RANK or SLURM_PROCID is set; start "
                          "the program with collie-run, mpirun or srun");
   }
   bool badRank = false, badSize = false;
-  // Range-checked as 64-bit values before the narrowing:
-  // COLLIE_WORLD_SIZE=4294967298 must not pass as 2.
+  // Range-checked as 64-bit values before the narrowing: COLLIE_WORLD_SIZE=4294967298 must not pass as 2.
   const int64_t rank = env::getInt(rankVar, -1, &badRank);
   const int64_t nranks = env::getInt(sizeVar, -1, &badSize);
   if (badSize || nranks < 1 || nranks > (1 << 20))
-    return Status::error(collieInvalidArgument,
-                         "environment init: %s must be a positive integer",
-                         sizeVar);
+    return Status::error(collieInvalidArgument, "environment init: %s must be a positive integer", sizeVar);
   e.nranks = static_cast<int>(nranks);
   if (badRank || rank < 0 || rank >= nranks)
-    return Status::error(collieInvalidArgument,
-                         "environment init: %s must be in [0, %d)", rankVar,
-                         e.nranks);
+    return Status::error(collieInvalidArgument, "environment init: %s must be in [0, %d)", rankVar, e.nranks);
   e.rank = static_cast<int>(rank);
   if (std::optional<std::string> root = env::get("COLLIE_ROOT")) {
     if (!parseHostPort(*root, &e.rootHost, &e.rootPort))
-      return Status::error(collieInvalidArgument,
-                           "COLLIE_ROOT=%s: expected host:port", root->c_str());
+      return Status::error(collieInvalidArgument, "COLLIE_ROOT=%s: expected host:port", root->c_str());
     e.haveRoot = true;
   }
   *out = e;
   return Status();
 }
 
-Status commInitFromEnv(const InitOptions &options, collieComm **out) {
+Status commInitFromEnv(const InitOptions& options, collieComm** out) {
   EnvInit e;
   COLLIE_RETURN_IF_ERROR(readEnvInit(&e));
   UniqueIdInfo info;
   collieUniqueId id;
   if (!e.haveRoot) {
     if (e.nranks != 1)
-      return Status::error(
-          collieInvalidUsage,
-          "environment init of %d ranks needs COLLIE_ROOT=host:port (an "
-          "address of rank 0's host and "
-          "a free port; collie-run sets it)",
-          e.nranks);
+      return Status::error(collieInvalidUsage,
+                           "environment init of %d ranks needs COLLIE_ROOT=host:port (an address of rank 0's host and "
+                           "a free port; collie-run sets it)",
+                           e.nranks);
     // A single rank needs no rendezvous partner: serve our own.
     Secret secret;
     COLLIE_RETURN_IF_ERROR(randomSecret(&secret));
-    COLLIE_RETURN_IF_ERROR(startRendezvousRoot("127.0.0.1", 0, secret,
-                                               options.initTimeoutSec, &id));
+    COLLIE_RETURN_IF_ERROR(startRendezvousRoot("127.0.0.1", 0, secret, options.initTimeoutSec, &id));
     return commInit(id, 1, 0, options, out);
   }
   if (std::optional<std::string> hex = env::get("COLLIE_SECRET")) {
     if (!parseSecretHex(*hex, &info.secret))
-      return Status::error(collieInvalidArgument,
-                           "COLLIE_SECRET must be 32 hexadecimal digits");
+      return Status::error(collieInvalidArgument, "COLLIE_SECRET must be 32 hexadecimal digits");
   } else {
     // Without a shared secret every rank derives the same one from the root
     // address: the job still works, but anyone who can reach the port can join.
@@ -751,23 +330,21 @@ Status commInitFromEnv(const InitOptions &options, collieComm **out) {
     memcpy(info.secret.bytes, &h1, 8);
     memcpy(info.secret.bytes + 8, &h2, 8);
     if (e.rank == 0)
-      COLLIE_INFO("COLLIE_SECRET is not set: the rendezvous secret is derived "
-                  "from COLLIE_ROOT (weaker); "
-                  "collie-run sets a random one");
+      COLLIE_INFO(
+          "COLLIE_SECRET is not set: the rendezvous secret is derived from COLLIE_ROOT (weaker); "
+          "collie-run sets a random one");
   }
   // The unique id carries a numeric address: resolve a host name once, here.
   SockAddr root;
-  COLLIE_RETURN_IF_ERROR(
-      resolveAddress(e.rootHost, e.rootPort, &root).withContext("COLLIE_ROOT"));
+  COLLIE_RETURN_IF_ERROR(resolveAddress(e.rootHost, e.rootPort, &root).withContext("COLLIE_ROOT"));
   info.host = root.host();
   info.port = e.rootPort;
   if (e.rank == 0) {
-    COLLIE_RETURN_IF_ERROR(startRendezvousRoot(
-        info.host, info.port, info.secret, options.initTimeoutSec, &id));
+    COLLIE_RETURN_IF_ERROR(startRendezvousRoot(info.host, info.port, info.secret, options.initTimeoutSec, &id));
   } else {
     encodeUniqueId(info, &id);
   }
   return commInit(id, e.nranks, e.rank, options, out);
 }
 
-} // namespace collie
+}  // namespace collie
