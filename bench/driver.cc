@@ -440,6 +440,7 @@ int Sweep::run() {
   if (root_) {
     report_.totalWrong = wrong;
     printTableFooter(report_, stdout);
+    if (o_.summary) printSummary(report_, stdout);
     std::string err;
     if (!o_.jsonPath.empty() && !writeJson(report_, o_.jsonPath, &err)) rc = 1;
     if (!o_.csvPath.empty() && !writeCsv(report_, o_.csvPath, &err)) rc = 1;

@@ -54,6 +54,7 @@ const char kUsage[] =
     "  --json FILE    every figure and the run's settings, machine, versions and command\n"
     "  --csv FILE     the same as one CSV table\n"
     "  --plot FILE    SVG plot of busbw against size, one line per implementation and for the limit\n"
+    "  --summary      after the table, per size range: Collie against each baseline and the copy limit\n"
     "  --progress     progress lines on stderr (on by itself when stderr is a terminal)\n";
 
 bool parseBytes(const char* s, size_t* out) {
@@ -113,7 +114,7 @@ int fail(const std::string& msg) {
 }
 
 // Options that take no value.
-bool isFlag(const std::string& a) { return a == "--limit" || a == "--bare" || a == "--progress"; }
+bool isFlag(const std::string& a) { return a == "--limit" || a == "--bare" || a == "--progress" || a == "--summary"; }
 
 }  // namespace
 
@@ -157,6 +158,7 @@ int parseOptions(int argc, char** argv, Options* o) {
       if (a == "--limit") o->limit = true;
       if (a == "--bare") o->bare = true;
       if (a == "--progress") o->progress = true;
+      if (a == "--summary") o->summary = true;
       o->passOn.push_back(a);
       continue;
     }
@@ -251,8 +253,8 @@ int parseOptions(int argc, char** argv, Options* o) {
   if (o->minBytes > o->maxBytes) return fail("-b is larger than -e");
   if (o->traffic != "uniform" && o->coll != Coll::kAllToAllv && !o->initMode)
     return fail("--traffic applies to alltoallv");
-  if (o->initMode && (o->limit || o->bare || !o->plotPath.empty()))
-    return fail("--limit, --bare and --plot apply to collectives, not to init");
+  if (o->initMode && (o->limit || o->bare || o->summary || !o->plotPath.empty()))
+    return fail("--limit, --bare, --summary and --plot apply to collectives, not to init");
   return -1;
 }
 

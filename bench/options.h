@@ -54,6 +54,7 @@ struct Options {
   // Output.
   std::string jsonPath, csvPath, plotPath;
   bool progress = false;
+  bool summary = false;  // --summary: a few lines after the table (output_summary.cc)
 
   // The command as typed, for reports; and the arguments a relaunch passes on (no -np).
   std::vector<std::string> argv;

@@ -93,6 +93,8 @@ void printTableHeader(const Report& r, FILE* out);
 void printTableRow(const Report& r, const Row& row, FILE* out);
 void printTableFooter(const Report& r, FILE* out);
 void printInitTable(const Report& r, FILE* out);
+/// --summary: per size range, Collie against each baseline and the copy limit (output_summary.cc).
+void printSummary(const Report& r, FILE* out);
 bool writeJson(const Report& r, const std::string& path, std::string* err);
 bool writeCsv(const Report& r, const std::string& path, std::string* err);
 bool writeSvg(const Report& r, const std::string& path, std::string* err);

@@ -4,6 +4,8 @@
 # (size, implementation, placement) and the same number of fields on each line,
 # SVG parses as XML with axes, a legend and one line per implementation and
 # limit. Parsed with /usr/bin/python3 when present, else checked with grep.
+# --summary ends the table with a line per size range: the ratio to the other implementation, and the time
+# per call (small calls) or the share of the copy limit (larger ones).
 # Memory traffic per rank (algorithms/memory_traffic.h) reaches the JSON with
 # the values worked out by hand for ring and rd allreduce.
 # $1 = collie-bench.
@@ -11,7 +13,7 @@ set -euo pipefail
 bench=$1
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-"$bench" allreduce -np 3 -b 64 -e 64K -f 32 -n 2 -w 1 --limit --bare --algo auto,ring \
+"$bench" allreduce -np 3 -b 64 -e 64K -f 32 -n 2 -w 1 --limit --bare --summary --algo auto,ring \
   --json "$dir/r.json" --csv "$dir/r.csv" --plot "$dir/r.svg" >"$dir/out.txt"
 cat "$dir/out.txt"
 # 3 sizes (64 B, 2 KiB, 64 KiB); 2 implementations.
@@ -94,3 +96,8 @@ for want in "ring out_of_place 655360" "ring in_place 655360"; do
   [ "$got" = "$3" ] || { echo "FAIL: threads, $1 $2 traffic '$got', want $3"; cat "$dir/d.txt"; exit 1; }
 done
 echo "PASS: sends read in place cost their sender no traffic"
+# The summary: 64 B and 2 KiB are small, 64 KiB medium.
+grep -Eq '^#   small  \(< 64 KiB\), 64 B to 2 KiB: collie:tuner [0-9.]+x (faster|slower) than collie:ring; [0-9.]+ to [0-9.]+ us per call$' "$dir/out.txt" &&
+  grep -Eq '^#   medium \(64 KiB - 4 MiB\), 64 KiB: collie:tuner [0-9.]+x (faster|slower) than collie:ring; busbw [0-9]+% of the copy limit$' "$dir/out.txt" &&
+  grep -q '^#   results checked: 0 wrong (OK)$' "$dir/out.txt" || { echo "FAIL: no summary by size range"; cat "$dir/out.txt"; exit 1; }
+echo "PASS: the summary gives each size range"
