@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "algorithms/memory_traffic.h"
+#include "algorithms/program_file.h"
 #include "algorithms/registry.h"
 #include "algorithms/simulator.h"
 #include "algorithms/topology.h"
@@ -49,6 +50,9 @@ void printUsage(FILE* out) {
                "                                         predicted time of every algorithm per size, the winner,\n"
                "                                         and the sizes where the winner changes\n"
                "  topo [NAME|FILE]                       the built-in topologies, or one in the file format\n"
+               "  export COLLECTIVE ALGO -n N [--root R] [--ranks-per-node L]\n"
+               "                                         the algorithm's programs as a program file (JSON, in\n"
+               "                                         chunks; docs/algorithms.md) on standard output\n"
                "\n"
                "Options:\n"
                "  -n N             number of ranks (predict/compare: default the topology's)\n"
@@ -359,6 +363,31 @@ int cmdShow(const Options& o) {
   return 0;
 }
 
+// ------------------------------------------------------------------ export
+
+int cmdExport(const Options& o) {
+  if (o.args.size() != 2) return usageError("export takes COLLECTIVE ALGO, e.g. 'export allreduce ring -n 4'");
+  Collective c;
+  const AlgorithmInfo* algo = nullptr;
+  if (int rc = findCollective(o.args[0], &c)) return rc;
+  if (int rc = findAlgo(c, o.args[1], &algo)) return rc;
+  if (!o.has("-n") || o.n > 64) return usageError("export needs -n N, 1..64 (the verifier's limit)");
+  const int n = static_cast<int>(o.n);
+  if (o.root >= o.n) return usageError("--root " + std::to_string(o.root) + " is not a rank of " + std::to_string(n));
+  if (o.has("--ranks-per-node") && n % static_cast<int>(o.perNode) != 0)
+    return usageError("--ranks-per-node " + std::to_string(o.perNode) + " does not divide -n " + std::to_string(n));
+  std::string text;
+  uint64_t chunks = 0;
+  const collie::Status st =
+      collie::exportAlgorithm(*algo, n, static_cast<int>(o.root), static_cast<int>(o.perNode), &text, &chunks);
+  if (!st.ok()) {
+    std::fprintf(stderr, "collie-sim: %s\n", st.message().c_str());
+    return 1;
+  }
+  std::fputs(text.c_str(), stdout);
+  return 0;
+}
+
 // ------------------------------------------------------------------ verify
 
 // --counts: numbers or n, n-1, n+1 (resolved per rank count).
@@ -638,6 +667,10 @@ int main(int argc, char** argv) {
       return rc;
     return cmdShow(o);
   }
+  if (command == "export") {
+    if (int rc = parseOptions(argc, argv, {"-n", "--root", "--ranks-per-node"}, &o)) return rc;
+    return cmdExport(o);
+  }
   if (command == "verify") {
     if (int rc = parseOptions(argc, argv, {"--max-ranks", "--counts", "--seed"}, &o)) return rc;
     return cmdVerify(o);
@@ -654,5 +687,5 @@ int main(int argc, char** argv) {
     if (int rc = parseOptions(argc, argv, {}, &o)) return rc;
     return cmdTopo(o);
   }
-  return usageError("unknown command '" + command + "' (list, show, verify, predict, compare, topo)");
+  return usageError("unknown command '" + command + "' (list, show, export, verify, predict, compare, topo)");
 }

@@ -22,9 +22,20 @@ run predict allreduce ring --topo h100-16x8-400g --bytes 1G
 "$sim" predict allreduce ring --topo host -n 4 --bytes 1M |
   grep -q "in place  *3932160 bytes .*sends of 131072 bytes and up .*, 2.50 x busbw's bytes" ||
   { echo "collie-sim predict: no in-place traffic line of 3932160 bytes, 2.50 x busbw's"; exit 1; }
+# export writes a program file: ring allreduce on 4 ranks in 4 chunks, each rank's first step a send.
+"$sim" export allreduce ring -n 4 | grep -q '"chunks": 4,' ||
+  { echo "collie-sim export: ring allreduce on 4 ranks is not in 4 chunks"; exit 1; }
+[ "$("$sim" export allreduce ring -n 4 | grep -c '^    {"rank": [0-3], "scratch": 0, "steps": \[$')" = 4 ] ||
+  { echo "collie-sim export: not one program per rank"; exit 1; }
+# A file cannot hold all-to-all-v: status 1 and the reason.
+set +e
+why=$("$sim" export alltoallv pairwise -n 3 2>&1 >/dev/null)
+rc=$?
+set -e
+[ "$rc" = 1 ] && echo "$why" | grep -q "per-peer counts" || { echo "collie-sim export alltoallv: $rc, '$why'"; exit 1; }
 # Bad arguments are refused with status 2, not a crash.
 for bad in "" "frobnicate" "show allreduce ring" "show allreduce nope -n 4" "predict allreduce ring --topo nowhere.topo --bytes 8" \
-  "compare allreduce --topo h100-nvlink -b 1X" "verify --max-ranks 65"; do
+  "compare allreduce --topo h100-nvlink -b 1X" "verify --max-ranks 65" "export allreduce ring" "export allreduce ring -n 65"; do
   set +e
   # shellcheck disable=SC2086
   "$sim" $bad > /dev/null 2>&1

@@ -1,0 +1,356 @@
+#include "algorithms/program_file.h"
+
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "algorithms/verify_sweep.h"
+
+namespace collie {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr int kFileVersion = 1;
+constexpr size_t kMaxFileSteps = 1 << 16;  // per rank: far beyond any schedule, small enough to load at once
+constexpr StepOp kAllOps[] = {
+    StepOp::kSend,    StepOp::kRecv,     StepOp::kRecvReduceSend, StepOp::kRecvReduceCopy, StepOp::kRecvCopySend,
+    StepOp::kCopy,    StepOp::kSendRecv, StepOp::kSendRecvReduce, StepOp::kReduce,         StepOp::kRecvReduceCopySend,
+    StepOp::kCopySend};
+constexpr Buffer kAllBuffers[] = {Buffer::kInput, Buffer::kOutput, Buffer::kScratch};
+
+const char* bufferText(Buffer b) {
+  switch (b) {
+    case Buffer::kInput:
+      return "input";
+    case Buffer::kOutput:
+      return "output";
+    case Buffer::kScratch:
+      return "scratch";
+  }
+  return "?";
+}
+
+// Whether a step reads its src range, and whether it writes its dst range (program.h's table of StepOp).
+bool readsSrc(StepOp op) { return op != StepOp::kRecv && op != StepOp::kRecvCopySend; }
+bool writesDst(StepOp op) { return op != StepOp::kSend && op != StepOp::kRecvReduceSend; }
+
+// ------------------------------------------------------------------ writing
+
+nlohmann::ordered_json rangeJson(const Range& r) {
+  return nlohmann::ordered_json::array({bufferText(r.buffer), r.offset});
+}
+
+// The fields that differ from Step's defaults, in Step's order, so that a file reads like the schedule it is.
+nlohmann::ordered_json stepJson(const Step& s) {
+  const Step d;
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  j["op"] = stepOpName(s.op);
+  if (s.sendPeer != d.sendPeer) j["send"] = s.sendPeer;
+  if (s.recvPeer != d.recvPeer) j["recv"] = s.recvPeer;
+  if (s.src.buffer != d.src.buffer || s.src.offset != d.src.offset) j["src"] = rangeJson(s.src);
+  if (s.dst.buffer != d.dst.buffer || s.dst.offset != d.dst.offset) j["dst"] = rangeJson(s.dst);
+  if (s.count != d.count) j["count"] = s.count;
+  if (s.recvCount != d.recvCount) j["recv_count"] = s.recvCount;
+  if (s.finalize) j["finalize"] = true;
+  if (s.joined) j["joined"] = true;
+  return j;
+}
+
+// ------------------------------------------------------------------ reading
+
+// Each check names the file and where in it ("rank 2, step 5: ...").
+struct Reader {
+  std::string path;
+  Status fail(const std::string& where, const std::string& what) const {
+    return Status::error(collieInvalidArgument, "%s: %s%s%s", path.c_str(), where.c_str(), where.empty() ? "" : ": ",
+                         what.c_str());
+  }
+  // An integer field in [lo, hi]; `fallback` when absent (required when `required`).
+  Status integer(const json& obj, const char* key, int64_t lo, int64_t hi, bool required, int64_t fallback,
+                 const std::string& where, int64_t* out) const {
+    auto it = obj.find(key);
+    if (it == obj.end()) {
+      if (required) return fail(where, std::string("no \"") + key + "\"");
+      *out = fallback;
+      return Status();
+    }
+    if (!it->is_number_integer())
+      return fail(where, std::string("\"") + key + "\" must be a whole number, not " + it->dump());
+    // Unsigned values above INT64_MAX read as unsigned: out of range either way.
+    if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+      return fail(where, std::string("\"") + key + "\" is " + it->dump() + ", out of range");
+    const int64_t v = it->get<int64_t>();
+    if (v < lo || v > hi)
+      return fail(where, std::string("\"") + key + "\" is " + std::to_string(v) + ", outside " + std::to_string(lo) +
+                             ".." + std::to_string(hi));
+    *out = v;
+    return Status();
+  }
+  Status onlyKeys(const json& obj, std::initializer_list<const char*> keys, const std::string& where) const {
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      bool known = false;
+      for (const char* k : keys) known = known || it.key() == k;
+      if (!known) {
+        std::string list;
+        for (const char* k : keys) list += std::string(list.empty() ? "" : ", ") + k;
+        return fail(where, "unknown field \"" + it.key() + "\" (known: " + list + ")");
+      }
+    }
+    return Status();
+  }
+  Status range(const json& obj, const char* key, const std::string& where, Range* out) const {
+    auto it = obj.find(key);
+    if (it == obj.end()) return Status();
+    if (!it->is_array() || it->size() != 2 || !(*it)[0].is_string() || !(*it)[1].is_number_integer() ||
+        ((*it)[1].is_number_integer() && !(*it)[1].is_number_unsigned()))
+      return fail(where,
+                  std::string("\"") + key + "\" must be [\"input\"|\"output\"|\"scratch\", offset], not " + it->dump());
+    const std::string name = (*it)[0].get<std::string>();
+    bool found = false;
+    for (Buffer b : kAllBuffers)
+      if (name == bufferText(b)) {
+        out->buffer = b;
+        found = true;
+      }
+    if (!found) return fail(where, std::string("\"") + key + "\" names buffer \"" + name + "\"");
+    const uint64_t offset = (*it)[1].get<uint64_t>();
+    if (offset > kMaxFileChunks)
+      return fail(where, std::string("\"") + key + "\" offset " + std::to_string(offset) + " is past any buffer");
+    out->offset = offset;
+    return Status();
+  }
+};
+
+Status readStep(const Reader& rd, const json& j, int nranks, const std::string& where, Step* out) {
+  if (!j.is_object()) return rd.fail(where, "a step must be an object, not " + j.dump());
+  COLLIE_RETURN_IF_ERROR(
+      rd.onlyKeys(j, {"op", "send", "recv", "src", "dst", "count", "recv_count", "finalize", "joined"}, where));
+  auto op = j.find("op");
+  if (op == j.end() || !op->is_string()) return rd.fail(where, "\"op\" must be a step kind's name");
+  const std::string name = op->get<std::string>();
+  bool found = false;
+  std::string names;
+  for (StepOp o : kAllOps) {
+    names += std::string(names.empty() ? "" : ", ") + stepOpName(o);
+    if (name == stepOpName(o)) {
+      out->op = o;
+      found = true;
+    }
+  }
+  if (!found) return rd.fail(where, "unknown op \"" + name + "\" (known: " + names + ")");
+  int64_t v = 0;
+  COLLIE_RETURN_IF_ERROR(rd.integer(j, "send", -1, nranks - 1, false, -1, where, &v));
+  out->sendPeer = static_cast<int32_t>(v);
+  COLLIE_RETURN_IF_ERROR(rd.integer(j, "recv", -1, nranks - 1, false, -1, where, &v));
+  out->recvPeer = static_cast<int32_t>(v);
+  if (stepSends(out->op) != (out->sendPeer >= 0))
+    return rd.fail(where, std::string(name) + (stepSends(out->op) ? " needs a \"send\" peer" : " sends to no peer"));
+  if (stepReceives(out->op) != (out->recvPeer >= 0))
+    return rd.fail(where,
+                   std::string(name) + (stepReceives(out->op) ? " needs a \"recv\" peer" : " receives from no peer"));
+  COLLIE_RETURN_IF_ERROR(rd.range(j, "src", where, &out->src));
+  COLLIE_RETURN_IF_ERROR(rd.range(j, "dst", where, &out->dst));
+  COLLIE_RETURN_IF_ERROR(rd.integer(j, "count", 0, static_cast<int64_t>(kMaxFileChunks), false, 0, where, &v));
+  out->count = static_cast<uint64_t>(v);
+  COLLIE_RETURN_IF_ERROR(rd.integer(j, "recv_count", 0, static_cast<int64_t>(kMaxFileChunks), false, 0, where, &v));
+  out->recvCount = static_cast<uint64_t>(v);
+  if (out->recvCount != 0 && !stepIsExchange(out->op))
+    return rd.fail(where, "\"recv_count\" belongs to sendRecv and sendRecvReduce only");
+  for (const char* flag : {"finalize", "joined"}) {
+    auto it = j.find(flag);
+    if (it == j.end()) continue;
+    if (!it->is_boolean()) return rd.fail(where, std::string("\"") + flag + "\" must be true or false");
+    (std::strcmp(flag, "finalize") == 0 ? out->finalize : out->joined) = it->get<bool>();
+  }
+  return Status();
+}
+
+// Every range a step touches lies inside its buffer (sizes in chunks, from bufferCounts at count == chunks).
+Status checkBounds(const Reader& rd, const Program& p, const Step& s, const std::string& where) {
+  uint64_t input = 0, output = 0;
+  bufferCounts(p, &input, &output);
+  auto inside = [&](const Range& r, uint64_t n, const char* which) {
+    const uint64_t size = r.buffer == Buffer::kInput ? input : r.buffer == Buffer::kOutput ? output : p.scratchCount;
+    if (n == 0 || r.offset + n <= size) return Status();
+    return rd.fail(where, std::string(which) + " " + bufferText(r.buffer) + "[" + std::to_string(r.offset) + ", " +
+                              std::to_string(r.offset + n) + ") is past the end of rank " + std::to_string(p.rank) +
+                              "'s " + bufferText(r.buffer) + " (" + std::to_string(size) + " chunks)");
+  };
+  if (readsSrc(s.op)) COLLIE_RETURN_IF_ERROR(inside(s.src, s.count, "src"));
+  if (writesDst(s.op)) COLLIE_RETURN_IF_ERROR(inside(s.dst, stepIsExchange(s.op) ? s.recvCount : s.count, "dst"));
+  return Status();
+}
+
+bool knownCollective(const std::string& name, Collective* out) {
+  for (const AlgorithmInfo& a : algorithms())
+    if (name == collectiveName(a.collective)) {
+      *out = a.collective;
+      return true;
+    }
+  return false;
+}
+
+// `p` with every offset and count times `unit`.
+Program scaled(const Program& p, uint64_t unit) {
+  Program q = p;
+  q.count = p.count * unit;
+  q.stride = p.stride * unit;
+  q.scratchCount = p.scratchCount * unit;
+  for (Step& s : q.steps) {
+    s.src.offset *= unit;
+    s.dst.offset *= unit;
+    s.count *= unit;
+    s.recvCount *= unit;
+  }
+  return q;
+}
+
+}  // namespace
+
+Status parseProgramFile(const std::string& text, const std::string& path, ProgramFile* out) {
+  const Reader rd{path};
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    return rd.fail("", std::string("not JSON: ") + e.what());
+  }
+  if (!doc.is_object()) return rd.fail("", "the file must hold one JSON object");
+  COLLIE_RETURN_IF_ERROR(
+      rd.onlyKeys(doc, {"collie_program", "collective", "name", "nranks", "root", "chunks", "ranks"}, ""));
+  int64_t version = 0;
+  COLLIE_RETURN_IF_ERROR(rd.integer(doc, "collie_program", 1, kFileVersion, true, 0, "", &version));
+  ProgramFile f;
+  auto coll = doc.find("collective");
+  if (coll == doc.end() || !coll->is_string() || !knownCollective(coll->get<std::string>(), &f.collective))
+    return rd.fail("", "\"collective\" must name a collective (allreduce, reducescatter, allgather, ...)");
+  if (f.collective == Collective::kAllToAllv)
+    return rd.fail("", "alltoallv cannot come from a file: its programs depend on each call's per-peer counts");
+  auto name = doc.find("name");
+  if (name == doc.end() || !name->is_string() || name->get<std::string>().empty() ||
+      name->get<std::string>().size() > 64)
+    return rd.fail("", "\"name\" must be a string of 1 to 64 characters");
+  f.name = name->get<std::string>();
+  int64_t v = 0;
+  COLLIE_RETURN_IF_ERROR(rd.integer(doc, "nranks", 1, 64, true, 0, "", &v));
+  f.nranks = static_cast<int>(v);
+  COLLIE_RETURN_IF_ERROR(rd.integer(doc, "root", 0, f.nranks - 1, false, 0, "", &v));
+  f.root = static_cast<int>(v);
+  COLLIE_RETURN_IF_ERROR(rd.integer(doc, "chunks", 1, static_cast<int64_t>(kMaxFileChunks), true, 0, "", &v));
+  f.chunks = static_cast<uint64_t>(v);
+  auto ranks = doc.find("ranks");
+  if (ranks == doc.end() || !ranks->is_array() || ranks->size() != static_cast<size_t>(f.nranks))
+    return rd.fail("", "\"ranks\" must be an array of nranks (" + std::to_string(f.nranks) + ") programs");
+  for (int r = 0; r < f.nranks; ++r) {
+    const json& jr = (*ranks)[static_cast<size_t>(r)];
+    const std::string where = "rank " + std::to_string(r);
+    if (!jr.is_object()) return rd.fail(where, "a rank's program must be an object");
+    COLLIE_RETURN_IF_ERROR(rd.onlyKeys(jr, {"rank", "scratch", "steps"}, where));
+    COLLIE_RETURN_IF_ERROR(rd.integer(jr, "rank", r, r, true, 0, where, &v));
+    Program p;
+    p.collective = f.collective;
+    p.algorithm = f.name;
+    p.nranks = f.nranks;
+    p.rank = r;
+    p.count = p.stride = f.chunks;
+    p.root = f.root;
+    COLLIE_RETURN_IF_ERROR(rd.integer(jr, "scratch", 0, static_cast<int64_t>(kMaxFileChunks), false, 0, where, &v));
+    p.scratchCount = static_cast<uint64_t>(v);
+    auto steps = jr.find("steps");
+    if (steps == jr.end() || !steps->is_array()) return rd.fail(where, "\"steps\" must be an array");
+    if (steps->size() > kMaxFileSteps)
+      return rd.fail(where, std::to_string(steps->size()) + " steps, more than " + std::to_string(kMaxFileSteps));
+    for (size_t i = 0; i < steps->size(); ++i) {
+      const std::string at = where + ", step " + std::to_string(i);
+      Step s;
+      COLLIE_RETURN_IF_ERROR(readStep(rd, (*steps)[i], f.nranks, at, &s));
+      COLLIE_RETURN_IF_ERROR(checkBounds(rd, p, s, at));
+      p.steps.push_back(s);
+    }
+    f.programs.push_back(std::move(p));
+  }
+  *out = std::move(f);
+  return Status();
+}
+
+Status loadProgramFile(const std::string& path, ProgramFile* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error(collieInvalidArgument, "%s: cannot be read", path.c_str());
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return Status::error(collieSystemError, "%s: read failed", path.c_str());
+  return parseProgramFile(text.str(), path, out);
+}
+
+Status programsForCount(const ProgramFile& file, uint64_t count, std::vector<Program>* out) {
+  if (count % file.chunks != 0)
+    return Status::error(collieInvalidArgument,
+                         "program file '%s' (%s): count %llu is not a multiple of its %llu chunks", file.name.c_str(),
+                         collectiveName(file.collective), static_cast<unsigned long long>(count),
+                         static_cast<unsigned long long>(file.chunks));
+  const uint64_t unit = count / file.chunks;
+  out->clear();
+  for (const Program& p : file.programs) {
+    // Offsets and counts are at most kMaxFileChunks: the products fit unless `unit` is huge.
+    uint64_t ignored;
+    if (__builtin_mul_overflow(kMaxFileChunks * 2, unit, &ignored))
+      return Status::error(collieInvalidArgument, "program file '%s': count %llu is too large to scale its chunks to",
+                           file.name.c_str(), static_cast<unsigned long long>(count));
+    out->push_back(scaled(p, unit));
+  }
+  return Status();
+}
+
+std::string programFileText(const std::vector<Program>& programs, uint64_t chunks) {
+  const Program& first = programs.front();
+  std::string t = "{\n  \"collie_program\": " + std::to_string(kFileVersion) + ",\n";
+  t += "  \"collective\": " + json(collectiveName(first.collective)).dump() + ",\n";
+  t += "  \"name\": " + json(first.algorithm).dump() + ",\n";
+  t += "  \"nranks\": " + std::to_string(first.nranks) + ",\n";
+  t += "  \"root\": " + std::to_string(first.root) + ",\n";
+  t += "  \"chunks\": " + std::to_string(chunks) + ",\n";
+  t += "  \"ranks\": [";
+  for (size_t r = 0; r < programs.size(); ++r) {
+    const Program& p = programs[r];
+    t += std::string(r ? "," : "") + "\n    {\"rank\": " + std::to_string(p.rank) +
+         ", \"scratch\": " + std::to_string(p.scratchCount) + ", \"steps\": [";
+    for (size_t i = 0; i < p.steps.size(); ++i)
+      t += std::string(i ? "," : "") + "\n      " + stepJson(p.steps[i]).dump();
+    t += p.steps.empty() ? "]}" : "\n    ]}";
+  }
+  t += "\n  ]\n}\n";
+  return t;
+}
+
+Status exportAlgorithm(const AlgorithmInfo& algo, int nranks, int root, int ranksPerNode, std::string* text,
+                       uint64_t* chunks) {
+  if (algo.collective == Collective::kAllToAllv)
+    return Status::error(collieInvalidArgument,
+                         "alltoallv %s: its programs depend on each call's per-peer counts; a file cannot hold them",
+                         algo.name);
+  auto build = [&](uint64_t count) { return buildPrograms(algo, nranks, count, count, root, ranksPerNode); };
+  const uint64_t most = 64 * static_cast<uint64_t>(nranks);
+  for (uint64_t c = 1; c <= most; ++c) {
+    const std::vector<Program> base = build(c);
+    bool scales = true;
+    for (uint64_t k = 2; k <= 3 && scales; ++k) {
+      const std::vector<Program> big = build(c * k);
+      for (size_t r = 0; r < base.size() && scales; ++r) {
+        const Program s = scaled(base[r], k);
+        scales = s.scratchCount == big[r].scratchCount && sameSteps(s.steps, big[r].steps);
+      }
+    }
+    if (!scales) continue;
+    *chunks = c;
+    *text = programFileText(base, c);
+    return Status();
+  }
+  return Status::error(collieInvalidArgument,
+                       "%s %s on %d ranks: no chunk count up to %llu at which its programs scale with the count",
+                       collectiveName(algo.collective), algo.name, nranks, static_cast<unsigned long long>(most));
+}
+
+}  // namespace collie

@@ -1,0 +1,68 @@
+// Program files: an algorithm written outside Collie, as JSON (docs/algorithms.md, "Program files").
+//
+// A file holds one collective's programs for a fixed rank count, in units of chunks: the collective's count
+// argument is cut into `chunks` equal chunks, and every offset and count of a step is a number of chunks. A call
+// of `count` elements runs the file when `chunks` divides `count`; each chunk is then count / chunks elements.
+// Channels are not in the file: the executors split every step across their channels, as for built-in
+// algorithms.
+//
+//   {
+//     "collie_program": 1,
+//     "collective": "allreduce", "name": "my_ring", "nranks": 2, "root": 0, "chunks": 2,
+//     "ranks": [
+//       {"rank": 0, "scratch": 0, "steps": [
+//         {"op": "send", "send": 1, "src": ["input", 0], "count": 1},
+//         ...]},
+//       ...]
+//   }
+//
+// A step's fields are those of Step (program.h); a field left out has Step's default value. Loading checks the
+// file's shape (every field's type and range, peers among the ranks, every range inside its buffer); the
+// verifier proves what the programs compute.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "algorithms/program.h"
+#include "algorithms/registry.h"
+#include "base/status.h"
+
+namespace collie {
+
+/// The programs of a file, in chunks (each program built for count == chunks).
+struct ProgramFile {
+  Collective collective = Collective::kAllReduce;
+  std::string name;
+  int nranks = 1;
+  int root = 0;
+  uint64_t chunks = 1;
+  std::vector<Program> programs;  // programs[r] is rank r's, in chunk units
+};
+
+/// The largest `chunks` a file may declare, and the largest offset + count of a step in chunks: enough for any
+/// schedule a person or a synthesizer writes, small enough that scaling to elements cannot overflow silently.
+constexpr uint64_t kMaxFileChunks = uint64_t{1} << 24;
+
+/// Parses and checks `text` (the contents of `path`, which only names it in errors).
+Status parseProgramFile(const std::string& text, const std::string& path, ProgramFile* out);
+
+/// Reads and parses the file at `path`.
+Status loadProgramFile(const std::string& path, ProgramFile* out);
+
+/// The file's programs for a call of `count` elements: every offset and count times count / chunks. An error
+/// names the file and the count when `chunks` does not divide `count`.
+Status programsForCount(const ProgramFile& file, uint64_t count, std::vector<Program>* out);
+
+/// `programs` (one per rank, built for count == chunks) as a file's text.
+std::string programFileText(const std::vector<Program>& programs, uint64_t chunks);
+
+/// A built-in algorithm as a file for `nranks` ranks: the smallest chunk count at which its programs scale
+/// exactly with the count (programs for 2 and 3 times as many elements are the same steps, scaled), so that the
+/// file gives the built-in programs for every count it divides. An error when there is none up to 64 x nranks
+/// (all-to-all-v, whose programs depend on the call's per-peer counts, has none).
+Status exportAlgorithm(const AlgorithmInfo& algo, int nranks, int root, int ranksPerNode, std::string* text,
+                       uint64_t* chunks);
+
+}  // namespace collie
