@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "algorithms/verifier.h"
 #include "algorithms/verify_sweep.h"
 
 namespace collie {
@@ -61,12 +62,19 @@ nlohmann::ordered_json stepJson(const Step& s) {
 
 // ------------------------------------------------------------------ reading
 
+// A sentence quoting a file's bytes, made printable: it reaches logs and collieGetLastError.
+std::string printableText(std::string s) {
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+  return s;
+}
+
 // Each check names the file and where in it ("rank 2, step 5: ...").
 struct Reader {
   std::string path;
   Status fail(const std::string& where, const std::string& what) const {
-    return Status::error(collieInvalidArgument, "%s: %s%s%s", path.c_str(), where.c_str(), where.empty() ? "" : ": ",
-                         what.c_str());
+    return Status::error(collieInvalidArgument, "%s",
+                         printableText(path + ": " + where + (where.empty() ? "" : ": ") + what).c_str());
   }
   // An integer field in [lo, hi]; `fallback` when absent (required when `required`).
   Status integer(const json& obj, const char* key, int64_t lo, int64_t hi, bool required, int64_t fallback,
@@ -215,7 +223,7 @@ Status parseProgramFile(const std::string& text, const std::string& path, Progra
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number too large for any type
     return rd.fail("", std::string("not JSON: ") + e.what());
   }
   if (!doc.is_object()) return rd.fail("", "the file must hold one JSON object");
@@ -301,6 +309,33 @@ Status programsForCount(const ProgramFile& file, uint64_t count, std::vector<Pro
                            file.name.c_str(), static_cast<unsigned long long>(count));
     out->push_back(scaled(p, unit));
   }
+  return Status();
+}
+
+Status verifyProgramFile(const ProgramFile& file, const std::string& path, std::string* counts) {
+  std::string proved;
+  for (uint64_t k = 1; k <= 3; ++k) {
+    const uint64_t count = file.chunks * k;
+    std::vector<Program> programs;
+    COLLIE_RETURN_IF_ERROR(programsForCount(file, count, &programs));
+    uint64_t inBase = 0, outBase = 0;
+    const bool hasInPlace = inPlaceBases(programs.front(), &inBase, &outBase);
+    for (int inPlace = 0; inPlace <= (hasInPlace ? 1 : 0); ++inPlace)
+      for (int joined = 1; joined >= 0; --joined) {
+        VerifyOptions options;
+        options.inPlace = inPlace != 0;
+        options.joinReceives = joined != 0;
+        const Status st = verifyPrograms(programs, options);
+        if (!st.ok())
+          return Status::error(st.code(), "%s",
+                               printableText(path + ": count " + std::to_string(count) +
+                                             (inPlace ? " in place" : " out of place") + ": " + st.message())
+                                   .c_str());
+      }
+    proved += (proved.empty() ? "" : ", ") + std::to_string(count);
+    if (k == 3) proved += hasInPlace ? ", in and out of place" : ", out of place (it has no in-place form)";
+  }
+  if (counts != nullptr) *counts = "counts " + proved + ", joined steps as one and one by one";
   return Status();
 }
 

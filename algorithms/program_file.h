@@ -55,6 +55,12 @@ Status loadProgramFile(const std::string& path, ProgramFile* out);
 /// names the file and the count when `chunks` does not divide `count`.
 Status programsForCount(const ProgramFile& file, uint64_t count, std::vector<Program>* out);
 
+/// Proves a file's programs with the verifier at 1, 2 and 3 times its chunks, out of place and (where the
+/// collective has an in-place form) in place, with joined steps run as one and one after another. The error
+/// names the file, the count and the verifier's first wrong element or blocked step; `*counts` (optional) says
+/// what was proved.
+Status verifyProgramFile(const ProgramFile& file, const std::string& path, std::string* counts = nullptr);
+
 /// `programs` (one per rank, built for count == chunks) as a file's text.
 std::string programFileText(const std::vector<Program>& programs, uint64_t chunks);
 

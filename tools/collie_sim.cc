@@ -39,11 +39,14 @@ void printUsage(FILE* out) {
                "  list                                   every algorithm: collective, name, round rule, description\n"
                "  show COLLECTIVE ALGO -n N [--count C] [--root R] [--rank R | --all] [--picture]\n"
                "       [--ranks-per-node L]\n"
+               "  show FILE [--count C] [--rank R] [--picture]\n"
                "                                         the program of each rank (or of rank R) as a table, or\n"
                "                                         with --picture who sends to whom at each step\n"
                "  verify [COLLECTIVE [ALGO]] [--max-ranks M] [--counts LIST] [--seed S]\n"
                "                                         proves the algorithms for n = 1..M (default 64) with the\n"
                "                                         verifier; exit status 1 on any failure\n"
+               "  verify FILE                            checks and proves a program file (a path: it holds '/'\n"
+               "                                         or '.'); exit status 1 when it is wrong\n"
                "  predict COLLECTIVE ALGO --topo T [-n N] --bytes B [--type TYPE] [--root R]\n"
                "                                         predicted time and bandwidth of one call\n"
                "  compare COLLECTIVE --topo T [-n N] [-b MIN] [-e MAX] [-f FACTOR] [--type TYPE]\n"
@@ -329,7 +332,61 @@ void printPicture(const std::vector<Program>& programs, int only) {
       "copy/red local copy/reduction\ncopy>q local copy, sent to q from the same read\n");
 }
 
+// ------------------------------------------------------------------ program files
+
+// An argument that names a program file rather than a collective: collective names hold no '/' or '.'.
+bool namesFile(const std::string& arg) {
+  return arg.find('/') != std::string::npos || arg.find('.') != std::string::npos;
+}
+
+// Loads and checks a program file; prints why not and returns 1 when it cannot be used.
+int loadFile(const std::string& path, collie::ProgramFile* file) {
+  const collie::Status st = collie::loadProgramFile(path, file);
+  if (st.ok()) return 0;
+  std::printf("FAILED %s\n", st.message().c_str());
+  return 1;
+}
+
+int cmdVerifyFile(const std::string& path) {
+  collie::ProgramFile file;
+  if (int rc = loadFile(path, &file)) return rc;
+  std::string counts;
+  const collie::Status st = collie::verifyProgramFile(file, path, &counts);
+  if (!st.ok()) {
+    std::printf("FAILED %s\n", st.message().c_str());
+    return 1;
+  }
+  std::printf("%s: %s '%s' on %d ranks, %llu chunks: verified at %s\n", path.c_str(),
+              collie::collectiveName(file.collective), file.name.c_str(), file.nranks,
+              static_cast<unsigned long long>(file.chunks), counts.c_str());
+  return 0;
+}
+
+int cmdShowFile(const Options& o, const std::string& path) {
+  collie::ProgramFile file;
+  if (int rc = loadFile(path, &file)) return rc;
+  if (o.has("--rank") && o.rank >= static_cast<uint64_t>(file.nranks))
+    return usageError("--rank " + std::to_string(o.rank) + " is not a rank of " + std::to_string(file.nranks));
+  const uint64_t count = o.has("--count") ? o.count : file.chunks;
+  std::vector<Program> programs;
+  const collie::Status st = collie::programsForCount(file, count, &programs);
+  if (!st.ok()) return usageError(st.message());
+  std::printf("%s: %s '%s': %d ranks, count %llu (%llu chunks), root %d, scratch %llu elements on rank 0\n\n",
+              path.c_str(), collie::collectiveName(file.collective), file.name.c_str(), file.nranks,
+              static_cast<unsigned long long>(count), static_cast<unsigned long long>(file.chunks), file.root,
+              static_cast<unsigned long long>(programs[0].scratchCount));
+  const int only = o.has("--rank") ? static_cast<int>(o.rank) : -1;
+  if (o.picture) {
+    printPicture(programs, only);
+    return 0;
+  }
+  for (const Program& p : programs)
+    if (only < 0 || p.rank == only) std::printf("%s\n", p.describe().c_str());
+  return 0;
+}
+
 int cmdShow(const Options& o) {
+  if (o.args.size() == 1 && namesFile(o.args[0])) return cmdShowFile(o, o.args[0]);
   if (o.args.size() != 2) return usageError("show takes COLLECTIVE ALGO, e.g. 'show allreduce ring -n 4'");
   Collective c;
   const AlgorithmInfo* algo = nullptr;
@@ -406,6 +463,7 @@ bool parseCounts(const std::string& text, std::vector<std::string>* out) {
 }
 
 int cmdVerify(const Options& o) {
+  if (o.args.size() == 1 && namesFile(o.args[0])) return cmdVerifyFile(o.args[0]);
   if (o.args.size() > 2) return usageError("verify takes at most COLLECTIVE ALGO");
   Collective c = Collective::kAllReduce;
   const AlgorithmInfo* only = nullptr;

@@ -20,6 +20,7 @@ int algoOverrides(const uint8_t* data, size_t size);  // algo_overrides
 int topology(const uint8_t* data, size_t size);       // topology
 int traffic(const uint8_t* data, size_t size);        // traffic
 int userText(const uint8_t* data, size_t size);       // user_text
+int programFile(const uint8_t* data, size_t size);    // program_file
 
 /// True when every byte of `s` is printable ASCII: what a sentence built from untrusted input must
 /// be before it reaches a log line or collieGetLastError.

@@ -31,6 +31,7 @@ const Target kTargets[] = {
     {"topology", collie::fuzz::topology},
     {"traffic", collie::fuzz::traffic},
     {"user_text", collie::fuzz::userText},
+    {"program_file", collie::fuzz::programFile},
 };
 
 bool replayFile(const Target& t, const fs::path& file) {

@@ -27,6 +27,20 @@ run predict allreduce ring --topo h100-16x8-400g --bytes 1G
   { echo "collie-sim export: ring allreduce on 4 ranks is not in 4 chunks"; exit 1; }
 [ "$("$sim" export allreduce ring -n 4 | grep -c '^    {"rank": [0-3], "scratch": 0, "steps": \[$')" = 4 ] ||
   { echo "collie-sim export: not one program per rank"; exit 1; }
+# What export wrote verifies and shows; with one finalize mark taken out, verify names the element.
+file=$(mktemp --suffix=.json)
+trap 'rm -f "$file"' EXIT
+"$sim" export allreduce ring -n 4 >"$file"
+"$sim" verify "$file" | grep -q ": allreduce 'ring' on 4 ranks, 4 chunks: verified at counts 4, 8, 12, in and out" ||
+  { echo "collie-sim verify FILE: the exported ring does not verify"; exit 1; }
+"$sim" show "$file" --count 8 --rank 1 | grep -q "count 8 (4 chunks)" || { echo "collie-sim show FILE: no header"; exit 1; }
+sed -i '0,/,"finalize":true/s///' "$file"
+set +e
+why=$("$sim" verify "$file")
+rc=$?
+set -e
+[ "$rc" = 1 ] && echo "$why" | grep -q "^FAILED .*: count 4 out of place: .*output was never finalized at element" ||
+  { echo "collie-sim verify FILE: a broken file gave $rc, '$why'"; exit 1; }
 # A file cannot hold all-to-all-v: status 1 and the reason.
 set +e
 why=$("$sim" export alltoallv pairwise -n 3 2>&1 >/dev/null)
