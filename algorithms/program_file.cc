@@ -1,12 +1,18 @@
 #include "algorithms/program_file.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cstring>
+#include <deque>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "algorithms/verifier.h"
 #include "algorithms/verify_sweep.h"
+#include "base/hash.h"
 
 namespace collie {
 
@@ -201,20 +207,38 @@ bool knownCollective(const std::string& name, Collective* out) {
   return false;
 }
 
-// `p` with every offset and count times `unit`.
-Program scaled(const Program& p, uint64_t unit) {
+// Whether `b` is cut into rank blocks in `p` (built at count == chunks): reduce-scatter's input, allgather's
+// output, all-to-all's both, gather's output and scatter's input. Their blocks lie `stride` apart in a call.
+bool blocked(const Program& p, Buffer b) {
+  uint64_t input = 0, output = 0;
+  bufferCounts(p, &input, &output);
+  const uint64_t size = b == Buffer::kInput ? input : b == Buffer::kOutput ? output : 0;
+  return p.nranks > 1 && size == p.count * static_cast<uint64_t>(p.nranks);
+}
+
+// `p` (built at count == chunks) for `unit` elements per chunk and rank blocks `stride` elements apart.
+Program scaled(const Program& p, uint64_t unit, uint64_t stride) {
+  const uint64_t chunks = p.count;
+  const bool inputBlocked = blocked(p, Buffer::kInput), outputBlocked = blocked(p, Buffer::kOutput);
+  auto place = [&](Range* r) {
+    const bool inBlocks =
+        (r->buffer == Buffer::kInput && inputBlocked) || (r->buffer == Buffer::kOutput && outputBlocked);
+    r->offset = inBlocks ? r->offset / chunks * stride + r->offset % chunks * unit : r->offset * unit;
+  };
   Program q = p;
-  q.count = p.count * unit;
-  q.stride = p.stride * unit;
+  q.count = chunks * unit;
+  q.stride = stride;
   q.scratchCount = p.scratchCount * unit;
   for (Step& s : q.steps) {
-    s.src.offset *= unit;
-    s.dst.offset *= unit;
+    place(&s.src);
+    place(&s.dst);
     s.count *= unit;
     s.recvCount *= unit;
   }
   return q;
 }
+
+Program scaled(const Program& p, uint64_t unit) { return scaled(p, unit, p.count * unit); }
 
 }  // namespace
 
@@ -276,20 +300,35 @@ Status parseProgramFile(const std::string& text, const std::string& path, Progra
       Step s;
       COLLIE_RETURN_IF_ERROR(readStep(rd, (*steps)[i], f.nranks, at, &s));
       COLLIE_RETURN_IF_ERROR(checkBounds(rd, p, s, at));
+      f.maxStepChunks = std::max({f.maxStepChunks, s.sent(), s.received()});
+      for (int which = 0; which < 2; ++which) {
+        const Range& range = which == 0 ? s.src : s.dst;
+        const uint64_t n = which == 0 ? (readsSrc(s.op) ? s.count : 0)
+                                      : (writesDst(s.op) ? (stepIsExchange(s.op) ? s.recvCount : s.count) : 0);
+        if (n > 0 && blocked(p, range.buffer) && range.offset % f.chunks + n > f.chunks) f.crossesBlocks = true;
+      }
       p.steps.push_back(s);
     }
     f.programs.push_back(std::move(p));
   }
+  f.hash = fnv1a(text.data(), text.size());
   *out = std::move(f);
   return Status();
 }
 
 Status loadProgramFile(const std::string& path, ProgramFile* out) {
+  // Not a device, a pipe or a folder: reading one could block or never end.
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0)
+    return Status::error(collieInvalidArgument, "%s: cannot be read", printableText(path).c_str());
+  if (!S_ISREG(st.st_mode) || st.st_size > (64 << 20))
+    return Status::error(collieInvalidArgument, "%s: not a regular file of at most 64 MiB",
+                         printableText(path).c_str());
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::error(collieInvalidArgument, "%s: cannot be read", path.c_str());
+  if (!in) return Status::error(collieInvalidArgument, "%s: cannot be read", printableText(path).c_str());
   std::ostringstream text;
   text << in.rdbuf();
-  if (in.bad()) return Status::error(collieSystemError, "%s: read failed", path.c_str());
+  if (in.bad()) return Status::error(collieSystemError, "%s: read failed", printableText(path).c_str());
   return parseProgramFile(text.str(), path, out);
 }
 
@@ -312,6 +351,76 @@ Status programsForCount(const ProgramFile& file, uint64_t count, std::vector<Pro
   return Status();
 }
 
+Program fileProgram(const ProgramFile& file, const ProgramArgs& args) {
+  const uint64_t unit = args.count / file.chunks;
+  Program p = scaled(file.programs[static_cast<size_t>(args.rank)], unit, args.blockStride());
+  p.count = args.count;
+  return p;
+}
+
+uint64_t fileRoundCount(const ProgramFile& file, uint64_t slotElems) {
+  if (file.crossesBlocks || file.maxStepChunks == 0) return UINT64_MAX;
+  return std::max<uint64_t>(1, slotElems / file.maxStepChunks) * file.chunks;
+}
+
+Status verifyFileSlots(const ProgramFile& file, const std::string& path, uint32_t nslots) {
+  // In rounds every step moves at most one slice: the file at one element per chunk, a slice as large as its
+  // largest step. In one round a step may move any number of slices: one slot, every step of two or more.
+  const bool oneRound = fileRoundCount(file, 1) == UINT64_MAX;
+  if (file.maxStepChunks == 0) return Status();
+  std::vector<Program> programs;
+  COLLIE_RETURN_IF_ERROR(programsForCount(file, oneRound ? 2 * file.chunks : file.chunks, &programs));
+  for (int joined = 1; joined >= 0; --joined) {
+    VerifyOptions options;
+    options.sliceElems = oneRound ? 1 : file.maxStepChunks;
+    options.nslots = oneRound ? 1 : nslots;
+    options.joinReceives = joined != 0;
+    const Status st = verifyPrograms(programs, options);
+    if (!st.ok())
+      return Status::error(
+          collieInvalidArgument, "%s",
+          printableText(path + ": " +
+                        (oneRound ? std::string("a range crosses rank blocks, so it runs in one round, and with one "
+                                                "slot per connection ")
+                                  : "cut into rounds, with " + std::to_string(nslots) + " slots per connection ") +
+                        st.message())
+              .c_str());
+  }
+  return Status();
+}
+
+Status fileAlgorithm(const std::string& path, Collective c, const AlgorithmInfo** out) {
+  struct Entry {
+    std::string path, name, description;
+    ProgramFile file;
+    AlgorithmInfo info;
+  };
+  static std::mutex mu;
+  static std::deque<Entry> loaded;  // never shrinks: communicators and program caches hold its addresses
+  ProgramFile file;
+  COLLIE_RETURN_IF_ERROR(loadProgramFile(path, &file));
+  if (file.collective != c)
+    return Status::error(collieInvalidArgument, "%s: the file is a %s, not a %s", printableText(path).c_str(),
+                         collectiveName(file.collective), collectiveName(c));
+  std::lock_guard<std::mutex> lock(mu);
+  for (const Entry& e : loaded)
+    if (e.path == path && e.file.hash == file.hash) {
+      *out = &e.info;
+      return Status();
+    }
+  COLLIE_RETURN_IF_ERROR(verifyProgramFile(file, path));
+  loaded.emplace_back();
+  Entry& e = loaded.back();
+  e.path = path;
+  e.name = "file:" + file.name;
+  e.description = "program file " + path;
+  e.file = std::move(file);
+  for (Program& p : e.file.programs) p.algorithm = e.name;
+  e.info = AlgorithmInfo{c, e.name.c_str(), e.description.c_str(), nullptr, RoundRule::kFile, false, &e.file};
+  *out = &e.info;
+  return Status();
+}
+
 Status verifyProgramFile(const ProgramFile& file, const std::string& path, std::string* counts) {
   std::string proved;
   for (uint64_t k = 1; k <= 3; ++k) {
@@ -327,7 +436,7 @@ Status verifyProgramFile(const ProgramFile& file, const std::string& path, std::
         options.joinReceives = joined != 0;
         const Status st = verifyPrograms(programs, options);
         if (!st.ok())
-          return Status::error(st.code(), "%s",
+          return Status::error(collieInvalidArgument, "%s",
                                printableText(path + ": count " + std::to_string(count) +
                                              (inPlace ? " in place" : " out of place") + ": " + st.message())
                                    .c_str());

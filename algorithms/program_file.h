@@ -1,4 +1,4 @@
-// Program files: an algorithm written outside Collie, as JSON (docs/algorithms.md, "Program files").
+// Program files: an algorithm written outside Collie, as JSON (docs/program-files.md).
 //
 // A file holds one collective's programs for a fixed rank count, in units of chunks: the collective's count
 // argument is cut into `chunks` equal chunks, and every offset and count of a step is a number of chunks. A call
@@ -39,6 +39,9 @@ struct ProgramFile {
   int root = 0;
   uint64_t chunks = 1;
   std::vector<Program> programs;  // programs[r] is rank r's, in chunk units
+  uint64_t maxStepChunks = 0;     // the most chunks one step sends or receives
+  bool crossesBlocks = false;     // a range spans two ranks' blocks of a block-structured buffer
+  uint64_t hash = 0;              // of the file's text: ranks must run the same file, whatever its path
 };
 
 /// The largest `chunks` a file may declare, and the largest offset + count of a step in chunks: enough for any
@@ -48,12 +51,31 @@ constexpr uint64_t kMaxFileChunks = uint64_t{1} << 24;
 /// Parses and checks `text` (the contents of `path`, which only names it in errors).
 Status parseProgramFile(const std::string& text, const std::string& path, ProgramFile* out);
 
-/// Reads and parses the file at `path`.
+/// Reads and parses the file at `path` (a regular file of at most 64 MiB).
 Status loadProgramFile(const std::string& path, ProgramFile* out);
 
 /// The file's programs for a call of `count` elements: every offset and count times count / chunks. An error
 /// names the file and the count when `chunks` does not divide `count`.
 Status programsForCount(const ProgramFile& file, uint64_t count, std::vector<Program>* out);
+
+/// Rank args.rank's program for a call (or a round of one) of args.count elements, rank blocks args.blockStride()
+/// apart; args.count must be a multiple of the file's chunks (the caller checks, naming the file).
+Program fileProgram(const ProgramFile& file, const ProgramArgs& args);
+
+/// The largest count one round of the file may be given when a slot holds `slotElems` elements: a multiple of
+/// its chunks at which no step moves more than a slot, as rounds of built-in algorithms do (registry.h,
+/// RoundRule). One round (UINT64_MAX) for a file with a range across rank blocks, which rounds cannot cut.
+uint64_t fileRoundCount(const ProgramFile& file, uint64_t slotElems);
+
+/// Proves that the file's programs, cut into rounds by fileRoundCount, cannot deadlock on `nslots` slots per
+/// connection: with every step at most one slice, or, for a file run in one round, with one slot and every step
+/// more than a slice.
+Status verifyFileSlots(const ProgramFile& file, const std::string& path, uint32_t nslots);
+
+/// The algorithm of the program file at `path` for collective `c`, loaded and verified once per path and text
+/// and kept for the life of the process (communicators and program caches hold its address). Its name is
+/// "file:" and the file's name.
+Status fileAlgorithm(const std::string& path, Collective c, const AlgorithmInfo** out);
 
 /// Proves a file's programs with the verifier at 1, 2 and 3 times its chunks, out of place and (where the
 /// collective has an in-place form) in place, with joined steps run as one and one after another. The error

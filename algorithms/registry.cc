@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "algorithms/program_file.h"
+
 namespace collie {
 
 const std::vector<AlgorithmInfo>& algorithms() {
@@ -98,10 +100,16 @@ uint64_t roundCount(const AlgorithmInfo& a, int nranks, uint64_t slotElems, int 
       return slotElems * static_cast<uint64_t>(nranks);
     case RoundRule::kNodeSlots:
       return slotElems * static_cast<uint64_t>(nodeSize(nranks, ranksPerNode));
+    case RoundRule::kFile:
+      return a.file != nullptr ? fileRoundCount(*a.file, slotElems) : UINT64_MAX;
     case RoundRule::kNone:
       break;
   }
   return UINT64_MAX;
+}
+
+Program buildProgram(const AlgorithmInfo& a, const ProgramArgs& args) {
+  return a.file != nullptr ? fileProgram(*a.file, args) : a.build(args);
 }
 
 std::string algorithmNames(Collective c) {

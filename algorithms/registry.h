@@ -41,7 +41,10 @@ enum class RoundRule : uint8_t {
   kRankSlots,  // count <= nranks slots' elements: steps move count/nranks (ring allreduce)
   kNodeSlots,  // count <= node-size slots' elements: the largest steps move count/node size (hier allreduce)
   kNone,       // any count in one program (pairwise exchanges, send/recv)
+  kFile,       // a program file's rule (program_file.h, fileRoundCount): every step at most one slice
 };
+
+struct ProgramFile;
 
 struct AlgorithmInfo {
   Collective collective;
@@ -49,8 +52,12 @@ struct AlgorithmInfo {
   const char* description;
   Program (*build)(const ProgramArgs&);
   RoundRule rounds = RoundRule::kOneSlot;
-  bool nodeAware = false;  // reads ProgramArgs::ranksPerNode: the verifier proves it for every node size
+  bool nodeAware = false;             // reads ProgramArgs::ranksPerNode: the verifier proves it for every node size
+  const ProgramFile* file = nullptr;  // an algorithm from a program file (program_file.h): build is null
 };
+
+/// `a`'s program for `args`: a.build(args), or the program file's scaled to args' count and stride.
+Program buildProgram(const AlgorithmInfo& a, const ProgramArgs& args);
 
 /// The largest count one round of `a` may be given when a slot holds `slotElems`
 /// elements (UINT64_MAX when rounds are not needed); `ranksPerNode` as in ProgramArgs.

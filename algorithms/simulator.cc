@@ -524,7 +524,7 @@ Status predict(const AlgorithmInfo& algo, const ProgramArgs& call, size_t elemBy
         args.recvDispls[j] = args.recvDispls[j - 1] + args.recvCounts[j - 1];
       }
       total = std::max(total, args.sendDispls[un - 1] + args.sendCounts[un - 1]);
-      last[static_cast<size_t>(r)] = algo.build(args);
+      last[static_cast<size_t>(r)] = buildProgram(algo, args);
     }
     bytes = total * elemBytes;
   } else {
@@ -540,10 +540,10 @@ Status predict(const AlgorithmInfo& algo, const ProgramArgs& call, size_t elemBy
     for (int r = 0; r < n; ++r) {
       args.rank = r;
       args.count = lastCount;
-      last[static_cast<size_t>(r)] = algo.build(args);
+      last[static_cast<size_t>(r)] = buildProgram(algo, args);
       if (rounds > 1) {
         args.count = perRound;
-        full[static_cast<size_t>(r)] = algo.build(args);
+        full[static_cast<size_t>(r)] = buildProgram(algo, args);
       }
     }
     bytes = collectiveBytes(call.collective, call.count, n, elemBytes);

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "algorithms/program_file.h"
 #include "algorithms/simulator.h"
 
 namespace collie {
@@ -142,7 +143,15 @@ Status parseAlgorithmOverrides(const std::string& spec, std::map<Collective, con
     if (!collectiveFromName(collective, &c) || defaultAlgorithm(c) == nullptr)
       return Status::error(collieInvalidArgument, "COLLIE_ALGO: unknown collective '%s' (valid: %s)",
                            shown(collective).c_str(), collectiveNames().c_str());
-    const AlgorithmInfo* a = findAlgorithm(c, squash(name).c_str());
+    const AlgorithmInfo* a = nullptr;
+    if (name.rfind("file:", 0) == 0) {
+      // A program file (program_file.h): loaded, checked and proved here, so a bad file fails init.
+      const Status st = fileAlgorithm(name.substr(5), c, &a);
+      if (!st.ok()) return Status::error(st.code(), "COLLIE_ALGO: %s", st.message().c_str());
+      result[c] = a;
+      continue;
+    }
+    a = findAlgorithm(c, squash(name).c_str());
     if (a == nullptr || name.empty())
       return Status::error(collieInvalidArgument, "COLLIE_ALGO: %s has no algorithm '%s' (valid: %s)",
                            collectiveName(c), shown(name).c_str(), algorithmNames(c).c_str());

@@ -63,7 +63,7 @@ std::vector<int> nodeSizes(const AlgorithmInfo& algo, int n) {
 std::vector<Program> buildAll(const AlgorithmInfo& algo, const std::vector<ProgramArgs>& args) {
   std::vector<Program> programs;
   programs.reserve(args.size());
-  for (const ProgramArgs& a : args) programs.push_back(algo.build(a));
+  for (const ProgramArgs& a : args) programs.push_back(buildProgram(algo, a));
   return programs;
 }
 
@@ -115,6 +115,7 @@ uint64_t tightestSlice(const AlgorithmInfo& algo, int n, uint64_t count, int ran
       return part(n);
     case RoundRule::kNodeSlots:
       return part(nodeSize(n, ranksPerNode));
+    case RoundRule::kFile:  // verifyFileSlots proves a file's rounds
     case RoundRule::kNone:
       break;
   }

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "algorithms/memory_traffic.h"
+#include "algorithms/program_file.h"
 #include "algorithms/registry.h"
 #include "algorithms/tuner.h"
 #include "bench/impl.h"
@@ -137,6 +138,10 @@ class CollieImpl : public Impl {
 
   std::string unsupported(const Case& c, bool inPlace) const override {
     if (inPlace && !collInfo(c.coll).inPlace) return "no in-place form";
+    // A program file runs counts its chunks divide (algorithms/program_file.h); the others are skipped.
+    const AlgorithmInfo* algo = comms_.empty() ? nullptr : chosenAlgorithm(comms_[0], c);
+    if (algo != nullptr && algo->file != nullptr && c.count % algo->file->chunks != 0)
+      return "count not a multiple of the program file's " + std::to_string(algo->file->chunks) + " chunks";
     return "";
   }
 
@@ -268,7 +273,7 @@ class CollieImpl : public Impl {
       args.recvDispls.assign(c.recvDispls.begin(), c.recvDispls.end());
     }
     const int64_t shift = static_cast<int64_t>(c.recvOff) - static_cast<int64_t>(c.sendOff);
-    const Program program = algo->build(args);
+    const Program program = buildProgram(*algo, args);
     // The sends the peers read in place, as the communicator's executor marks them for a call on buffers laid
     // out like the case's (as one channel; LL calls read none).
     std::vector<uint8_t> marks;  // stays empty (nothing read in place) unless the executor marks some
@@ -349,6 +354,16 @@ std::vector<std::string> collieAlgorithms(const Options& o, std::string* err) {
   }
   for (const std::string& name : split(o.algo, ",")) {
     if (name == "auto" || findAlgorithm(c, name.c_str()) != nullptr) {
+      out.push_back(name);
+      continue;
+    }
+    if (name.rfind("file:", 0) == 0) {  // a program file, loaded and proved now so that a bad one stops the run
+      const AlgorithmInfo* file = nullptr;
+      const Status st = fileAlgorithm(name.substr(5), c, &file);
+      if (!st.ok()) {
+        *err = "--algo: " + st.message();
+        return {};
+      }
       out.push_back(name);
       continue;
     }

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "algorithms/program_file.h"
 #include "algorithms/registry.h"
 #include "base/cuda_check.h"
 #include "base/hash.h"
@@ -47,7 +48,7 @@ const collie::Program& programFor(collieComm_t comm, const collie::AlgorithmInfo
   const collie::CommProgramKey key{&algo, args.count, args.blockStride(), args.root};
   auto it = comm->programs.find(key);
   if (it != comm->programs.end()) return it->second;
-  return comm->programs.emplace(key, algo.build(args)).first->second;
+  return comm->programs.emplace(key, buildProgram(algo, args)).first->second;
 }
 
 struct Call {
@@ -131,6 +132,19 @@ Status executeCall(collieComm_t comm, const Call& call) {
     return Status::error(collieInternalError, "%s: no algorithm is registered for %s", call.name,
                          collie::collectiveName(call.collective));
   const collie::AlgorithmInfo& algo = *chosen;
+  // A program file's offsets are in chunks of the count: a count they do not divide has no program.
+  const uint64_t quantum = algo.file != nullptr ? algo.file->chunks : 1;
+  if (call.count % quantum != 0)
+    return Status::error(collieInvalidArgument,
+                         "%s: count %llu is not a multiple of the %llu chunks of %s (COLLIE_ALGO), which it needs",
+                         call.name, static_cast<unsigned long long>(call.count),
+                         static_cast<unsigned long long>(quantum), algo.description);
+  // And a rooted collective's file holds the programs of one root.
+  if (algo.file != nullptr && call.root != algo.file->root &&
+      (call.collective == Collective::kBroadcast || call.collective == Collective::kReduce ||
+       call.collective == Collective::kGather || call.collective == Collective::kScatter))
+    return Status::error(collieInvalidArgument, "%s: root %d, but %s (COLLIE_ALGO) is for root %d", call.name,
+                         call.root, algo.description, algo.file->root);
   exec.callSignature = callSignature(call, algo, exec.collectiveSeq);
   const int perNode = comm->topology.ranksPerNode;
   uint64_t roundCount = collie::roundCount(algo, comm->nranks, comm->executor->roundElems(es), perNode);
@@ -154,14 +168,14 @@ Status executeCall(collieComm_t comm, const Call& call) {
     exec.input = call.input;
     exec.output = call.output;
     // Its steps never read what an earlier step wrote, so channels may split each step.
-    Status st = comm->executor->runSplit(algo.build(args), exec);
+    Status st = comm->executor->runSplit(buildProgram(algo, args), exec);
     if (!st.ok()) comm->breakWith(st.withContext(call.name));
     return st.withContext(call.name);
   }
   // Channels: a round is cut again into one part per channel, each a complete
-  // collective on its part of every block (as rounds are), in 16-byte units.
+  // collective on its part of every block (as rounds are), in 16-byte units (and whole chunks of a program file).
   const uint64_t channels = static_cast<uint64_t>(comm->executor->channels());
-  const uint64_t align = std::max<uint64_t>(1, 16 / es);
+  const uint64_t align = std::max<uint64_t>(1, 16 / es) * quantum;
   auto partOf = [&](uint64_t round) { return ((round + channels - 1) / channels + align - 1) / align * align; };
   auto cut = [&](uint64_t round, uint64_t per, std::vector<collie::ChannelWork>* work) {
     for (uint64_t off = 0; off == 0 || off < round; off += per) {

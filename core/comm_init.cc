@@ -2,6 +2,7 @@
 //
 //   choosePlace      the backend (the GPU when one is usable, else the host) and the CUDA device
 //   describeRank     what this rank tells its peers (PeerInfo): host, process, GPU, window size, settings
+//   checkProgramFiles  program files named by COLLIE_ALGO fit this communicator (rank count, slots)
 //   meetPeers        the bootstrap rendezvous: every rank's PeerInfo
 //   checkPeersAgree  settings that must match on every rank (COLLIE_ALGO, COLLIE_CHECK, backend, window);
 //                    which peers share this host
@@ -21,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/program_file.h"
 #include "algorithms/registry.h"
 #include "base/cuda_check.h"
 #include "base/env.h"
@@ -147,8 +149,12 @@ Status describeRank(const collieComm& comm, const InitOptions& options, InitPlan
   COLLIE_RETURN_IF_ERROR(windowLayout(comm.nranks, plan->emulated > 0, &plan->layout));
   me.windowBytes = plan->layout.totalBytes();
   std::string canonical;  // order- and spelling-independent form of the overrides
-  for (const auto& o : options.algoOverrides)
+  for (const auto& o : options.algoOverrides) {
     canonical += std::string(collectiveName(o.first)) + ":" + o.second->name + ";";
+    // A program file by its text: ranks that load different files under one name, or one file by two
+    // paths, must differ or agree accordingly.
+    if (o.second->file != nullptr) canonical += std::to_string(o.second->file->hash) + ";";
+  }
   me.algoHash = fnv1a(canonical.data(), canonical.size());
   return Status();
 }
@@ -196,6 +202,22 @@ Status checkPeersAgree(const collieComm& comm, const InitOptions& options, InitP
                            "COLLIE_SLOT_BYTES and COLLIE_WINDOW_BYTES alike on all ranks",
                            r, static_cast<unsigned long long>(p.windowBytes), rank,
                            static_cast<unsigned long long>(me.windowBytes));
+  }
+  return Status();
+}
+
+// Program files named by COLLIE_ALGO (algorithms/program_file.h) were proved when they were loaded; here, where
+// the rank count and the slots are known, each must be for this many ranks and must not deadlock on the
+// window's slots as the executor cuts it into rounds. Every rank reaches the same verdict from the same file.
+Status checkProgramFiles(const collieComm& comm, const InitOptions& options, const InitPlan& plan) {
+  for (const auto& o : options.algoOverrides) {
+    const ProgramFile* file = o.second->file;
+    if (file == nullptr) continue;
+    const char* path = o.second->description;
+    if (file->nranks != comm.nranks)
+      return Status::error(collieInvalidUsage, "COLLIE_ALGO: %s is for %d ranks; this communicator has %d", path,
+                           file->nranks, comm.nranks);
+    COLLIE_RETURN_IF_ERROR(verifyFileSlots(*file, path, plan.layout.nslots).withContext("COLLIE_ALGO"));
   }
   return Status();
 }
@@ -331,6 +353,7 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
   InitPlan plan;
   COLLIE_RETURN_IF_ERROR(choosePlace(options, comm.get()));
   COLLIE_RETURN_IF_ERROR(describeRank(*comm, options, &plan));
+  COLLIE_RETURN_IF_ERROR(checkProgramFiles(*comm, options, plan));
   COLLIE_RETURN_IF_ERROR(meetPeers(id, options, plan, comm.get()));
   COLLIE_RETURN_IF_ERROR(checkPeersAgree(*comm, options, &plan));
   setTopology(options, plan, comm.get());

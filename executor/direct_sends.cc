@@ -107,7 +107,7 @@ bool everyRanksProgram(const Program& mine, std::vector<Program>* all) {
     args.count = mine.count;
     args.stride = mine.stride;
     args.root = mine.root;
-    all->push_back(algo->build(args));
+    all->push_back(buildProgram(*algo, args));
   }
   return sameSteps((*all)[static_cast<size_t>(mine.rank)].steps, mine.steps);
 }

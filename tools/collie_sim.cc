@@ -48,7 +48,8 @@ void printUsage(FILE* out) {
                "  verify FILE                            checks and proves a program file (a path: it holds '/'\n"
                "                                         or '.'); exit status 1 when it is wrong\n"
                "  predict COLLECTIVE ALGO --topo T [-n N] --bytes B [--type TYPE] [--root R]\n"
-               "                                         predicted time and bandwidth of one call\n"
+               "                                         predicted time and bandwidth of one call; ALGO may be\n"
+               "                                         file:PATH, a program file (-n must be its rank count)\n"
                "  compare COLLECTIVE --topo T [-n N] [-b MIN] [-e MAX] [-f FACTOR] [--type TYPE]\n"
                "                                         predicted time of every algorithm per size, the winner,\n"
                "                                         and the sizes where the winner changes\n"
@@ -153,6 +154,8 @@ const char* roundRuleName(collie::RoundRule r) {
       return "rank-slots";
     case collie::RoundRule::kNodeSlots:
       return "node-slots";
+    case collie::RoundRule::kFile:
+      return "file";
     case collie::RoundRule::kNone:
       break;
   }
@@ -234,10 +237,31 @@ int findCollective(const std::string& name, Collective* c) {
 }
 
 int findAlgo(Collective c, const std::string& name, const AlgorithmInfo** a) {
+  if (name.rfind("file:", 0) == 0) {  // a program file (docs/program-files.md), checked and proved as it loads
+    const collie::Status st = collie::fileAlgorithm(name.substr(5), c, a);
+    if (st.ok()) return 0;
+    std::printf("FAILED %s\n", st.message().c_str());
+    return 1;
+  }
   *a = collie::findAlgorithm(c, name.c_str());
   if (*a == nullptr)
     return usageError(std::string(collie::collectiveName(c)) + " has no algorithm '" + name +
                       "' (valid: " + collie::algorithmNames(c) + ")");
+  return 0;
+}
+
+// A program file's algorithm runs on its own rank count and root only.
+int fileFits(const AlgorithmInfo& a, int n, uint64_t root) {
+  if (a.file == nullptr) return 0;
+  if (a.file->nranks != n)
+    return usageError(std::string(a.description) + " is for " + std::to_string(a.file->nranks) + " ranks, not " +
+                      std::to_string(n));
+  const Collective c = a.collective;
+  const bool rooted =
+      c == Collective::kBroadcast || c == Collective::kReduce || c == Collective::kGather || c == Collective::kScatter;
+  if (rooted && root != static_cast<uint64_t>(a.file->root))
+    return usageError(std::string(a.description) + " is for root " + std::to_string(a.file->root) + ", not " +
+                      std::to_string(root));
   return 0;
 }
 
@@ -396,12 +420,16 @@ int cmdShow(const Options& o) {
   if (o.n > static_cast<uint64_t>(kMaxShowRanks))
     return usageError("show: -n " + std::to_string(o.n) + " is more than " + std::to_string(kMaxShowRanks));
   const int n = static_cast<int>(o.n);
+  if (int rc = fileFits(*algo, n, o.root)) return rc;
   if (o.has("--rank") && o.all) return usageError("show takes --rank R or --all, not both");
   if (o.has("--rank") && o.rank >= o.n)
     return usageError("--rank " + std::to_string(o.rank) + " is not a rank of " + std::to_string(n));
   if (o.root >= o.n) return usageError("--root " + std::to_string(o.root) + " is not a rank of " + std::to_string(n));
-  const uint64_t count = o.has("--count") ? o.count : o.n;
+  const uint64_t count = o.has("--count") ? o.count : (algo->file != nullptr ? algo->file->chunks : o.n);
   if (count > (uint64_t{1} << 40)) return usageError("--count is too large to show");
+  if (algo->file != nullptr && count % algo->file->chunks != 0)
+    return usageError("--count " + std::to_string(count) + " is not a multiple of the file's " +
+                      std::to_string(algo->file->chunks) + " chunks");
   if (o.has("--ranks-per-node") && n % static_cast<int>(o.perNode) != 0)
     return usageError("--ranks-per-node " + std::to_string(o.perNode) + " does not divide -n " + std::to_string(n));
   const std::vector<Program> programs =
@@ -430,6 +458,7 @@ int cmdExport(const Options& o) {
   if (int rc = findAlgo(c, o.args[1], &algo)) return rc;
   if (!o.has("-n") || o.n > 64) return usageError("export needs -n N, 1..64 (the verifier's limit)");
   const int n = static_cast<int>(o.n);
+  if (int rc = fileFits(*algo, n, o.root)) return rc;
   if (o.root >= o.n) return usageError("--root " + std::to_string(o.root) + " is not a rank of " + std::to_string(n));
   if (o.has("--ranks-per-node") && n % static_cast<int>(o.perNode) != 0)
     return usageError("--ranks-per-node " + std::to_string(o.perNode) + " does not divide -n " + std::to_string(n));
@@ -554,7 +583,7 @@ uint64_t trafficReadInPlace(const AlgorithmInfo& a, uint64_t bytes, const SimSet
   uint64_t most = 0;
   for (int r = 0; r < s.n; ++r) {
     args.rank = r;
-    const Program p = a.build(args);
+    const Program p = buildProgram(a, args);
     std::vector<uint8_t> marks;
     collie::markDirectSends(p, bufs, s.es, 0, everyPeer, minBytes, &marks, true);
     most = std::max(most, collie::memoryTrafficElems(p, false, 0, &marks) * s.es);
@@ -571,6 +600,7 @@ int cmdPredict(const Options& o) {
   if (!o.has("--bytes")) return usageError("predict needs --bytes B");
   SimSetup s;
   if (int rc = setUpSim(o, &s)) return rc;
+  if (int rc = fileFits(*algo, s.n, o.root)) return rc;
   collie::Prediction p;
   const collie::Status st = predictBytes(*algo, o.bytes, s, static_cast<int>(o.root), &p);
   if (!st.ok()) {

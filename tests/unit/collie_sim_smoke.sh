@@ -34,6 +34,15 @@ trap 'rm -f "$file"' EXIT
 "$sim" verify "$file" | grep -q ": allreduce 'ring' on 4 ranks, 4 chunks: verified at counts 4, 8, 12, in and out" ||
   { echo "collie-sim verify FILE: the exported ring does not verify"; exit 1; }
 "$sim" show "$file" --count 8 --rank 1 | grep -q "count 8 (4 chunks)" || { echo "collie-sim show FILE: no header"; exit 1; }
+# The simulator takes the file as an algorithm, with the built-in ring's figures; not on another rank count.
+[ "$("$sim" predict allreduce "file:$file" --topo h100-nvlink -n 4 --bytes 64M | sed -n 2p)" = \
+  "$("$sim" predict allreduce ring --topo h100-nvlink -n 4 --bytes 64M | sed -n 2p)" ] ||
+  { echo "collie-sim predict file: not the built-in ring's time"; exit 1; }
+set +e
+"$sim" predict allreduce "file:$file" --topo h100-nvlink -n 8 --bytes 64M >/dev/null 2>&1
+rc=$?
+set -e
+[ "$rc" = 2 ] || { echo "collie-sim predict: a 4-rank file on 8 ranks gave $rc"; exit 1; }
 sed -i '0,/,"finalize":true/s///' "$file"
 set +e
 why=$("$sim" verify "$file")
