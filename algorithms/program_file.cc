@@ -68,8 +68,10 @@ nlohmann::ordered_json stepJson(const Step& s) {
 
 // ------------------------------------------------------------------ reading
 
-// A sentence quoting a file's bytes, made printable: it reaches logs and collieGetLastError.
+// A sentence quoting a file's bytes, made printable and short: it reaches logs and collieGetLastError.
 std::string printableText(std::string s) {
+  constexpr size_t kLongest = 400;
+  if (s.size() > kLongest) s = s.substr(0, kLongest) + "...";
   for (char& c : s)
     if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
   return s;
@@ -422,6 +424,20 @@ Status fileAlgorithm(const std::string& path, Collective c, const AlgorithmInfo*
 }
 
 Status verifyProgramFile(const ProgramFile& file, const std::string& path, std::string* counts) {
+  // The verifier keeps a contribution set per element of every rank's buffers: bound what a file may ask of it.
+  constexpr uint64_t kMostElements = uint64_t{1} << 24;
+  uint64_t elements = 0;
+  for (const Program& p : file.programs) {
+    uint64_t input = 0, output = 0;
+    bufferCounts(p, &input, &output);
+    elements += 3 * (input + output + p.scratchCount);
+  }
+  if (elements > kMostElements)
+    return Status::error(collieInvalidArgument,
+                         "%s: too large to prove: %llu elements in all ranks' buffers at 3 x %llu chunks, more "
+                         "than %llu; use fewer chunks",
+                         printableText(path).c_str(), static_cast<unsigned long long>(elements),
+                         static_cast<unsigned long long>(file.chunks), static_cast<unsigned long long>(kMostElements));
   std::string proved;
   for (uint64_t k = 1; k <= 3; ++k) {
     const uint64_t count = file.chunks * k;

@@ -189,6 +189,19 @@ TEST(ProgramFile, BadFilesAreRefusedWithASentence) {
   }
 }
 
+TEST(ProgramFile, AFileTooLargeToProveIsRefusedUnproved) {
+  std::string text = R"({"collie_program": 1, "collective": "allreduce", "name": "big", "nranks": 8,
+    "chunks": 16777216, "ranks": [)";
+  for (int r = 0; r < 8; ++r)
+    text += std::string(r ? "," : "") + R"({"rank": )" + std::to_string(r) + R"(, "steps": []})";
+  text += "]}";
+  ProgramFile file;
+  ASSERT_TRUE(parseProgramFile(text, "big.json", &file).ok());
+  const Status st = verifyProgramFile(file, "big.json");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("big.json: too large to prove"), std::string::npos) << st.message();
+}
+
 TEST(ProgramFile, AMissingFileIsNamed) {
   ProgramFile file;
   const Status st = loadProgramFile("/nonexistent/collie/program.json", &file);
