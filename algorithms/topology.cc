@@ -71,10 +71,9 @@ Topology sharedGpuTopology(double peakBytesPerSec) {
   // 128 MiB allreduce at 2, 4 and 8 ranks; docs/PERFORMANCE.md, "Memory traffic"), rhd or ring alike. Copies alone
   // (allgather, all-to-all) moved more, 0.46: their times come out long, their algorithms in the same order.
   t.sharedMemoryBeta = 1.0 / (0.38 * peakBytesPerSec);
-  // The kernels take a batch's slices one peer after another, each at the cost of a lone exchange: on an H200 a
-  // one-shot allreduce of 8 B spent 15.8 us in its batch at 4 ranks and 37.7 us at 8, against 4.4 us per
-  // recursive-doubling step (docs/PERFORMANCE.md, 2026-11-28 and -29). Modelled as one batch, one-shot was picked
-  // and ran 1.6-1.7x slower than tree at 8 ranks.
+  // The kernels take a batch's slices one peer after another, each at the cost of a lone exchange (an H200's
+  // small one-shot allreduce spends about 4 us per peer in its batch, as much as a recursive-doubling step, in
+  // docs/PERFORMANCE.md). Modelled as one batch, one-shot would be picked where tree is faster.
   t.serialBatches = true;
   return t;
 }

@@ -72,8 +72,8 @@ struct Topology {
   // summed traffic times this (simulator.h).
   double sharedMemoryBeta = 0;
   // Whether a batch of small exchanges (program.h, cutExchangeBatch) costs a round trip per exchange rather than one
-  // for the batch: so on the GPU, where a one-shot allreduce's batch took about 5.3 us per peer on an H200, as much
-  // as a lone recursive-doubling step (docs/PERFORMANCE.md, 2026-11-29); the host's threads overlap them.
+  // for the batch: so on the GPU, where the kernels take a batch's slices one peer after another (about as long
+  // per peer as a lone recursive-doubling step, docs/PERFORMANCE.md); the host's threads overlap them.
   bool serialBatches = false;
   uint64_t slotBytes = 1 << 18;  // executor defaults (executor/protocol.h): 4 slots of 256 KiB
   uint32_t slots = 4;

@@ -1,6 +1,11 @@
-// The one place that reads environment variables. Every variable Collie reads is
-// listed in kEnvVars (env.cc) with a one-line description, so `collie-run --help-env`
-// and docs can print them, and a misspelt COLLIE_* variable is reported once at WARN.
+// The one place that reads environment variables. Every variable Collie reads is a row of the table
+// knownVars() returns (env.cc): its name, class, default and a one-line description. `collie-run
+// --help-env` prints the table, docs/environment.md is generated from that (scripts/env_doc.sh), a name
+// that is not in it reads as unset, and a misspelt COLLIE_* variable is reported once at WARN.
+//
+// Names follow the class: user settings are COLLIE_*, developer measurement switches COLLIE_DEV_* and
+// test settings COLLIE_TEST_* (tests/unit/env_test.cc holds the table to it; tests/env_names_check.sh
+// holds every name the sources and scripts read or set to the table).
 #pragma once
 
 #include <cstdint>
@@ -11,16 +16,31 @@
 namespace collie {
 namespace env {
 
+/// Who a variable is for.
+enum class VarClass {
+  kUser,       // settings for users; `collie-run --help-env` lists these
+  kDeveloper,  // measurement switches: they change what the kernels do to measure what a choice costs
+  kTest,       // read by Collie's tests and test builds (tests/, the fake CUDA runtime, test modes)
+};
+
+/// "user", "developer" or "test".
+const char* className(VarClass c);
+
 struct VarInfo {
   const char* name;
-  const char* description;
+  VarClass cls;
+  const char* defaultValue;  // as a reader would say it; "" when unset means "none"
+  const char* description;   // one line, no trailing period
 };
 
 /// Every variable Collie reads, in documentation order.
 const std::vector<VarInfo>& knownVars();
 
+/// The row of `name`, or null when the table has none.
+const VarInfo* find(const char* name);
+
 /// The raw value of a known variable, or nullopt when unset or empty.
-/// Asking for a name not in knownVars() is a programming error (aborts in debug builds).
+/// A name not in knownVars() is never read: it asserts in debug builds and reads as unset otherwise.
 std::optional<std::string> get(const char* name);
 
 /// The text of an integer value: base 10, all of it (leading blanks and a sign allowed, as strtoll);

@@ -93,7 +93,7 @@ inline Status checkComm(collieComm_t comm, const char* call, Accept accept = Acc
   const int async = comm->asyncError.load();
   if (async == collieSuccess) return Status();
   // The failure that broke it, in full: with the GPU's, which no call returned, it is the only place its rank, peer
-  // and step are said (the bench's first sweep refusals on an H200 said only "collieTimeout", 2026-11-29).
+  // and step are said (a bare "collieTimeout" leaves the caller nothing to look at).
   std::string why;
   {
     std::lock_guard<std::mutex> lock(comm->errorMu);

@@ -18,7 +18,7 @@
 // its peers fail at once naming it rather than after COLLIE_TIMEOUT.
 //
 // Cost: one bootstrap ring allgather per call (n - 1 TCP hops), two for
-// all-to-all-v; see docs/performance-host.md. Send/recv are not checked: they are
+// all-to-all-v (docs/PERFORMANCE.md has the figures). Send/recv are not checked: they are
 // not collective.
 #pragma once
 

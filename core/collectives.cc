@@ -112,8 +112,8 @@ Status executeCall(collieComm_t comm, const Call& call) {
   const size_t es = collie::typeSize(call.type);
   if (comm->nranks == 1) {
     // One rank: every collective is output = input (an average divides by 1), so no program runs. The executor
-    // copies in the order of its other work (on the GPU the copy engine: the program kernel copied at a fifth of
-    // its speed on the H100), or nothing happens in place.
+    // copies in the order of its other work (on the GPU with the copy engine, several times faster than the
+    // program kernel's copy), or nothing happens in place.
     const char* in = static_cast<const char*>(call.input);
     char* out = static_cast<char*>(call.output);
     uint64_t n = call.count;
@@ -217,9 +217,9 @@ Status executeScaled(collieComm_t comm, const Call& call, const collie::ScaleArg
     collie::DeviceGuard guard(comm->cudaDevice);
     if (comm->nranks > 1 && comm->executor->scalesInput()) {
       // The kernels' executor scales as part of its launch, into a buffer of its own. An allocation before the
-      // sum and a free after it on the caller's stream each held back peers' kernels whose streams share a
+      // sum and a free after it on the caller's stream would each hold back peers' kernels whose streams share a
       // hardware queue with it: the free waits for our kernel, which waits for theirs, queued behind the free
-      // (every rank timed out on the fake runtime with the streams in 3 queues or fewer).
+      // (docs/cuda-executor.md, "Ranks sharing hardware queues").
       Status st = collie::resolveScalar(scale, &sum.scale.deviceScalar, sum.scale.hostScalar);
       if (!st.ok()) {
         comm->breakWith(st.withContext(call.name));  // the peers go on without this rank

@@ -227,13 +227,14 @@ Status readLLLayout(WindowLayout* layout) {
     return Status::error(collieInvalidArgument, "COLLIE_LL_SLOT_BYTES must be 1024..65536");
   // A test setting: a short period makes the flags wrap within seconds, to show that stale lines are rewritten
   // in time (kernels/device_prims_ll.cuh). Every rank must use the same; the window header says which.
-  const int64_t period = env::getInt("COLLIE_LL_FLAG_PERIOD", kLLFlagPeriod, &bad);
+  const int64_t period = env::getInt("COLLIE_TEST_LL_FLAG_PERIOD", kLLFlagPeriod, &bad);
   const uint32_t least = llFlagPeriodMin(layout->nslots);
   if (bad || period < least || period > kLLFlagPeriod || (period & (period - 1)) != 0)
-    return Status::error(collieInvalidArgument,
-                         "COLLIE_LL_FLAG_PERIOD must be a power of two from %u (4 x COLLIE_SLOTS, and 16 at least) "
-                         "to %u",
-                         least, kLLFlagPeriod);
+    return Status::error(
+        collieInvalidArgument,
+        "COLLIE_TEST_LL_FLAG_PERIOD must be a power of two from %u (4 x COLLIE_SLOTS, and 16 at least) "
+        "to %u",
+        least, kLLFlagPeriod);
   layout->llSlotBytes = static_cast<uint32_t>(llSlot) & ~uint32_t{15};
   layout->llFlagPeriod = static_cast<uint32_t>(period);
   return Status();

@@ -56,7 +56,7 @@ struct collieComm {
   std::unique_ptr<collie::Bootstrap> bootstrap;
   std::vector<collie::PeerInfo> peers;
   std::unique_ptr<collie::ShmWindows> windows;
-  // Peers on other hosts through a proxy thread (COLLIE_GPU_REMOTE=proxy, COLLIE_PROXY_HOST), which forwards to
+  // Peers on other hosts through a proxy thread (COLLIE_GPU_REMOTE=proxy, COLLIE_TEST_PROXY_HOST), which forwards to
   // `remote`; declared before it, so freed after it (the transport writes into the proxy's inbox).
   std::unique_ptr<collie::RemoteProxy> proxy;
   std::unique_ptr<collie::RemoteWindows> remote;         // UCX to ranks on other hosts; null when all share ours
@@ -126,7 +126,7 @@ struct InitOptions {
 /// Merges a caller's config (may be NULL) with COLLIE_DEVICE / COLLIE_TIMEOUT /
 /// COLLIE_INIT_TIMEOUT / COLLIE_ALGO.
 Status resolveConfig(const collieConfig_t* config, InitOptions* out);
-/// COLLIE_LL_SLOT_BYTES and COLLIE_LL_FLAG_PERIOD, checked, into layout->llSlotBytes (a multiple of 16) and
+/// COLLIE_LL_SLOT_BYTES and COLLIE_TEST_LL_FLAG_PERIOD, checked, into layout->llSlotBytes (a multiple of 16) and
 /// layout->llFlagPeriod; layout->nslots must be set (the least period depends on it).
 Status readLLLayout(WindowLayout* layout);
 /// COLLIE_PROTO, checked: calls up to *llMaxBytes take the LL protocol (0 across hosts).

@@ -56,7 +56,8 @@ uint64_t pidNamespace() {
 struct InitPlan {
   PeerInfo me;
   std::string hostId;
-  int emulated = 0;  // COLLIE_EMULATE_KERNELS (a test mode of host communicators): the kernels' code on host threads
+  // COLLIE_TEST_EMULATE_KERNELS (a test mode of host communicators): the kernels' code on host threads.
+  int emulated = 0;
   WindowLayout layout;
   std::vector<bool> sameHost, otherHost;  // per rank: on this host or not
   int farPeer = -1;                       // a rank on another host, if any: then UCX reaches those
@@ -65,20 +66,20 @@ struct InitPlan {
 // What the host path built, for the ready line.
 struct HostPath {
   bool proxyHost = false;         // the host executor reaches other hosts through the proxy thread
-  bool stageHost = false;         // COLLIE_STAGE_HOST: the host executor over staged copies
+  bool stageHost = false;         // COLLIE_TEST_STAGE_HOST: the host executor over staged copies
   size_t staging = 0;             // bytes for UCX: proxy inbox, outboxes, tables
   std::vector<uint8_t*> windows;  // per rank: its window as this rank maps it (null: reached over UCX)
   std::vector<bool> inProcess;    // per rank: a thread of this process, whose large sends are read in place
   int64_t directBytes = 0;        // COLLIE_DIRECT_READ_BYTES: the smallest send read in place
 };
 
-// COLLIE_EMULATE_KERNELS=N (a test mode): host threads per emulated block; 0 when off.
+// COLLIE_TEST_EMULATE_KERNELS=N (a test mode): host threads per emulated block; 0 when off.
 Status emulatedThreads(int* out) {
   bool bad = false;
-  const int64_t n = env::getInt("COLLIE_EMULATE_KERNELS", 0, &bad);
+  const int64_t n = env::getInt("COLLIE_TEST_EMULATE_KERNELS", 0, &bad);
   if (bad || n < 0 || n > 64)
     return Status::error(collieInvalidArgument,
-                         "COLLIE_EMULATE_KERNELS must be 0..64 (host threads per emulated block; 0: off)");
+                         "COLLIE_TEST_EMULATE_KERNELS must be 0..64 (host threads per emulated block; 0: off)");
   *out = static_cast<int>(n);
   return Status();
 }
@@ -246,12 +247,12 @@ Status openHostWindows(const InitOptions& options, const InitPlan& plan, collieC
   const PeerInfo& me = plan.me;
   const WindowLayout& layout = plan.layout;
   COLLIE_RETURN_IF_ERROR(ShmWindows::create(comm->bootstrap.get(), layout.totalBytes(), &comm->windows, plan.sameHost));
-  // COLLIE_PROXY_HOST (a test mode): the host executor reaches other hosts the
+  // COLLIE_TEST_PROXY_HOST (a test mode): the host executor reaches other hosts the
   // way the GPU kernels would, through a proxy thread (executor/remote_proxy.h).
   bool badProxy = false;
   // The emulated kernels, like the real ones, reach other hosts only through the proxy.
   path->proxyHost = plan.farPeer >= 0 && comm->backend != collieBackendCuda &&
-                    ((env::getInt("COLLIE_PROXY_HOST", 0, &badProxy) != 0 && !badProxy) || plan.emulated > 0);
+                    ((env::getInt("COLLIE_TEST_PROXY_HOST", 0, &badProxy) != 0 && !badProxy) || plan.emulated > 0);
   if (path->proxyHost)
     COLLIE_RETURN_IF_ERROR(RemoteProxy::create(rank, layout, plan.otherHost, RemoteProxy::hostMemory(), &comm->proxy));
   if (plan.farPeer >= 0)
@@ -299,13 +300,13 @@ Status openHostWindows(const InitOptions& options, const InitPlan& plan, collieC
 }
 
 // The executor over the host windows: staged copies of device buffers for a CUDA communicator that cannot map
-// its peers, the kernels' code on host threads (COLLIE_EMULATE_KERNELS), staged host copies (COLLIE_STAGE_HOST),
-// or the host executor itself.
+// its peers, the kernels' code on host threads (COLLIE_TEST_EMULATE_KERNELS), staged host copies
+// (COLLIE_TEST_STAGE_HOST), or the host executor itself.
 Status makeHostExecutor(const InitOptions& options, const InitPlan& plan, std::unique_ptr<HostExecutor> host,
                         collieComm* comm, HostPath* path) {
   const int rank = comm->rank;
   bool badStage = false;
-  path->stageHost = env::getInt("COLLIE_STAGE_HOST", 0, &badStage) != 0 && !badStage;
+  path->stageHost = env::getInt("COLLIE_TEST_STAGE_HOST", 0, &badStage) != 0 && !badStage;
   if (comm->backend == collieBackendCuda) {
     DeviceGuard guard(comm->cudaDevice);
     COLLIE_RETURN_IF_ERROR(guard.status());
@@ -396,9 +397,9 @@ Status commInit(const collieUniqueId& id, int nranks, int rank, const InitOption
       comm->backend == collieBackendCuda
           ? (farPeer >= 0 ? "executor over staged copies of device buffers (ranks span hosts)"
                           : "executor over staged copies of device buffers (no P2P between its GPUs, or COLLIE_P2P=0)")
-      : plan.emulated > 0 ? "backend running the CUDA kernels' code on host threads (COLLIE_EMULATE_KERNELS)"
-      : path.proxyHost    ? "executor through the proxy thread (COLLIE_PROXY_HOST)"
-      : path.stageHost    ? "executor over staged copies (COLLIE_STAGE_HOST)"
+      : plan.emulated > 0 ? "backend running the CUDA kernels' code on host threads (COLLIE_TEST_EMULATE_KERNELS)"
+      : path.proxyHost    ? "executor through the proxy thread (COLLIE_TEST_PROXY_HOST)"
+      : path.stageHost    ? "executor over staged copies (COLLIE_TEST_STAGE_HOST)"
                           : "backend",
       static_cast<size_t>(layout.totalBytes()), layout.nslots, static_cast<unsigned long long>(layout.slotBytes),
       path.staging);

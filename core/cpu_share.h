@@ -1,8 +1,8 @@
 // How long a waiting host rank spins before it gives its core away. Spinning
 // is the fastest wait while every rank has a core of its own; once the ranks
 // of a machine outnumber the CPUs they may run on, a spinning rank holds the
-// core the peer it waits for needs (the build VM runs 4 ranks on 2 cores, CI
-// up to 8), and yielding early is several times faster (docs/performance-host.md).
+// core the peer it waits for needs (CI runs up to 8 ranks on 2 cores), and
+// yielding early is several times faster (docs/design.md, "Semantics worth knowing").
 #pragma once
 
 #include <cstdint>

@@ -11,10 +11,10 @@
 //
 // The whole batch is one program, so one kernel launch per group on a GPU: its
 // steps address every buffer from the lowest send and receive pointers. With a
-// launch per exchange, a rank's next launch waited in its stream's hardware
+// launch per exchange, a rank's next launch would wait in its stream's hardware
 // queue for its previous one, and a peer's launch queued behind it (streams
-// share queues) could not start: ranks sharing a GPU timed out (H200,
-// 2026-11-26; docs/cuda-executor.md, "One launch per call"). An executor that stages
+// share queues) could not start: ranks sharing a GPU would wait for each other
+// until COLLIE_TIMEOUT (docs/cuda-executor.md, "One launch per call"). An executor that stages
 // buffers (executor/staged_executor.h) copies whatever a program's ranges span,
 // so it still gets one exchange per run.
 #pragma GCC visibility push(default)

@@ -70,7 +70,7 @@ Status checkStream(collieComm_t comm, collieStream_t stream, const char* call) {
   // The special handles mean "the current device's": there is nothing to compare.
   if (s == cudaStreamLegacy || s == cudaStreamPerThread) return Status();
   // Asking for a stream's device is an "unsafe" call while a graph is being captured in global mode
-  // (CUDA refuses it and invalidates the capture, seen on an H100): ask in relaxed mode, and leave a
+  // (CUDA refuses it and invalidates the capture): ask in relaxed mode, and leave a
   // capturing stream alone (its device is checked when it is first used outside a capture).
   RelaxedCapture relaxed;
   // A stream the query fails on is refused below, by cudaStreamGetDevice's own sentence.

@@ -95,10 +95,9 @@ Status resolveScalar(const ScaleArgs& scale, const void** deviceScalar, uint8_t 
   }
   // In memory the GPU can read, the kernel reads it when it runs; in plain host memory, which it cannot, now.
   // Never through cudaMemcpy: this runs in the enqueue, while peers' kernels may already wait for this rank's,
-  // and a synchronous copy waits for them in turn. On an H200 (2026-11-29) the query below gave device memory no
-  // devicePointer in a group's thread of the drop-in NCCL; the copy made then (readScalar) held every rank's
-  // enqueue until the kernels timed out. Device and managed memory is readable at its own address (unified
-  // addressing, on every 64-bit platform CUDA supports).
+  // and a synchronous copy waits for them in turn. The query below may leave devicePointer null for device memory
+  // (in a group's thread of the drop-in NCCL, for one), so device and managed memory count by their type: they
+  // are readable at their own address (unified addressing, on every 64-bit platform CUDA supports).
   cudaPointerAttributes attr;
   if (cudaPointerGetAttributes(&attr, scale.op.address) != cudaSuccess) {
     (void)cudaGetLastError();  // memory the runtime never saw: plain host memory

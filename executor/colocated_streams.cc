@@ -204,9 +204,8 @@ Status ColocatedStreams::waitForPeers(double timeoutSec, const std::function<Sta
     char buf[96];
     if (p == nullptr || !p->gone.load(std::memory_order_acquire)) {
       // What our queued work cannot finish without: the peer's part of every collective, its receives matching
-      // our sends (a send's kernel ends only once its receiver has taken the data: two ranks that each sent,
-      // then received, in calls of their own timed out so on the fake runtime) and its sends matching our
-      // receives.
+      // our sends (a send's kernel ends only once its receiver has taken the data, so two ranks that each send,
+      // then receive, in calls of their own would wait for each other) and its sends matching our receives.
       const uint64_t theirCollectives = p ? p->collectives.load(std::memory_order_acquire) : 0;
       const uint64_t theirRecvs = p ? p->recvs[static_cast<size_t>(rank_)].load(std::memory_order_acquire) : 0;
       const uint64_t theirSends = p ? p->sends[static_cast<size_t>(rank_)].load(std::memory_order_acquire) : 0;

@@ -205,8 +205,7 @@ Status CudaExecutor::initWindow() {
   DeviceGuard guard(device_);
   const WindowHeader h = windowHeader(layout_);
   // Waited for: peers read the header (checkPeers) right after the next barrier. (From pageable memory a
-  // cudaMemcpy may return before the copy lands; without a wait, peer processes on an H100 read zeros now and
-  // then.)
+  // cudaMemcpy may return before the copy lands; without a wait, a peer process may read zeros.)
   return pool_->copy(windows_[static_cast<size_t>(rank_)], &h, sizeof(h), "writing the window header");
 }
 
@@ -225,7 +224,7 @@ Status CudaExecutor::checkPeers(const WindowHeader* gathered) const {
       return Status::error(collieInvalidUsage,
                            "rank %zu's device window has %u channels x %u slots of %llu bytes (LL: %u, flag period "
                            "%u), rank %d's %u x %u of %llu (LL: %u, %u): set COLLIE_CHANNELS / COLLIE_SLOTS / "
-                           "COLLIE_SLOT_BYTES / COLLIE_LL_SLOT_BYTES / COLLIE_LL_FLAG_PERIOD alike on all ranks",
+                           "COLLIE_SLOT_BYTES / COLLIE_LL_SLOT_BYTES / COLLIE_TEST_LL_FLAG_PERIOD alike on all ranks",
                            r, h.nchannels, h.nslots, static_cast<unsigned long long>(h.slotBytes), h.llSlotBytes,
                            h.llFlagPeriod, rank_, layout_.nchannels, layout_.nslots,
                            static_cast<unsigned long long>(layout_.slotBytes), layout_.llSlotBytes,
@@ -254,9 +253,9 @@ Status CudaExecutor::program(const Program& program, const Step** out) {
     extraBytes_ += bytes;
   }
   // The steps travel in the parameters of store kernels on the launch's own stream, right before it, and are
-  // never waited for here: a host wait for a copy on another stream deadlocked on an H200 (2026-11-27), where
-  // with more streams than hardware queues the copy queued behind a peer's kernel that waited for this rank's
-  // launch (docs/cuda-executor.md, "Launch state"); and a copy from host memory would need pinned memory, whose
+  // never waited for here: with more streams than hardware queues, a copy on another stream can queue behind a
+  // peer's kernel that waits for this rank's launch, and a host wait for it never ends (docs/cuda-executor.md,
+  // "Launch state"); and a copy from host memory would need pinned memory, whose
   // allocation may wait for the device ("No allocation in an enqueue"). During a capture the stores become
   // nodes of the graph, run at each replay; the block is then the graph's own (ProgramCache::insert), since
   // before the first replay it holds nothing for another launch to find.

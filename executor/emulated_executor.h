@@ -1,4 +1,4 @@
-// The CUDA executor's kernels run on the CPU (COLLIE_EMULATE_KERNELS=N, a test
+// The CUDA executor's kernels run on the CPU (COLLIE_TEST_EMULATE_KERNELS=N, a test
 // mode of host communicators): each call builds the launch arguments exactly
 // as the CUDA executor does (executor/launch_plan.h) and runs the program
 // kernel's own body with N host threads per block (kernels/emulator.h) over

@@ -83,8 +83,8 @@ class Executor {
   virtual Status run(const std::vector<ChannelWork>& work, const ExecArgs& args) = 0;
   /// Runs every round of a call, in order; `args` holds round 0's buffers. This
   /// one calls run() per round. The CUDA executor and its emulation override it
-  /// with one launch for the whole call: with one launch per round, ranks sharing
-  /// a GPU timed out at their first call of two rounds (docs/cuda-executor.md, "One launch per call").
+  /// with one launch for the whole call: with one launch per round, a rank's second launch can hold back a
+  /// peer's first in a shared hardware queue (docs/cuda-executor.md, "One launch per call").
   virtual Status runRounds(const RoundPlan& plan, ExecArgs args);
   /// Channels (independent pipelines) this executor runs per launch.
   virtual int channels() const = 0;

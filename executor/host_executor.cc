@@ -131,7 +131,7 @@ Status HostExecutor::checkPeers(const WindowHeader* gathered) const {
                            "rank %zu's window has %u slots of %llu bytes for %u ranks (LL: %u, flag period %u), rank "
                            "%d's has %u of %llu for %u (LL: %u, %u): all ranks must use the same COLLIE_SLOTS / "
                            "COLLIE_SLOT_BYTES / COLLIE_WINDOW_BYTES / COLLIE_CHANNELS / COLLIE_LL_SLOT_BYTES / "
-                           "COLLIE_LL_FLAG_PERIOD",
+                           "COLLIE_TEST_LL_FLAG_PERIOD",
                            r, h.nslots, static_cast<unsigned long long>(h.slotBytes), h.nranks, h.llSlotBytes,
                            h.llFlagPeriod, rank_, layout_.nslots, static_cast<unsigned long long>(layout_.slotBytes),
                            layout_.nranks, layout_.llSlotBytes, layout_.llFlagPeriod);

@@ -40,7 +40,7 @@ class HostExecutor : public Executor {
   /// Peers whose windows[r] is nullptr are on other hosts, reached through
   /// `remote`, which must outlive this executor. Returns the staging bytes.
   size_t setRemote(RemoteWindows* remote);
-  /// The GPU's way across hosts, run by the host (COLLIE_PROXY_HOST, a test
+  /// The GPU's way across hosts, run by the host (COLLIE_TEST_PROXY_HOST, a test
   /// mode): peers on other hosts get `proxy`'s outboxes as their windows and
   /// their slices are read from its inbox; the proxy thread does the rest.
   /// After checkPeers; `proxy` must outlive this executor.

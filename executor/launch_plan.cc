@@ -238,9 +238,9 @@ Status kernelSwitch(const char* name, bool* on) {
 
 Status readKernelSwitches(KernelSwitches* out) {
   COLLIE_RETURN_IF_ERROR(kernelSwitch("COLLIE_KERNEL_TIMING", &out->timing));
-  COLLIE_RETURN_IF_ERROR(kernelSwitch("COLLIE_SYSTEM_SCOPE", &out->systemScope));
-  COLLIE_RETURN_IF_ERROR(kernelSwitch("COLLIE_LL_SEPARATE_POSTS", &out->separatePosts));
-  return kernelSwitch("COLLIE_SYSTEM_FENCE", &out->systemFence);
+  COLLIE_RETURN_IF_ERROR(kernelSwitch("COLLIE_DEV_SYSTEM_SCOPE", &out->systemScope));
+  COLLIE_RETURN_IF_ERROR(kernelSwitch("COLLIE_DEV_LL_SEPARATE_POSTS", &out->separatePosts));
+  return kernelSwitch("COLLIE_DEV_SYSTEM_FENCE", &out->systemFence);
 }
 
 void reportKernelPhases(int rank, const uint64_t* sums) {

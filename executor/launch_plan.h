@@ -43,14 +43,14 @@ struct LaunchTables {
   DeviceStatus* status = nullptr;
   double timeoutSec = 300;
   uint64_t* phaseNs = nullptr;  // COLLIE_KERNEL_TIMING: kPhaseWords sums the blocks add to (kernels/launch.h)
-  bool systemFence = false;     // COLLIE_SYSTEM_FENCE (KernelArgs::systemFence)
-  bool separatePosts = false;   // COLLIE_LL_SEPARATE_POSTS (KernelArgs::separatePosts)
+  bool systemFence = false;     // COLLIE_DEV_SYSTEM_FENCE (KernelArgs::systemFence)
+  bool separatePosts = false;   // COLLIE_DEV_LL_SEPARATE_POSTS (KernelArgs::separatePosts)
   // Reading in place, set by setInPlacePeers: inPlacePeers[peer] and bit peer of inPlaceMask (KernelArgs::
   // readsInPlace) alike; sends of at least directMinBytes to those peers are read in place; negative: none.
   std::vector<bool> inPlacePeers;
   uint64_t inPlaceMask = 0;
   int64_t directMinBytes = -1;
-  bool systemScope = false;  // COLLIE_SYSTEM_SCOPE: every flag at system scope (KernelArgs::gpuScopePeers 0)
+  bool systemScope = false;  // COLLIE_DEV_SYSTEM_SCOPE: every flag at system scope (KernelArgs::gpuScopePeers 0)
 };
 
 /// peers[r]: rank r is a thread of this process on this GPU (emulated: on this host), whose kernels load from
@@ -106,10 +106,10 @@ Status launchFailure(const DeviceStatus& status, int rank, const char* where, co
 /// The kernels' switches from the environment, read once per communicator by whichever executor runs them.
 struct KernelSwitches {
   bool timing = false;       // COLLIE_KERNEL_TIMING: the kernels time their parts (LaunchTables::phaseNs)
-  bool systemFence = false;  // COLLIE_SYSTEM_FENCE: a full fence before each Simple post
-  bool systemScope = false;  // COLLIE_SYSTEM_SCOPE: every flag at system scope, even between ranks of one GPU
-  // COLLIE_LL_SEPARATE_POSTS: an LL batch's slices posted one by one, as before 2026-11-29, to measure the
-  // difference (kernels/device_prims_ll.cuh, sendTogether)
+  bool systemFence = false;  // COLLIE_DEV_SYSTEM_FENCE: a full fence before each Simple post
+  bool systemScope = false;  // COLLIE_DEV_SYSTEM_SCOPE: every flag at system scope, even between ranks of one GPU
+  // COLLIE_DEV_LL_SEPARATE_POSTS: an LL batch's slices posted one by one instead of in one pass, to measure
+  // what the pass saves (kernels/device_prims_ll.cuh, sendTogether)
   bool separatePosts = false;
 };
 /// Each switch: "1" on; "0" or unset off; any other value is an error naming the variable.

@@ -58,7 +58,7 @@ struct WindowHeader {
   uint32_t reserved;
 };
 
-/// LL flags repeat after this many slices of a connection (a power of two; COLLIE_LL_FLAG_PERIOD shrinks it in
+/// LL flags repeat after this many slices of a connection (a power of two; COLLIE_TEST_LL_FLAG_PERIOD shrinks it in
 /// tests). At most 2^15, so that a flag's slice part (1..period) stays below kLLTagShift's bits.
 constexpr uint32_t kLLFlagPeriod = 1u << 15;
 /// The smallest period allowed for a connection of `nslots` slots: no line is ever more than half a period plus
@@ -123,7 +123,7 @@ struct WindowLayout {
 /// kernel has begun on the owner (0: none yet), written by the kernel's blocks as they start. A rank
 /// that gives up waiting on a peer reads it, so the error can say whether the peer's kernel had even
 /// started: a peer whose host thread is blocked, or whose kernel cannot start on a shared GPU, looks
-/// like a peer that waits in turn otherwise (docs/RELIABILITY.md, "On a GPU").
+/// like a peer that waits in turn otherwise (docs/cuda-executor.md, "Ranks sharing hardware queues").
 constexpr uint64_t kStartedOffset = 40;
 static_assert(sizeof(WindowHeader) <= kStartedOffset && kStartedOffset + 8 <= kLine, "the started mark fits line 0");
 

@@ -3,7 +3,7 @@
 // touch device memory, so a thread of the rank's process stands between them
 // (docs/design.md, "The proxy path"):
 //
-//   consumer (kernel, or the host executor in the test mode COLLIE_PROXY_HOST)
+//   consumer (kernel, or the host executor in the test mode COLLIE_TEST_PROXY_HOST)
 //     writes a slice for remote peer q into outbox(q) exactly as it would into
 //     a mapped peer's window: slot at slotOffset(c, me, s), its byte count in
 //     sliceBytes(), then ready(c, me) = s + 1; a release writes credit(c, me)

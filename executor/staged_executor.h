@@ -7,7 +7,7 @@
 // pipelined (a whole round crosses PCIe before and after the network), and it
 // blocks the calling thread, so it cannot be captured into a CUDA graph. The
 // copies go through a Mover, so the CPU suite runs this very code with memcpy
-// (COLLIE_STAGE_HOST=1) and only the CUDA Mover needs a GPU.
+// (COLLIE_TEST_STAGE_HOST=1) and only the CUDA Mover needs a GPU.
 #pragma once
 
 #include <cstddef>
@@ -70,7 +70,7 @@ class StagedExecutor final : public Executor {
 /// write, from each buffer's start (0: untouched).
 void touchedElements(const Program& program, uint64_t* input, uint64_t* output);
 
-/// A Mover over host memory (memcpy): what COLLIE_STAGE_HOST=1 gives a host
+/// A Mover over host memory (memcpy): what COLLIE_TEST_STAGE_HOST=1 gives a host
 /// communicator, to test the staged path on the CPU.
 std::unique_ptr<StagedExecutor::Mover> hostMover();
 

@@ -223,7 +223,7 @@ COLLIE_HD StepFailure runJoined(P& p, const Step* steps, int head, int end, T* c
 /// slower: each sends and receives at most one slice on this channel, and none receives into what another
 /// sends or receives (pointers compared, so an input that is the output counts). A one-shot allreduce's or a
 /// pairwise all-to-all's exchanges of a small call then all wait at once, one round trip in all instead of one
-/// each; a step that moves more than a slice keeps its own turn, so large calls run as before. Every thread of
+/// each; a step that moves more than a slice keeps its own turn, so large calls run step by step. Every thread of
 /// a block computes the same answer. The rule is program.h's cutExchangeBatch, shared with the verifier; here
 /// are the ranges a step moves on this channel.
 template <typename T>
@@ -253,8 +253,8 @@ COLLIE_HD StepFailure runExchanges(P& p, const Step* steps, int head, int end, T
   StepFailure fail;
   const int m = end - head;
   // Only the m counts used are zeroed, and nothing reads past them. In a kernel these arrays (indexed at run
-  // time) live in each thread's local memory, and zeroing them whole cost every thread of the block 128 bytes
-  // of stores at every exchange step, a lone exchange's included (docs/PERFORMANCE.md).
+  // time) live in each thread's local memory, and zeroing them whole would cost every thread of the block 128
+  // bytes of stores at every exchange step, a lone exchange's included.
   uint64_t sent[kMaxBatchedExchanges], got[kMaxBatchedExchanges];
   for (int j = 0; j < m; ++j) sent[j] = got[j] = 0;
   for (;;) {

@@ -26,12 +26,11 @@ namespace collie {
 /// A loop of one load and one store per pass keeps a single load per thread in
 /// flight, because the compiler must assume the store may alias the next
 /// pass's load: 8 KiB per 512-thread block at a time, which at device-memory
-/// latency (under a microsecond) is about the 9 GB/s one channel moved on the
-/// H100 (docs/PERFORMANCE.md, 2026-11-24). Four loads, not more: with eight,
-/// ptxas -v (sm_90) reported spilled registers in these functions, with four
-/// none. Data travels as words (Raw): as arrays of 1-byte elements the
-/// compiler split each vector into bytes. Divisions (avg's last writes) go one
-/// vector at a time.
+/// latency (under a microsecond) holds a channel to about 10 GB/s. Four loads,
+/// not more: with eight, ptxas -v (sm_90) reports spilled registers in these
+/// functions, with four none. Data travels as words (Raw): as arrays of 1-byte
+/// elements the compiler splits each vector into bytes. Divisions (avg's last
+/// writes) go one vector at a time.
 template <typename T, ReduceOp Op>
 struct BlockMoves {
   static constexpr int kPack = 16 / sizeof(T);
@@ -463,7 +462,7 @@ class DevicePrims : public TimedMoves<T, Op> {
       // The release store is the fence: it is a fence.acq_rel (.sys, or .gpu to a peer on this GPU) and a
       // relaxed store, which orders the whole block's writes (handed to thread 0 by the barrier above) before
       // the counter, as NCCL's Simple posts do.
-      // COLLIE_SYSTEM_FENCE=1 puts back the full fence (membar.sys) every post took before, to measure it.
+      // COLLIE_DEV_SYSTEM_FENCE=1 adds a full fence (membar.sys) before it, to measure what that would cost.
       // The source word goes before the flag that publishes it: 0 for a slice in the slot, which also
       // overwrites what an earlier slice through this slot handed over in place.
       // From the first slice handed over in place, every post of this launch to q says so (kFlagInPlace), so
@@ -491,7 +490,7 @@ class DevicePrims : public TimedMoves<T, Op> {
   /// will write into its window again and destroy can free it without asking
   /// the peers. 0, or collieTimeout / collieRemoteError; `*peer` names the late one. Peers whose credits
   /// thread 0 has already seen cover everything posted to them (every peer this launch sent nothing to) cost no
-  /// load: a drain was one system-scope load per rank of the communicator, in sequence, whatever the call.
+  /// load, so a drain does not pay one system-scope load per rank of the communicator, in sequence, every call.
   __device__ int drain(int* peer) {
     int rc = 0;
     if (dev::tid() == 0) {

@@ -139,7 +139,7 @@ class DevicePrimsLL : public TimedMoves<T, Op> {
   /// the few threads a small slice needs load its source only after the last slice's barriers: for one-shot at
   /// 8 ranks, 21 barriers and 7 source loads in a row where this takes 3 barriers and one round of loads. False,
   /// nothing posted, where they must go one by one: a peer twice or beyond 64, one with no room yet, or one whose
-  /// slots are due to be rewritten whole ("Stale lines"), which post() does; and with COLLIE_LL_SEPARATE_POSTS=1.
+  /// slots are due to be rewritten whole ("Stale lines"), which post() does; and with COLLIE_DEV_LL_SEPARATE_POSTS=1.
   __device__ bool sendTogether(const Outgoing<T>* out, int k) {
     PhaseSpan span = this->posting();
     if (pending_ != 0 || a_.separatePosts) return false;

@@ -1,4 +1,4 @@
-// Runs the program kernel's own code on the CPU (COLLIE_EMULATE_KERNELS): one
+// Runs the program kernel's own code on the CPU (COLLIE_TEST_EMULATE_KERNELS): one
 // launch becomes one group of host threads per block, with a barrier for
 // __syncthreads, so the device primitives (Simple and LL), the kernel body and
 // the launch arguments the CUDA executor builds are exercised, under the

@@ -6,7 +6,7 @@
 // reduce-check are plain loops over the shared operators (executor/reduce_ops.h); the exchange floor's body
 // (exchange_floor_block.cuh) runs emulated too.
 //
-// Host threads per emulated block: COLLIE_FAKE_CUDA_THREADS (default 2: enough
+// Host threads per emulated block: COLLIE_TEST_FAKE_CUDA_THREADS (default 2: enough
 // for the block barrier and the threads' split of a slice to matter).
 #include <cstdlib>
 #include <cstring>
@@ -27,7 +27,7 @@ namespace collie {
 namespace {
 
 int threadsPerBlock() {
-  const char* s = getenv("COLLIE_FAKE_CUDA_THREADS");
+  const char* s = getenv("COLLIE_TEST_FAKE_CUDA_THREADS");
   const int n = s != nullptr ? atoi(s) : 2;
   return n >= 1 && n <= 64 ? n : 2;
 }
@@ -116,7 +116,7 @@ int preloadExchangeFloor() { return static_cast<int>(cudaSuccess); }
 
 int launchExchangeFloor(const FloorArgs& args, int threads, void* stream) {
   if (threads < 1 || threads > 1024) return static_cast<int>(cudaErrorInvalidValue);
-  // Played by COLLIE_FAKE_CUDA_THREADS threads whatever `threads` says: the body shares its lines among those.
+  // Played by COLLIE_TEST_FAKE_CUDA_THREADS threads whatever `threads` says: the body shares its lines among those.
   auto copy = std::make_shared<FloorArgs>(args);
   return static_cast<int>(fakecuda::enqueue(static_cast<cudaStream_t>(stream), [copy]() {
     launcherFor(1)->run([&](int) { exchangeFloorBlock(*copy); });

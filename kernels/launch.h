@@ -60,7 +60,7 @@ constexpr int kLastRound = 1;
 /// credit; drain: waiting for the peers' credits for everything sent; store: the counters written back. Then the
 /// steps one by one: the time of step k (k < kTimedSteps; the last bucket also takes every later step, and each
 /// round's steps count again), and the part of it spent waiting, to tell a step's own cost (its code, its loads)
-/// from waiting for peers: on the H200 two 8-byte steps took 12 us, of which waiting explained 1.5. Within the
+/// from waiting for peers, which in small steps can be the smaller part. Within the
 /// steps, thread 0's time in the primitives by what they do (posting, taking, moving), so that what is left of a
 /// step is the step runner's own work.
 constexpr int kTimedSteps = 4;
@@ -93,8 +93,8 @@ struct KernelArgs {
   int splitSteps = 0;                       // 1: every block moves its part of each step (ExecArgs::splitSteps)
   uint64_t scratchPerChannel = 0;           // bytes of scratch each block owns, from bufs[2]
   int lowLatency = 0;                       // 1: the LL protocol (executor/protocol.h), else Simple
-  int systemFence = 0;                      // 1: COLLIE_SYSTEM_FENCE, a full fence before each Simple post
-  int separatePosts = 0;                    // 1: COLLIE_LL_SEPARATE_POSTS, a batch's LL slices posted one by one
+  int systemFence = 0;                      // 1: COLLIE_DEV_SYSTEM_FENCE, a full fence before each Simple post
+  int separatePosts = 0;                    // 1: COLLIE_DEV_LL_SEPARATE_POSTS, a batch's LL slices posted one by one
   int rank = 0;
   int divisor = 0;
   uint64_t seq = 0;
@@ -122,7 +122,7 @@ struct KernelArgs {
   uint64_t directSteps[kMaxPrograms] = {};
   // Bit p: rank p is this rank or a thread of this process on this GPU (p < 64), so the flags between us are
   // released and acquired at GPU scope; those of every other peer (another GPU, process or host: a proxy's
-  // thread reads them) at system scope. COLLIE_SYSTEM_SCOPE=1 leaves it 0, to measure the difference.
+  // thread reads them) at system scope. COLLIE_DEV_SYSTEM_SCOPE=1 leaves it 0, to measure the difference.
   uint64_t gpuScopePeers = 0;
   Step inlineSteps[kInlineSteps];
 };

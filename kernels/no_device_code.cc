@@ -3,8 +3,8 @@
 // on machines without a GPU and never launch a kernel. nvcc's share of such a
 // build is about three minutes of CPU for one architecture, spent on code
 // nothing runs. The kernels' own code is still built for the CPU
-// (kernels/emulator.cc), so COLLIE_EMULATE_KERNELS tests it under the
-// sanitizers as before.
+// (kernels/emulator.cc), so COLLIE_TEST_EMULATE_KERNELS tests it under the
+// sanitizers.
 //
 // On a machine with a GPU such a build cannot run the CUDA backend: a CUDA
 // communicator's init fails at loading the kernels with "no kernel image is

@@ -15,8 +15,8 @@ start=$(date +%s)
 # load that validates the argument.
 san="-fsanitize=address,undefined -fno-sanitize=enum -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 # Configured every time (a few seconds) so a change of the flags above reaches an existing build-asan/.
-# No device code (kernels/no_device_code.cc): no kernel runs here, and nvcc took about three minutes of CPU.
-# The kernels' code is still built for the CPU and tested through COLLIE_EMULATE_KERNELS.
+# No device code (kernels/no_device_code.cc): no kernel runs here, and nvcc takes about three minutes of CPU.
+# The kernels' code is still built for the CPU and tested through COLLIE_TEST_EMULATE_KERNELS.
 # Tests are discovered when ctest runs (PRE_TEST), under the sanitizer options set below, not at link time.
 # -g1 (line tables, no variables): reports still name file and line, and files compile in about a third less
 # time (p2p_test.cc: 26 s against 17 s with -g).
@@ -34,7 +34,7 @@ export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp print_suppressions=0"
 # Unlike TSan (scripts/sanitize.sh), ASan coexists with UCX's memory hooks (libucm patching mmap and malloc):
 # the UCX tests pass with them, so UCX runs here as it does in production.
 # The soak test's time budget shrinks: its cases run at a third of the speed here.
-export COLLIE_SOAK_SECONDS=20
+export COLLIE_TEST_SOAK_SECONDS=20
 # The sweeps loop over one type per element size (COLLIE_TEST_TYPES=sizes, tests/common/test_util.h): ASan
 # watches how bytes are addressed, which depends on the element size, not on the arithmetic; every type runs in
 # the plain suite (scripts/test.sh).
@@ -56,12 +56,12 @@ export COLLIE_TEST_TYPES=sizes
 #                             every process at exit, and comm_create_test and shrink_test split and shrink under it
 #   the sweeps on 1, 2, 4, 5, 7 and 8 ranks (test names ending in _nN or /nN, then ctest's "  # GetParam()"): each algorithm and collective stays
 #                             in on 3 ranks, on 5 with tiny slots over 3 channels and on 6 with tiny slots, where
-#                             a wrong index has the most peers, slices and rounds to land in; a CI run of
-#                             2026-11-30 ran out of its 90 minutes with the whole suite here
-# and in part, run below on one rank count (these took 6 minutes of test time here, and CI ran 82 of its 90
-# minutes on 2026-11-27):
-#   algorithms_emulated       the kernels' own code: 5 ranks with 3 channels of tiny slots (2.5 minutes for 3 and
-#                             6 ranks too, 2026-11-30)
+#                             a wrong index has the most peers, slices and rounds to land in; the whole suite
+#                             does not fit CI's 90 minutes here
+# and in part, run below on one rank count (all of them take about 6 minutes of test time here, more than CI's
+# 90 minutes leave):
+#   algorithms_emulated       the kernels' own code: 5 ranks with 3 channels of tiny slots (3 and 6 ranks too
+#                             would add 2.5 minutes)
 #   algorithms_direct, collectives_direct   every send read in place: 3 and 4 ranks and tiny slots; here the
 #                             algorithms on 4 ranks, the collectives on 3
 #   algorithms_staged         the staged path's memcpy: 3 ranks and tiny slots, here 3 ranks
@@ -70,8 +70,8 @@ ctest --test-dir "$build" --output-on-failure -j 2 --timeout 600 -L 'unit|mp' \
 source scripts/bounded.sh
 COLLIE_DIRECT_READ_BYTES=0 bounded "$build/tests/algorithms_api_test" --gtest_brief=1 --gtest_filter='*_n4'
 COLLIE_DIRECT_READ_BYTES=0 bounded "$build/tests/collectives_test" --gtest_brief=1 --gtest_filter='*/n3:Collectives.*'
-COLLIE_STAGE_HOST=1 bounded "$build/tests/algorithms_api_test" --gtest_brief=1 --gtest_filter='*_n3'
-COLLIE_EMULATE_KERNELS=3 COLLIE_DIRECT_READ_BYTES=0 bounded "$build/tests/algorithms_api_test" --gtest_brief=1 \
+COLLIE_TEST_STAGE_HOST=1 bounded "$build/tests/algorithms_api_test" --gtest_brief=1 --gtest_filter='*_n3'
+COLLIE_TEST_EMULATE_KERNELS=3 COLLIE_DIRECT_READ_BYTES=0 bounded "$build/tests/algorithms_api_test" --gtest_brief=1 \
   --gtest_filter='*_n5_tinyslots_3channels'
 echo "address+undefined sanitizer: clean; build $((built - start)) s, tests $(($(date +%s) - built)) s," \
   "total $(($(date +%s) - start)) s"

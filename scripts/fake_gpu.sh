@@ -51,7 +51,7 @@ sweep
 trap sweep EXIT
 # Few channels and 2 host threads per block: every rank's blocks are host threads on 2 cores. A hang
 # costs a minute, not five.
-export COLLIE_CHANNELS=2 COLLIE_FAKE_CUDA_THREADS=2 COLLIE_TIMEOUT=60
+export COLLIE_CHANNELS=2 COLLIE_TEST_FAKE_CUDA_THREADS=2 COLLIE_TIMEOUT=60
 # The sweeps loop over one type per element size (COLLIE_TEST_TYPES=sizes, tests/common/test_util.h): what runs
 # for real here is the executor's host code, which sees bytes; every type runs on a lent GPU (tests/gpu/run.sh)
 # and, on the kernels' own code, in algorithms_emulated (scripts/test.sh).
@@ -63,8 +63,8 @@ two_gpus='CudaBackend.AStreamOfAnotherGpuIsAnError:CudaBackend.RanksOnTwoGpus*'
 has_ucx() { grep -q 'COLLIE_WITH_UCX:BOOL=ON' "$1/CMakeCache.txt"; }
 no_ucx() { has_ucx "$1" || echo ':CudaBackend.DestroyOfAProxied*'; }
 every_test "$build/tests/fake_cuda/fake_cudart_test"
-# Ranks as threads: every algorithm at 3 ranks (8 ranks for ring allreduce; 2 ranks too until 2026-11-30, when CI
-# ran out of time), and the CudaBackend cases
+# Ranks as threads: every algorithm at 3 ranks (8 ranks for ring allreduce; not 2 ranks as well, which CI's time
+# does not allow), and the CudaBackend cases
 # (tiny slots, all-to-all-v, grouped send/recv, graph capture, wrong buffers, a rank that never joins). Every
 # send that may be read in place is (COLLIE_DIRECT_READ_BYTES=0; executor/direct_sends.h), whatever its size:
 # the runs below keep the default, under which these tests' sends mostly go through slots.
@@ -72,41 +72,40 @@ COLLIE_DIRECT_READ_BYTES=0 every_test "$build/tests/collectives_gpu_test" \
   --gtest_filter="*_n3:*allreduce_ring_n8:CudaBackend.*:Pinned*:PreMulSumGpu.*-$two_gpus$(no_ucx $build)"
 # Every stream in one hardware queue (the fake's model of CUDA_DEVICE_MAX_CONNECTIONS=1): a call of many
 # rounds, a group of sends and receives, or a group of pre-multiplied sums (each rank's call from a thread of
-# its own), must not hold back a peer's kernel (docs/RELIABILITY.md, "On a GPU"); nor a rank's next collective,
-# made before its peers have queued the last (it deadlocked here until 2026-11-30).
-COLLIE_FAKE_CUDA_QUEUES=1 every_test "$build/tests/collectives_gpu_test" \
+# its own), must not hold back a peer's kernel (docs/cuda-executor.md, "Ranks sharing hardware queues"); nor a
+# rank's next collective, made before its peers have queued the last (without the wait for them it deadlocks here).
+COLLIE_TEST_FAKE_CUDA_QUEUES=1 every_test "$build/tests/collectives_gpu_test" \
   --gtest_filter='*allreduce_ring_n3:CudaBackend.ACallInManyRoundsIsOneLaunchPerRank:CudaBackend.AllToAllvAndGroupedSendRecv:CudaBackend.ARankAhead*:PreMulSumGpu.*'
 # Streams dealt to 2 and 3 hardware queues: a destroy or a split beside a peer's kernel that waits for this rank
 # must not wait for the pool's own stream either, which may share a queue with that peer's next launch, held
-# back behind the kernel (docs/cuda-executor.md, "No wait for the device in init or destroy"). The destroy
-# waited so until 2026-11-28, and timed out here with 2 and 3 queues. (The filter takes in the destroys of
-# staged and proxied communicators too, whose pinned memory cudaFreeHost gave back until 2026-11-28.)
+# back behind the kernel (docs/cuda-executor.md, "No wait for the device in init or destroy"). A destroy that
+# waits so times out here with 2 and 3 queues. (The filter takes in the destroys of staged and proxied
+# communicators too, whose pinned memory must not go back through cudaFreeHost, which waits for the device.)
 for q in 2 3; do
-  COLLIE_FAKE_CUDA_QUEUES=$q every_test "$build/tests/collectives_gpu_test" \
+  COLLIE_TEST_FAKE_CUDA_QUEUES=$q every_test "$build/tests/collectives_gpu_test" \
     --gtest_filter="CudaBackend.*BesideAWaitingKernel-$(no_ucx $build)"
 done
 # Random cases on long-lived CUDA communicators (tests/unit/soak_test.cc), every buffer in device memory: the
 # CUDA executor's launches, program cache, scratch and rounds under any mix of collective, algorithm, type,
 # count and 1-8 ranks, with LL flags coming round every 16 slices (the counters kept in device memory between
-# launches). 30 s here (45 s, about 600 cases, until 2026-11-30).
-COLLIE_SOAK_SECONDS=30 COLLIE_SOAK_MEMORY=device COLLIE_LL_FLAG_PERIOD=16 every_test "$build/tests/soak_test"
+# launches). 30 s here.
+COLLIE_TEST_SOAK_SECONDS=30 COLLIE_TEST_SOAK_MEMORY=device COLLIE_TEST_LL_FLAG_PERIOD=16 every_test "$build/tests/soak_test"
 # The same with every stream in one hardware queue: nothing is queued behind a rank's call before its peers
 # have queued theirs, so every call, grouped send/recv included, must be one launch per rank that holds back
-# no peer (it was a launch per exchange, which timed out on an H200 on 2026-11-26). About 250 cases in 30 s.
-COLLIE_FAKE_CUDA_QUEUES=1 COLLIE_SOAK_MEMORY=device COLLIE_LL_FLAG_PERIOD=16 COLLIE_SOAK_SECONDS=30 \
+# no peer (a launch per exchange times out). About 250 cases in 30 s.
+COLLIE_TEST_FAKE_CUDA_QUEUES=1 COLLIE_TEST_SOAK_MEMORY=device COLLIE_TEST_LL_FLAG_PERIOD=16 COLLIE_TEST_SOAK_SECONDS=30 \
   every_test "$build/tests/soak_test"
 # Uploaded programs reused across changing counts, kept while queued launches or captured graphs read them; 22
 # ranks with the streams dealt to 32 hardware queues, as run.sh runs them on a GPU. A program copy the enqueue
-# waited for on a stream of the executor's own timed out so on an H200 (2026-11-27), and here too: with 44
-# streams that stream shared a queue with a peer's kernel waiting for this rank's launch. The same wait for a
-# captured launch's copy hung ACapturedProgramIsNeverOverwritten on the H200 later that day; here it passed
-# before the fix too (the peers' next kernels came later), so only the GPU run shows that one.
-COLLIE_FAKE_CUDA_QUEUES=32 CUDA_DEVICE_MAX_CONNECTIONS=32 every_test "$build/tests/program_cache_gpu_test"
+# waits for on a stream of the executor's own times out here: with 44 streams that stream shares a queue with a
+# peer's kernel waiting for this rank's launch. The same wait for a captured launch's copy passes here (the
+# peers' next kernels come later), so only a GPU shows that one (ACapturedProgramIsNeverOverwritten).
+COLLIE_TEST_FAKE_CUDA_QUEUES=32 CUDA_DEVICE_MAX_CONNECTIONS=32 every_test "$build/tests/program_cache_gpu_test"
 # Two fake GPUs: a stream of another GPU than the communicator's; a devlist naming a third; ranks on both, by P2P,
 # then (GPUs without P2P) staged through host memory.
-COLLIE_FAKE_CUDA_DEVICES=2 every_test "$build/tests/collectives_gpu_test" \
+COLLIE_TEST_FAKE_CUDA_DEVICES=2 every_test "$build/tests/collectives_gpu_test" \
   --gtest_filter='CudaBackend.AStreamOfAnotherGpuIsAnError:CudaBackend.RanksOnTwoGpus*:CudaBackend.InitAllRefuses*'
-COLLIE_FAKE_CUDA_DEVICES=2 COLLIE_FAKE_CUDA_P2P=0 every_test "$build/tests/collectives_gpu_test" \
+COLLIE_TEST_FAKE_CUDA_DEVICES=2 COLLIE_TEST_FAKE_CUDA_P2P=0 every_test "$build/tests/collectives_gpu_test" \
   --gtest_filter='CudaBackend.RanksOnTwoGpus*'
 # Ranks as processes: device windows exported and opened through cudaIpc handles.
 for np in 2 3; do
@@ -115,7 +114,7 @@ done
 # Two processes of one job on different backends (COLLIE_DEVICE cuda and host): init refuses it on both.
 bounded bash tests/gpu/backends_differ_test.sh "$build/tests/collectives_gpu_mp" "$build/tests/collectives_mp"
 # A rank process killed after init: the survivors' kernels, waiting on its window, stop within milliseconds because
-# its process is gone (executor/peer_watch.h), with COLLIE_TIMEOUT at 60 s. Without the watch they waited it out.
+# its process is gone (executor/peer_watch.h), with COLLIE_TIMEOUT at 60 s; without the watch they would wait it out.
 bounded bash tests/gpu/faults_gpu_test.sh "$build/tests/faults_gpu_mp" 3 1
 # The same staged through host memory, as without P2P, asked for by rank 1 alone: the others must follow it
 # (a rank on the staged path cannot reach a peer's device window, nor the peer its).
@@ -128,24 +127,24 @@ if has_ucx "$build"; then
     "$build/tests/collectives_gpu_mp"
 fi
 # The drop-in libnccl.so.2 on "device" buffers; then with the streams dealt to 1 and 3 hardware queues. Its 4
-# ranks are threads that each run a group's calls: a pre-multiplied sum that allocated its staging before the
-# kernel and freed it after, on the caller's stream, timed out so on every rank (the free waited for our kernel,
-# which waited for a peer's kernel queued behind the free), until the executor scaled into a buffer of its own.
+# ranks are threads that each run a group's calls: a pre-multiplied sum that allocates its staging before the
+# kernel and frees it after, on the caller's stream, times out so on every rank (the free waits for our kernel,
+# which waits for a peer's kernel queued behind the free); the executor scales into a buffer of its own.
 bounded "$build/tests/nccl/nccl_gpu_test"
 for q in 1 3; do
-  COLLIE_FAKE_CUDA_QUEUES=$q bounded "$build/tests/nccl/nccl_gpu_test"
+  COLLIE_TEST_FAKE_CUDA_QUEUES=$q bounded "$build/tests/nccl/nccl_gpu_test"
 done
 # collie-bench's CUDA backend: ranks as threads, the copy limit, and graphs (-G).
 bounded "$build/bench/collie-bench" allreduce -t 3 --backend cuda -b 8 -e 64K -f 16 -n 3 -w 1 --limit
 bounded "$build/bench/collie-bench" allreduce -t 2 --backend cuda -b 8 -e 4K -f 8 -n 3 -w 1 -G 2
-# The commands whose first calls hung on an H200 (2026-11-29), with the streams dealt to 3 hardware queues: the
-# warm-up calls of a rank that got ahead held its peers' first kernels back behind its own: the one-shot command
-# failed in call #0 in 6 runs of 6 with 1 or 3 queues ("rank 1 had started no kernel yet"), until a rank's next
-# collective waited for its peers to queue the last (docs/cuda-executor.md, "Ranks sharing hardware queues").
-# tests/gpu/run.sh runs both, 12 and 6 processes, as gpu_first_calls.
-COLLIE_FAKE_CUDA_QUEUES=3 COLLIE_TIMEOUT=10 bounded "$build/bench/collie-bench" allreduce -t 8 --backend cuda \
+# Two commands whose first calls a rank that gets ahead can hold back, with the streams dealt to 3 hardware
+# queues: the warm-up calls of such a rank would hold its peers' first kernels back behind its own ("rank 1 had
+# started no kernel yet") unless a rank's next collective waits for its peers to queue the last
+# (docs/cuda-executor.md, "Ranks sharing hardware queues"). tests/gpu/run.sh runs both, 12 and 6 processes, as
+# gpu_first_calls.
+COLLIE_TEST_FAKE_CUDA_QUEUES=3 COLLIE_TIMEOUT=10 bounded "$build/bench/collie-bench" allreduce -t 8 --backend cuda \
   -b 8 -e 8 -n 50 -w 10 --algo oneshot
-COLLIE_FAKE_CUDA_QUEUES=3 COLLIE_TIMEOUT=10 bounded "$build/bench/collie-bench" allreduce -t 4 --backend cuda \
+COLLIE_TEST_FAKE_CUDA_QUEUES=3 COLLIE_TIMEOUT=10 bounded "$build/bench/collie-bench" allreduce -t 4 --backend cuda \
   -b 8M -e 8M -n 20 -w 5 --algo ring
 # The exchange floor's tool (tests/gpu/exchange_floor.cc: every way, 1 and 3 ranks, 8 and 1000 bytes, few
 # iterations), so that its launches, the order it queues them in and its checks have run before a GPU times
@@ -173,8 +172,8 @@ rm -rf "$rehearsal"
 echo "fake-GPU suite: passed in $(($(date +%s) - start)) s"
 
 # The CUDA executor's host code under ThreadSanitizer: the fake's streams run launches on threads of their
-# own while the rank threads poll for errors, abort, and make the next calls. Left out, as 182 of this step's 321 s
-# on 2026-11-30: the staged path's sweep of every collective to 2^20 elements (its copies and events on the fake's
+# own while the rank threads poll for errors, abort, and make the next calls. Left out, as more than half of this
+# step's time: the staged path's sweep of every collective to 2^20 elements (its copies and events on the fake's
 # streams run here in DestroyOfAStagedCommunicatorBesideAWaitingKernel; the host executor under it is TSan's in
 # scripts/sanitize.sh) and the tiny slots over 3 channels (the kernels' code so, scripts/sanitize.sh too); both run
 # above without TSan.
@@ -194,6 +193,6 @@ TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" UCX_MEM_MMAP_HOOK_MODE=no
   COLLIE_TIMEOUT=120 every_test "$tsan/tests/program_cache_gpu_test" --gtest_filter='*LongPrograms*:*Queued*:*GlobalCapture*:*Gone*'
 # Random cases on CUDA communicators (about 100 in the 30 s here), every send that may be read in place so read.
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no \
-  COLLIE_TIMEOUT=120 COLLIE_DIRECT_READ_BYTES=0 COLLIE_SOAK_MEMORY=device COLLIE_LL_FLAG_PERIOD=16 \
-  COLLIE_SOAK_SECONDS=30 every_test "$tsan/tests/soak_test"
+  COLLIE_TIMEOUT=120 COLLIE_DIRECT_READ_BYTES=0 COLLIE_TEST_SOAK_MEMORY=device COLLIE_TEST_LL_FLAG_PERIOD=16 \
+  COLLIE_TEST_SOAK_SECONDS=30 every_test "$tsan/tests/soak_test"
 echo "fake-GPU suite under ThreadSanitizer: clean in $(($(date +%s) - start)) s"

@@ -3,9 +3,9 @@
 # minutes go to running rather than compiling:
 #   scripts/gpu_stage.sh [ARCH]     ARCH: CUDA architecture, default 90 (H100, H200)
 # makes .deps/ (scripts/gpu_deps.sh) and build-gpu/, then copies the suite's programs and the libraries
-# they load, host debug information stripped, packed as .gpurun/build-gpu.tar.xz (ignored by git; 14.5 MiB
-# on 2026-12-01, where the files are 91 MiB; the lent machine takes 64 MiB in all, of which .deps/root is 14).
-# There, with .deps/root and .gpurun carried, e.g. (docs/PERFORMANCE.md has what the next run should do):
+# they load, host debug information stripped, packed as .gpurun/build-gpu.tar.xz (ignored by git; about
+# 15 MiB, where the files are about 90; the lent machine takes 64 MiB in all, of which .deps/root is 14).
+# There, with .deps/root and .gpurun carried, e.g. (tests/gpu/run.sh lists its parts and steps):
 #   tar xJf .gpurun/build-gpu.tar.xz && GPU_STEP_TIMEOUT=100 tests/gpu/run.sh --deadline 530 test bench
 # Build-tree run paths are made relative ($ORIGIN), so the programs find our libraries wherever the
 # tree lands; UCX comes from .deps through tests/gpu/run.sh's LD_LIBRARY_PATH.

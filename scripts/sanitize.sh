@@ -26,7 +26,7 @@ export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 export UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no
 # The sweeps loop over one type per element size (COLLIE_TEST_TYPES=sizes, tests/common/test_util.h): the
 # interleavings TSan looks at are those of flags and slices, the same for every type of a size. Every type runs
-# in the plain suite. With all 12 this pass took 25 minutes of a CI run (2026-11-30) that then ran out of time.
+# in the plain suite. With all 12 this pass takes some 25 minutes, more than CI's time allows.
 export COLLIE_TEST_TYPES=sizes
 start=$(date +%s)
 bounded "$build/tests/bootstrap_test" --gtest_brief=1
@@ -40,8 +40,8 @@ bounded "$build/tests/collectives_test" --gtest_brief=1 --gtest_filter='*/n3:*/n
 bounded "$build/tests/p2p_test" --gtest_brief=1
 # The same with each step split across 3 channels (the GPU's plan for all-to-all-v and send/recv).
 COLLIE_CHANNELS=3 COLLIE_SLOT_BYTES=4096 COLLIE_SLOTS=2 bounded "$build/tests/p2p_test" --gtest_brief=1
-# Every algorithm once, with tiny slots over 3 channels: full FIFOs and many rounds. (With one channel on 6 ranks
-# too until 2026-11-30, 50 s more; those run with reads in place below.)
+# Every algorithm once, with tiny slots over 3 channels: full FIFOs and many rounds. (One channel on 6 ranks runs
+# with reads in place below.)
 bounded "$build/tests/algorithms_api_test" --gtest_brief=1 --gtest_filter='*_n5_tinyslots_3channels'
 # Every send that may be read in place is (executor/direct_sends.h): a receiver loads the sender's buffer,
 # ordered only by the flags, and the sender must not return before its peers are done with it.
@@ -64,9 +64,9 @@ bounded "$build/tests/abort_test" --gtest_brief=1
 # The proxy thread (executor/remote_proxy.h): alone, then between ranks as threads cut into 2 fake nodes over UCX
 # shared memory, with send/recv and all-to-all-v split across 3 channels of tiny slots.
 bounded "$build/tests/remote_proxy_test" --gtest_brief=1
-COLLIE_FAKE_NODES=2 COLLIE_PROXY_HOST=1 UCX_TLS=sm,self COLLIE_CHANNELS=3 COLLIE_SLOT_BYTES=4096 COLLIE_SLOTS=2 \
+COLLIE_FAKE_NODES=2 COLLIE_TEST_PROXY_HOST=1 UCX_TLS=sm,self COLLIE_CHANNELS=3 COLLIE_SLOT_BYTES=4096 COLLIE_SLOTS=2 \
   bounded "$build/tests/p2p_test" --gtest_brief=1
-# The CUDA kernels' own code on host threads (COLLIE_EMULATE_KERNELS, kernels/emulator.h): block barriers, the LL
+# The CUDA kernels' own code on host threads (COLLIE_TEST_EMULATE_KERNELS, kernels/emulator.h): block barriers, the LL
 # lines, the drain, between ranks as threads; every algorithm with tiny slots, then through the proxy across 2 fake
 # nodes with send/recv and all-to-all-v split over 3 channels.
 bounded "$build/tests/emulator_test" --gtest_brief=1
@@ -77,12 +77,12 @@ bounded "$build/tests/giving_up_test" --gtest_brief=1
 bounded "$build/tests/ll_flags_test" --gtest_brief=1
 # Every algorithm on the kernels' code, every Simple send that may be read in place so read, as ranks as threads
 # on one GPU do: the windows' one mapping per process lets TSan see the flags order those reads.
-# 5 ranks with 3 channels of tiny slots (6 ranks with one channel ran too until 2026-11-30: 2 minutes more).
-COLLIE_EMULATE_KERNELS=3 COLLIE_DIRECT_READ_BYTES=0 bounded "$build/tests/algorithms_api_test" --gtest_brief=1 \
+# 5 ranks with 3 channels of tiny slots (not 6 ranks with one channel as well: 2 minutes more).
+COLLIE_TEST_EMULATE_KERNELS=3 COLLIE_DIRECT_READ_BYTES=0 bounded "$build/tests/algorithms_api_test" --gtest_brief=1 \
   --gtest_filter='*_n5_tinyslots_3channels'
 # Random cases on long-lived communicators (tests/unit/soak_test.cc), LL and Simple mixed, flags coming round
 # every 16 slices, line ages checked after each case: about 1000 cases in the 30 s.
-COLLIE_EMULATE_KERNELS=2 COLLIE_LL_FLAG_PERIOD=16 COLLIE_SOAK_SECONDS=30 bounded "$build/tests/soak_test" --gtest_brief=1
-COLLIE_FAKE_NODES=2 COLLIE_EMULATE_KERNELS=3 UCX_TLS=sm,self COLLIE_CHANNELS=3 COLLIE_SLOT_BYTES=4096 COLLIE_SLOTS=2 \
+COLLIE_TEST_EMULATE_KERNELS=2 COLLIE_TEST_LL_FLAG_PERIOD=16 COLLIE_TEST_SOAK_SECONDS=30 bounded "$build/tests/soak_test" --gtest_brief=1
+COLLIE_FAKE_NODES=2 COLLIE_TEST_EMULATE_KERNELS=3 UCX_TLS=sm,self COLLIE_CHANNELS=3 COLLIE_SLOT_BYTES=4096 COLLIE_SLOTS=2 \
   bounded "$build/tests/p2p_test" --gtest_brief=1
 echo "thread sanitizer: clean in $(( $(date +%s) - start )) s"

@@ -214,5 +214,33 @@ std::string runCollectiveCase(const Comms& comms, Coll coll, collieDataType_t ty
   return "";
 }
 
+std::string runSweep(const Comms& comms, Coll coll, bool tinySlots, const std::vector<size_t>& counts,
+                     const std::function<int(int index)>& rootOf, uint64_t seed, const std::string& label, int* cases) {
+  const int nranks = comms.size();
+  int index = 0;
+  *cases = 0;
+  for (collieDataType_t type : sweepTypes(nranks, tinySlots)) {
+    for (collieRedOp_t op : allOps()) {
+      if (!collHasOp(coll) && op != collieSum) continue;
+      for (size_t count : counts) {
+        for (bool inPlace : {false, true}) {
+          ++index;
+          if (inPlace && !collHasInPlace(coll)) continue;
+          // Off the full product: one operator per (type, count, placement) unless the type takes all.
+          if (collHasOp(coll) && !sweepTakesOp(type, op, count + (inPlace ? 1 : 0))) continue;
+          const int root = rootOf(index);
+          const std::string err = runCollectiveCase(comms, coll, type, op, count, inPlace, root, seed);
+          if (!err.empty())
+            return label + " nranks " + std::to_string(nranks) + " " + typeName(type) + " " + opName(op) + " count " +
+                   std::to_string(count) + " root " + std::to_string(root) + (inPlace ? " in-place" : " out-of-place") +
+                   (tinySlots ? " tiny slots" : "") + " (seed " + std::to_string(seed) + "): " + err;
+          ++*cases;
+        }
+      }
+    }
+  }
+  return "";
+}
+
 }  // namespace test
 }  // namespace collie

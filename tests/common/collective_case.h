@@ -73,5 +73,12 @@ class RankBuffers {
 std::string runCollectiveCase(const Comms& comms, Coll coll, collieDataType_t type, collieRedOp_t op, size_t count,
                               bool inPlace, int root, uint64_t seed, Memory memory = Memory::kHost);
 
+/// A sweep of one collective on `comms`: the types of sweepTypes(nranks, tinySlots), operators rotated
+/// (sweepTakesOp), each of `counts` out of place and in place where the collective has it; `rootOf(index)`
+/// gives each case's root, index counting every (type, op, count, placement) of the product from 1. Returns ""
+/// or the first failing case, named with `label` and the seed; *cases counts the cases run.
+std::string runSweep(const Comms& comms, Coll coll, bool tinySlots, const std::vector<size_t>& counts,
+                     const std::function<int(int index)>& rootOf, uint64_t seed, const std::string& label, int* cases);
+
 }  // namespace test
 }  // namespace collie

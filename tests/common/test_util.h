@@ -70,7 +70,7 @@ const std::vector<collieDataType_t>& sizeTypes();
 /// The types a sweep's case on `nranks` ranks loops over: sweepTypes() on 1-6 ranks with the default slots,
 /// sizeTypes() on 7 and 8 ranks and with tiny slots. What those add is how slices, rounds and roots land, which
 /// depends on the element size; every type's arithmetic, its tails within a slice and across rounds included,
-/// runs on 1-6 ranks. (Every type there took a third of the suite's sweep time until 2026-11-30.)
+/// runs on 1-6 ranks. (Every type there would take a third of the suite's sweep time.)
 const std::vector<collieDataType_t>& sweepTypes(int nranks, bool tinySlots);
 /// sweepTypesLabel() for the types sweepTypes(nranks, tinySlots) gives.
 std::string sweepTypesLabel(int nranks, bool tinySlots);

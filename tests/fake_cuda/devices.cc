@@ -54,15 +54,15 @@ int setting(const char* name, int fallback, long max) {
 
 }  // namespace
 
-int deviceCount() { return setting("COLLIE_FAKE_CUDA_DEVICES", 1, 64); }
+int deviceCount() { return setting("COLLIE_TEST_FAKE_CUDA_DEVICES", 1, 64); }
 
-int hardwareQueues() { return setting("COLLIE_FAKE_CUDA_QUEUES", 0, 128); }
+int hardwareQueues() { return setting("COLLIE_TEST_FAKE_CUDA_QUEUES", 0, 128); }
 
-bool peerAccess() { return setting("COLLIE_FAKE_CUDA_P2P", 1, 1) != 0; }
+bool peerAccess() { return setting("COLLIE_TEST_FAKE_CUDA_P2P", 1, 1) != 0; }
 
-bool allocationsSynchronize() { return setting("COLLIE_FAKE_CUDA_ALLOC_SYNC", 1, 1) != 0; }
+bool allocationsSynchronize() { return setting("COLLIE_TEST_FAKE_CUDA_ALLOC_SYNC", 1, 1) != 0; }
 
-bool memoryPools() { return setting("COLLIE_FAKE_CUDA_POOLS", 1, 1) != 0; }
+bool memoryPools() { return setting("COLLIE_TEST_FAKE_CUDA_POOLS", 1, 1) != 0; }
 
 bool validDevice(int device) { return device >= 0 && device < deviceCount(); }
 

@@ -62,7 +62,7 @@ TEST_F(FakeCuda, DeviceAndPinnedAllocationsWaitForRunningWork) {
 }
 
 TEST_F(FakeCuda, WithoutTheAllocationWaitOnlyTheCountStays) {
-  ASSERT_EQ(setenv("COLLIE_FAKE_CUDA_ALLOC_SYNC", "0", 1), 0);
+  ASSERT_EQ(setenv("COLLIE_TEST_FAKE_CUDA_ALLOC_SYNC", "0", 1), 0);
   {
     GatedStream busy;
     const unsigned long long waits = fakecudaHostWaitsOfThisThread();
@@ -73,7 +73,7 @@ TEST_F(FakeCuda, WithoutTheAllocationWaitOnlyTheCountStays) {
     busy.gate = true;
     EXPECT_EQ(cudaFree(p), cudaSuccess);
   }
-  ASSERT_EQ(unsetenv("COLLIE_FAKE_CUDA_ALLOC_SYNC"), 0);
+  ASSERT_EQ(unsetenv("COLLIE_TEST_FAKE_CUDA_ALLOC_SYNC"), 0);
 }
 
 // A pool of pinned device memory on `device`.
@@ -181,7 +181,7 @@ TEST_F(FakeCuda, DeviceWaitsAreCountedForCallsThatWaitForOtherStreams) {
 }
 
 // cudaMemPoolSetAccess checks its pool and descriptors, and opens a pool to another GPU only with P2P;
-// COLLIE_FAKE_CUDA_POOLS=0 plays a GPU without memory pools.
+// COLLIE_TEST_FAKE_CUDA_POOLS=0 plays a GPU without memory pools.
 TEST_F(FakeCuda, PoolAccessNeedsP2PAndPoolsCanBeMissing) {
   cudaMemPool_t pool = nullptr;
   ASSERT_EQ(createPool(0, &pool), cudaSuccess);
@@ -195,16 +195,16 @@ TEST_F(FakeCuda, PoolAccessNeedsP2PAndPoolsCanBeMissing) {
   desc.location.id = 9;  // 4 devices
   EXPECT_EQ(cudaMemPoolSetAccess(pool, &desc, 1), cudaErrorInvalidValue);
   desc.location.id = 1;
-  ASSERT_EQ(setenv("COLLIE_FAKE_CUDA_P2P", "0", 1), 0);
+  ASSERT_EQ(setenv("COLLIE_TEST_FAKE_CUDA_P2P", "0", 1), 0);
   EXPECT_EQ(cudaMemPoolSetAccess(pool, &desc, 1), cudaErrorInvalidDevice);
-  ASSERT_EQ(unsetenv("COLLIE_FAKE_CUDA_P2P"), 0);
+  ASSERT_EQ(unsetenv("COLLIE_TEST_FAKE_CUDA_P2P"), 0);
   EXPECT_EQ(cudaMemPoolDestroy(pool), cudaSuccess);
   EXPECT_EQ(cudaMemPoolSetAccess(pool, &desc, 1), cudaErrorInvalidValue);
   int supported = 1;
-  ASSERT_EQ(setenv("COLLIE_FAKE_CUDA_POOLS", "0", 1), 0);
+  ASSERT_EQ(setenv("COLLIE_TEST_FAKE_CUDA_POOLS", "0", 1), 0);
   EXPECT_EQ(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, 0), cudaSuccess);
   EXPECT_EQ(supported, 0);
-  ASSERT_EQ(unsetenv("COLLIE_FAKE_CUDA_POOLS"), 0);
+  ASSERT_EQ(unsetenv("COLLIE_TEST_FAKE_CUDA_POOLS"), 0);
   cudaGetLastError();
 }
 

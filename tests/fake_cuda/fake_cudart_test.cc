@@ -94,17 +94,17 @@ int runIpcChild(const char* mode, const cudaIpcMemHandle_t& handle, size_t size)
 
 TEST_F(FakeCuda, DeviceCountFollowsTheEnvironment) {
   int n = -1;
-  ASSERT_EQ(setenv("COLLIE_FAKE_CUDA_DEVICES", "2", 1), 0);
+  ASSERT_EQ(setenv("COLLIE_TEST_FAKE_CUDA_DEVICES", "2", 1), 0);
   EXPECT_EQ(cudaGetDeviceCount(&n), cudaSuccess);
   EXPECT_EQ(n, 2);
   EXPECT_EQ(cudaSetDevice(2), cudaErrorInvalidDevice);
-  ASSERT_EQ(setenv("COLLIE_FAKE_CUDA_DEVICES", "0", 1), 0);
+  ASSERT_EQ(setenv("COLLIE_TEST_FAKE_CUDA_DEVICES", "0", 1), 0);
   EXPECT_EQ(cudaGetDeviceCount(&n), cudaErrorNoDevice);
   EXPECT_EQ(n, 0);
   void* p = nullptr;
   EXPECT_EQ(cudaMalloc(&p, 16), cudaErrorNoDevice);
   EXPECT_EQ(cudaGetLastError(), cudaErrorNoDevice);
-  ASSERT_EQ(setenv("COLLIE_FAKE_CUDA_DEVICES", "4", 1), 0);
+  ASSERT_EQ(setenv("COLLIE_TEST_FAKE_CUDA_DEVICES", "4", 1), 0);
   EXPECT_EQ(cudaGetDeviceCount(&n), cudaSuccess);
   EXPECT_EQ(n, 4);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
@@ -432,7 +432,7 @@ TEST_F(FakeCuda, TwoStreamsRunConcurrently) {
   EXPECT_EQ(cudaStreamDestroy(b), cudaSuccess);
 }
 
-// COLLIE_FAKE_CUDA_QUEUES models a GPU's hardware queues (CUDA_DEVICE_MAX_CONNECTIONS): streams are dealt
+// COLLIE_TEST_FAKE_CUDA_QUEUES models a GPU's hardware queues (CUDA_DEVICE_MAX_CONNECTIONS): streams are dealt
 // to them in turn as they are made, and an item waiting at the head of a queue holds back the items behind
 // it, whatever their stream. Here kernel a1 waits for b1 on another stream while a2, queued on a's stream
 // before b1, waits for a1: with one queue b1 cannot start until a1 gives up.
@@ -442,11 +442,11 @@ TEST_F(FakeCuda, StreamsSharingAHardwareQueueWaitBehindEachOther) {
     bool b1Ran = false;
   };
   auto run = [](const char* queues, bool b1BeforeA2) {
-    setenv("COLLIE_FAKE_CUDA_QUEUES", queues, 1);
+    setenv("COLLIE_TEST_FAKE_CUDA_QUEUES", queues, 1);
     cudaStream_t a, b;
     EXPECT_EQ(cudaStreamCreate(&a), cudaSuccess);
     EXPECT_EQ(cudaStreamCreate(&b), cudaSuccess);
-    unsetenv("COLLIE_FAKE_CUDA_QUEUES");
+    unsetenv("COLLIE_TEST_FAKE_CUDA_QUEUES");
     std::atomic<bool> flag{false};
     Run r;
     auto a1 = [&] {
@@ -725,7 +725,7 @@ TEST_F(FakeCuda, IpcHandlesAreForOtherProcesses) {
 
 // From pageable host memory to the device, cudaMemcpy returns once the bytes are staged; the copy
 // lands later, on the legacy stream. A non-blocking stream is not ordered after it: it may still read
-// the old bytes (on an H100 a peer process read a window header still zero). Waiting for the legacy
+// the old bytes (a peer process may read a window header still zero). Waiting for the legacy
 // stream makes the copy visible.
 TEST_F(FakeCuda, PageableCopyToDeviceLandsAfterReturning) {
   const size_t n = 4096;
@@ -736,10 +736,10 @@ TEST_F(FakeCuda, PageableCopyToDeviceLandsAfterReturning) {
   cudaStream_t other;
   ASSERT_EQ(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), cudaSuccess);
   std::vector<char> src(n, 7), seen(n, 1);
-  setenv("COLLIE_FAKE_CUDA_PAGEABLE_MS", "1000", 1);  // long enough for the look below to come first
+  setenv("COLLIE_TEST_FAKE_CUDA_PAGEABLE_MS", "1000", 1);  // long enough for the look below to come first
   ASSERT_EQ(cudaMemcpy(dev, src.data(), n, cudaMemcpyHostToDevice), cudaSuccess);
   const auto returned = std::chrono::steady_clock::now();
-  unsetenv("COLLIE_FAKE_CUDA_PAGEABLE_MS");
+  unsetenv("COLLIE_TEST_FAKE_CUDA_PAGEABLE_MS");
   src.assign(n, 9);  // staged: what lands is what src held during the call
   ASSERT_EQ(cudaMemcpyAsync(seen.data(), dev, n, cudaMemcpyDeviceToHost, other), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(other), cudaSuccess);

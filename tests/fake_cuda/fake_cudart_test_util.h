@@ -1,6 +1,6 @@
 // What the fake CUDA runtime's tests share: the fixture, bounded waits, a capture guard.
 //
-// The process runs with COLLIE_FAKE_CUDA_DEVICES=4. Device 3 is where sticky errors are provoked
+// The process runs with COLLIE_TEST_FAKE_CUDA_DEVICES=4. Device 3 is where sticky errors are provoked
 // (and cleared through the test hook). Work items stand for kernels: they run on the stream's worker
 // thread and may touch device memory directly, as a kernel does. Every wait inside a Work is bounded
 // (kWait) and fails the work instead of hanging.
@@ -23,7 +23,7 @@ constexpr auto kWait = 10s;
 constexpr unsigned char kGarbage = 0xA5;
 
 // Set at static initialization, before any test (spawned children inherit it).
-inline const bool kDevicesSet = setenv("COLLIE_FAKE_CUDA_DEVICES", "4", 1) == 0;
+inline const bool kDevicesSet = setenv("COLLIE_TEST_FAKE_CUDA_DEVICES", "4", 1) == 0;
 
 /// Bounded wait for a flag another work item or thread sets; false after kWait.
 inline bool waitFlag(const std::atomic<bool>& flag) {

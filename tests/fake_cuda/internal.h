@@ -57,7 +57,7 @@ struct Item {
 
 struct Stream {
   int device = 0;
-  int hwQueue = -1;  // its hardware queue (COLLIE_FAKE_CUDA_QUEUES); -1: the model is off
+  int hwQueue = -1;  // its hardware queue (COLLIE_TEST_FAKE_CUDA_QUEUES); -1: the model is off
   unsigned flags = 0;
   bool isDefault = false;  // the device's legacy default stream (0, cudaStreamLegacy, cudaStreamPerThread)
   bool destroyed = false;  // handle gone; the worker drains the queue, then exits
@@ -151,7 +151,7 @@ using HardwareQueue = std::deque<std::pair<const Stream*, uint64_t>>;
 struct DeviceState {
   std::shared_ptr<Stream> legacy;                // created on first use
   std::vector<std::shared_ptr<Stream>> streams;  // every stream with a worker, legacy included
-  std::vector<HardwareQueue> queues;             // COLLIE_FAKE_CUDA_QUEUES of them, or none
+  std::vector<HardwareQueue> queues;             // COLLIE_TEST_FAKE_CUDA_QUEUES of them, or none
   uint64_t streamsMade = 0;                      // streams are dealt to the queues in turn
   cudaError_t sticky = cudaSuccess;
   size_t allocated = 0;
@@ -180,15 +180,15 @@ struct ThreadState {
 };
 ThreadState& self();
 State& state();
-/// COLLIE_FAKE_CUDA_DEVICES, read on every call (default 1).
+/// COLLIE_TEST_FAKE_CUDA_DEVICES, read on every call (default 1).
 int deviceCount();
-/// COLLIE_FAKE_CUDA_QUEUES (default 0: every stream is a queue of its own).
+/// COLLIE_TEST_FAKE_CUDA_QUEUES (default 0: every stream is a queue of its own).
 int hardwareQueues();
-/// COLLIE_FAKE_CUDA_P2P (default 1; 0: no two devices reach each other, as GPUs without P2P).
+/// COLLIE_TEST_FAKE_CUDA_P2P (default 1; 0: no two devices reach each other, as GPUs without P2P).
 bool peerAccess();
-/// COLLIE_FAKE_CUDA_ALLOC_SYNC (default 1; 0: cudaMalloc and cudaHostAlloc do not wait for the device).
+/// COLLIE_TEST_FAKE_CUDA_ALLOC_SYNC (default 1; 0: cudaMalloc and cudaHostAlloc do not wait for the device).
 bool allocationsSynchronize();
-/// COLLIE_FAKE_CUDA_POOLS (default 1; 0: cudaDevAttrMemoryPoolsSupported says no, as on GPUs without them).
+/// COLLIE_TEST_FAKE_CUDA_POOLS (default 1; 0: cudaDevAttrMemoryPoolsSupported says no, as on GPUs without them).
 bool memoryPools();
 /// Records a failure as the thread's last error (cudaErrorNotReady is not an error) and returns it.
 cudaError_t report(cudaError_t e);

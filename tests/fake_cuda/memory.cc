@@ -258,7 +258,7 @@ namespace {
 // and cudaFree cause the GPU to synchronize across all executing CUDA streams"), each waits here for the work
 // queued on the device (every device, for host memory) and counts as a host wait: an allocation in an
 // enqueue, while a peer's kernel waits for this rank's launch, deadlocks as it may on a GPU.
-// COLLIE_FAKE_CUDA_ALLOC_SYNC=0 turns the wait off (the count stays).
+// COLLIE_TEST_FAKE_CUDA_ALLOC_SYNC=0 turns the wait off (the count stays).
 cudaError_t allocate(Kind kind, void** out, size_t size) {
   if (out == nullptr) return cudaErrorInvalidValue;
   *out = nullptr;
@@ -477,12 +477,12 @@ cudaError_t memcpySync(void* dst, const void* src, size_t n, cudaMemcpyKind kind
   if (sa == nullptr && onDevice(da)) {
     // From pageable memory to the device CUDA returns once the bytes are staged, before the copy lands
     // (the runtime API's "API synchronization behavior"): a reader on another stream or in another
-    // process must wait for the legacy stream. A peer on an H100 read a window header still zero.
+    // process must wait for the legacy stream, or it may read a window header still zero.
     auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src), static_cast<const char*>(src) + n);
     const Work copy = copyWork(dst, staged->data(), n, idOf(da), 0);
-    // Lands a little later (COLLIE_FAKE_CUDA_PAGEABLE_MS, default 2), so a reader that does not wait
+    // Lands a little later (COLLIE_TEST_FAKE_CUDA_PAGEABLE_MS, default 2), so a reader that does not wait
     // sees the old bytes here as it may on a GPU.
-    const char* env = getenv("COLLIE_FAKE_CUDA_PAGEABLE_MS");
+    const char* env = getenv("COLLIE_TEST_FAKE_CUDA_PAGEABLE_MS");
     const int ms = env != nullptr ? atoi(env) : 2;
     work = [copy, staged, ms] {
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
@@ -586,7 +586,7 @@ cudaError_t CUDARTAPI cudaMemPoolSetAttribute(cudaMemPool_t memPool, cudaMemPool
 }
 
 // Checked, then accepted: the fake's memory is reachable from every fake GPU anyway. A peer GPU needs P2P
-// (COLLIE_FAKE_CUDA_P2P), as on a real machine.
+// (COLLIE_TEST_FAKE_CUDA_P2P), as on a real machine.
 cudaError_t CUDARTAPI cudaMemPoolSetAccess(cudaMemPool_t memPool, const cudaMemAccessDesc* map, size_t count) {
   int device = 0;
   if (const cudaError_t e = findPool(memPool, &device)) return report(e);

@@ -22,7 +22,7 @@ cudaError_t refuseCapturing(Stream& s) {
   return cudaErrorStreamCaptureUnsupported;
 }
 
-// The hardware-queue model (COLLIE_FAKE_CUDA_QUEUES, off by default): a GPU has a few work queues
+// The hardware-queue model (COLLIE_TEST_FAKE_CUDA_QUEUES, off by default): a GPU has a few work queues
 // (CUDA_DEVICE_MAX_CONNECTIONS, default 8) and streams share them when they outnumber them. A kernel,
 // a copy or a wait for an event starts only at the head of its queue, once its own dependencies (the
 // previous item of its stream, the event) are done, and until then holds back every item behind it,
@@ -276,8 +276,8 @@ cudaError_t streamGetDevice(cudaStream_t handle, int* device) {
   if (const cudaError_t e = begin()) return e;
   State& st = state();
   auto lock = lockState();
-  // "Potentially unsafe" during a global-mode capture: CUDA 13 on an H100 refused it with
-  // cudaErrorStreamCaptureUnsupported and invalidated the capture.
+  // "Potentially unsafe" during a global-mode capture: CUDA refuses it with
+  // cudaErrorStreamCaptureUnsupported and invalidates the capture.
   if (const cudaError_t e = unsafeCallCheck(st)) return e;
   std::shared_ptr<Stream> s;
   if (const cudaError_t e = resolveStream(st, handle, &s)) return e;

@@ -72,8 +72,8 @@ TEST_P(CudaAlgorithmsTest, ExactOnDeviceBuffers) {
           ++index;
           if (inPlace && !collie::test::collHasInPlace(coll)) continue;
           // Operators rotated over the counts and placements but for float32 and int32, as in the host sweeps
-          // (test_util.h). The type alone chose the operator until 2026-11-30, which left a collective without
-          // an operator (whose only "operator" is sum) with no case at all for most types.
+          // (test_util.h), not chosen by the type alone, which would leave a collective without an operator
+          // (whose only "operator" is sum) with no case at all for most types.
           if (collie::test::collHasOp(coll) && !collie::test::sweepTakesOp(type, op, count + (inPlace ? 1 : 0)))
             continue;
           const int root = (index * 7 + p.nranks) % p.nranks;
@@ -136,10 +136,9 @@ TEST(CudaBackend, TinySlotsAndUnevenChannels) {
 // A call too large for one round of the slot FIFOs (here 2 channels of 4 KiB
 // slots: 17 rounds of allreduce, 49 of reduce-scatter) is one kernel launch per rank: its
 // rounds follow each other inside the kernel. Several launches queued per rank
-// on a GPU the ranks share could keep a peer's kernel from starting (the
-// H100 runs of docs/RELIABILITY.md failed at exactly the first such call; under
-// the fake runtime's model of one shared hardware queue, COLLIE_FAKE_CUDA_QUEUES=1,
-// ring allreduce at 3 ranks deadlocked at its first such call with one launch per round).
+// on a GPU the ranks share could keep a peer's kernel from starting (under the
+// fake runtime's model of one shared hardware queue, COLLIE_TEST_FAKE_CUDA_QUEUES=1,
+// ring allreduce at 3 ranks with one launch per round deadlocks at its first such call).
 TEST(CudaBackend, ACallInManyRoundsIsOneLaunchPerRank) {
   SKIP_WITHOUT_GPU();
   ScopedEnv device("COLLIE_DEVICE", "cuda");
@@ -329,10 +328,10 @@ TEST(CudaBackend, AKernelEndsOnlyOnceItsPeersHaveReadItsBuffers) {
 // Rank 0 makes its calls at once; the others start theirs 200 ms after its first returned. LL and Simple calls
 // alternate; ranks 0 and 1 exchange a block by grouped send/recv after the second call, which waits likewise for
 // the peers to have queued that call, as the third call waits for the partner to have queued its send/recv
-// (with a wait for collectives only, the send/recv timed out with one queue). Then one thread makes the same calls on
+// (with a wait for collectives only, the send/recv times out with one queue). Then one thread makes the same calls on
 // every rank inside a group (each communicator's queue runs on a thread of its own at collieGroupEnd), which must not
-// wait for itself. With every stream in one hardware queue (COLLIE_FAKE_CUDA_QUEUES=1 in scripts/fake_gpu.sh;
-// CUDA_DEVICE_MAX_CONNECTIONS=1 in tests/gpu/run.sh) the first part deadlocked until COLLIE_TIMEOUT before the wait.
+// wait for itself. With every stream in one hardware queue (COLLIE_TEST_FAKE_CUDA_QUEUES=1 in scripts/fake_gpu.sh;
+// CUDA_DEVICE_MAX_CONNECTIONS=1 in tests/gpu/run.sh) the first part deadlocks until COLLIE_TIMEOUT without the wait.
 TEST(CudaBackend, ARankAheadQueuesItsNextCallOnlyOnceItsPeersHaveQueuedTheLast) {
   SKIP_WITHOUT_GPU();
   ScopedEnv device("COLLIE_DEVICE", "cuda");
@@ -486,8 +485,8 @@ TEST(CudaBackend, AllToAllvAndGroupedSendRecv) {
         res = collieAllToAllv(dIn, sc[r].data(), sd[r].data(), dOut, rc[r].data(), rd[r].data(), collieInt32, comms[r],
                               s);
       } else {
-        // The whole group is one launch (core/p2p.cc): with one per exchange, a rank's second launch waited in
-        // its hardware queue for its first, and held back a peer's first queued behind it (H200, 2026-11-26).
+        // The whole group is one launch (core/p2p.cc): with one per exchange, a rank's second launch would wait
+        // in its hardware queue for its first, and hold back a peer's first queued behind it.
         const auto* exec = dynamic_cast<const collie::CudaExecutor*>(comms[r]->executor.get());
         const uint64_t before = exec != nullptr ? exec->launches() : 0;
         collieGroupStart();
@@ -505,7 +504,7 @@ TEST(CudaBackend, AllToAllvAndGroupedSendRecv) {
       }
       // Waited for before the copy back is queued: a copy queued behind this rank's kernel would hold back,
       // in a hardware queue the streams share, a peer's kernel not yet queued, which this one waits for
-      // (docs/RELIABILITY.md, "On a GPU"; it hung here on an H200 once the group was one launch).
+      // (docs/cuda-executor.md, "Ranks sharing hardware queues").
       cudaError_t e = cudaStreamSynchronize(s);
       if (e == cudaSuccess) e = cudaMemcpyAsync(got.data(), dOut, out[r] * 4, cudaMemcpyDeviceToHost, s);
       if (e == cudaSuccess) e = cudaStreamSynchronize(s);
@@ -679,7 +678,7 @@ TEST(CudaBackend, OneRankCopiesInCallOrderWithoutALaunch) {
   EXPECT_EQ(exec->launches(), 0u);
 }
 
-// LL flags that come round every 256 slices (COLLIE_LL_FLAG_PERIOD; 2^15 by default) under the GPU's memory model:
+// LL flags that come round every 256 slices (COLLIE_TEST_LL_FLAG_PERIOD; 2^15 by default) under the GPU's memory model:
 // full-slot LL calls landing in the same slots exactly one period apart, with short LL calls (which leave the
 // slots' tails alone) or Simple calls (which leave LL slots alone) between. A receiver would take a tail left a
 // period earlier unless its sender had rewritten it in time (kernels/device_prims_ll.cuh, "Stale lines").
@@ -687,7 +686,7 @@ TEST(CudaBackend, OneRankCopiesInCallOrderWithoutALaunch) {
 TEST(CudaBackend, LLFlagsComeRoundWithoutAStaleLineTaken) {
   SKIP_WITHOUT_GPU();
   ScopedEnv device("COLLIE_DEVICE", "cuda");
-  ScopedEnv period("COLLIE_LL_FLAG_PERIOD", "256");
+  ScopedEnv period("COLLIE_TEST_LL_FLAG_PERIOD", "256");
   ScopedEnv algo("COLLIE_ALGO", "allreduce:ring");
   ScopedEnv llSlotBytes("COLLIE_LL_SLOT_BYTES", "1024");  // 128 int32s a slice
   ScopedEnv slotBytes("COLLIE_SLOT_BYTES", "4096");       // 1024 int32s a slice

@@ -281,7 +281,7 @@ TEST(CudaBackend, RanksSharingAGpuNeedStreamsThatRunSideBySide) {
 }
 
 // Ranks on two GPUs (alternating): device windows when the GPUs reach each other by P2P, else the staged path,
-// chosen by init with no setting (the fake runtime plays both: COLLIE_FAKE_CUDA_P2P). Needs two GPUs.
+// chosen by init with no setting (the fake runtime plays both: COLLIE_TEST_FAKE_CUDA_P2P). Needs two GPUs.
 TEST(CudaBackend, RanksOnTwoGpusStageOnlyWithoutP2P) {
   SKIP_WITHOUT_GPU();
   int gpus = 0, can = 0;
@@ -432,7 +432,7 @@ TEST(CudaBackend, ACallThatDiffersFailsEveryRank) {
 
 // Calls on either side of the LL line (COLLIE_PROTO=auto: 1000 floats run LL, 100000 Simple), each way round:
 // each receiver learns from its peer's ready counter that the slice it waits for was posted with the other
-// protocol (executor/protocol.h, kFlagLL). Until 2026-11-29 the ranks waited out COLLIE_TIMEOUT.
+// protocol (executor/protocol.h, kFlagLL), and fails at once instead of waiting out COLLIE_TIMEOUT.
 TEST(CudaBackend, CallsOnEitherSideOfTheLLLineFailEveryRank) {
   SKIP_WITHOUT_GPU();
   expectEveryRankRefuses("auto", 1000, 100000);

@@ -1,7 +1,7 @@
 // The exchange floor: the least a small collective of ranks sharing one GPU costs there, measured with a kernel
 // that does nothing else (kernels/exchange_floor.h): each rank's one block hands a payload to every peer and
 // waits for every peer's, checking every word, and each exchange ends in a block barrier, as Collie's waits do.
-// Collie's small calls (issue 4: 8 B to 64 KiB in 10 us at 2-8 ranks) are then read against the floor measured
+// Collie's small calls (the goal: 8 B to 64 KiB in 10 us at 2-8 ranks) are then read against the floor measured
 // in the same run: what is above it is Collie's own; what is below it no design of this shape can reach.
 //
 // Ranks are threads of this process, each with a stream of its own, as collie-bench -t runs them.

@@ -211,7 +211,8 @@ TEST(PreMulSumGpu, ADeviceScalarIsReadAtEachGraphReplay) {
       check(cudaMemsetAsync(out, 0xff, count * sizeof(float), s), "cudaMemsetAsync");
       check(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
       // Waited for before the copy back is queued, as in AllReduceInCudaGraph: queued right behind the call, it
-      // could hold back a peer's call in a hardware queue both share (docs/RELIABILITY.md, "On a GPU").
+      // could hold back a peer's call in a hardware queue both share (docs/cuda-executor.md, "Ranks sharing
+      // hardware queues").
       check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
       check(cudaMemcpyAsync(got.data(), out, count * sizeof(float), cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
       check(cudaStreamSynchronize(s), "cudaStreamSynchronize");

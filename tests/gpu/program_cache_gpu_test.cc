@@ -47,8 +47,8 @@ struct LongRingEnv {
 extern "C" unsigned long long fakecudaHostWaitsOfThisThread(void) __attribute__((weak));
 
 // collieAllReduce of these arguments; "" or what failed. Its enqueue must not wait on the host: on a GPU
-// a wait for our own copy queued behind a peer's kernel that waited for this very launch (2026-11-27, twice:
-// an eager launch's program copy, then a captured one's). The fake runtime counts the waits.
+// a wait for our own copy (an eager launch's program copy, or a captured one's) can sit behind a peer's kernel
+// that waits for this very launch. The fake runtime counts the waits.
 std::string enqueueAllReduce(const float* in, float* out, size_t count, collieComm_t comm, cudaStream_t s) {
   const bool counted = fakecudaHostWaitsOfThisThread != nullptr;
   const unsigned long long before = counted ? fakecudaHostWaitsOfThisThread() : 0;

@@ -14,7 +14,7 @@
 #   tune       only when named: the sweeps that choose defaults and settle open questions (every
 #              allreduce algorithm at small and large sizes, channels, slot sizes, the Simple
 #              post's fence, where a kernel's time goes), with the copy limit and the traffic per
-#              rank (docs/PERFORMANCE.md, "Memory traffic");
+#              rank (docs/cuda-executor.md, "Memory traffic and the tuner");
 # and ends with a table of what passed and how long it took.
 #   tests/gpu/run.sh [--quick] [--deadline S] [--only GLOBS] [PART...]
 #     PART: build test sanitize bench tune (default: the first four, in that order; given parts run in the
@@ -26,10 +26,10 @@
 # A lent machine allows 10 minutes per command and goes back 30 s after a call, so each call starts
 # bare: build here with scripts/gpu_stage.sh (nvcc needs no GPU), carry .deps/root and .gpurun, and
 # begin each call with `tar xJf .gpurun/build-gpu.tar.xz` instead of running the build part there. With
-# 15 minutes of device time a session has one call: run(timeout_s=600, carry=[.deps/root, .gpurun]) of
+# 15 minutes of device time in all there is room for one call: run(timeout_s=600, carry=[.deps/root, .gpurun]) of
 #   tar xJf .gpurun/build-gpu.tar.xz && GPU_STEP_TIMEOUT=120 tests/gpu/run.sh --deadline 540 test bench tune sanitize
-# (bench before tune: on 2026-11-27 test and the first tune steps took the whole deadline and bench never ran; tune
-# begins with its open questions; what the deadline leaves out is listed as not run).
+# (bench before tune, since test and the first tune steps can take the whole deadline; tune begins with its open
+# questions; what the deadline leaves out is listed as not run).
 # Exit status 0 only when every step passed. A test that skips counts as a
 # failure here: on a GPU machine a skip means the GPU was not usable.
 # COLLIE_TIMEOUT defaults to 30 s, so a hang costs 30 s, not 300; CUDA_DEVICE_MAX_CONNECTIONS to 32.
@@ -148,14 +148,14 @@ part_build() {
 }
 part_test() {
   # First, with every stream in one hardware queue: calls of several rounds, a grouped send/recv and pre-multiplied
-  # sums, each one launch per rank with nothing queued after it (docs/RELIABILITY.md, "On a GPU"; the rounds
-  # passed so on an H200, 2026-11-26); a rank whose next collective waits until its peers have queued the last.
+  # sums, each one launch per rank with nothing queued after it (docs/cuda-executor.md, "Ranks sharing hardware
+  # queues"); a rank whose next collective waits until its peers have queued the last.
   step gpu_one_queue env CUDA_DEVICE_MAX_CONNECTIONS=1 "$build/tests/collectives_gpu_test" \
     --gtest_filter='*allreduce_ring_n3:CudaBackend.ACallInManyRoundsIsOneLaunchPerRank:CudaBackend.AllToAllvAndGroupedSendRecv:CudaBackend.ARankAhead*:PreMulSumGpu.*'
   # The first calls of fresh processes, each process ending at its first error: an 8-byte one-shot allreduce at
-  # 8 ranks (the third process of a loop hung in its first calls on an H200, 2026-11-29) and a 4-rank Simple ring
-  # at 8 MiB (the second of two runs hung so), before a rank's next collective waited for its peers to queue the last
-  # (docs/cuda-executor.md, "Ranks sharing hardware queues"). The hang's sentence is in the step's log.
+  # 8 ranks and a 4-rank Simple ring at 8 MiB, whose first kernels hold each other back in shared hardware queues
+  # unless a rank's next collective waits for its peers to queue the last (docs/cuda-executor.md, "Ranks sharing
+  # hardware queues"). A hang's sentence is in the step's log.
   step gpu_first_calls env COLLIE_TIMEOUT=10 bash -c 'for i in $(seq 12); do
       "$0" allreduce -t 8 --backend cuda -b 8 -e 8 -n 50 -w 10 --algo oneshot || { echo "8 ranks: process $i failed"; exit 1; }
       [ "$i" -gt 6 ] || "$0" allreduce -t 4 --backend cuda -b 8M -e 8M -n 20 -w 5 --algo ring \
@@ -167,7 +167,7 @@ part_test() {
     others=-CudaBackend.AStreamOfAnotherGpuIsAnError:CudaBackend.RanksOnTwoGpusStageOnlyWithoutP2P
   # The backend's own cases first, then every algorithm on device buffers at 3 ranks (and ring allreduce at 8),
   # 160 cases each up to 1 Mi elements. All 110 (22 algorithms x 1, 2, 3, 4, 8 ranks) do not fit a lent
-  # machine's minutes: on an H200 the first 26 took the whole 150 s of a step. The soak (gpu_soak) draws every
+  # machine's minutes (some 6 s each, and a step has 150 s). The soak (gpu_soak) draws every
   # algorithm at 1 to 8 ranks. GPU_THREADS_FILTER picks others, e.g. 'Registry/*' for all.
   step gpu_backend "$build/tests/collectives_gpu_test" --gtest_filter="CudaBackend.*:Pinned*:PreMulSumGpu.*$others"
   local registry='Registry/*_n3:Registry/*allreduce_ring_n8'
@@ -205,13 +205,13 @@ part_test() {
   # Random cases on long-lived communicators (tests/unit/soak_test.cc), every buffer in GPU memory, ranks as
   # threads: LL and Simple mixed, 1-8 ranks, 1-3 channels, any collective and algorithm, LL flags coming round
   # every 16 slices; 30 s.
-  step gpu_soak env COLLIE_SOAK_MEMORY=device COLLIE_LL_FLAG_PERIOD=16 COLLIE_SOAK_SECONDS=30 \
+  step gpu_soak env COLLIE_TEST_SOAK_MEMORY=device COLLIE_TEST_LL_FLAG_PERIOD=16 COLLIE_TEST_SOAK_SECONDS=30 \
     "$build/tests/soak_test"
   # The same with every stream in one hardware queue: the soak queues nothing behind a call before the peers
-  # have queued theirs, so every call must be one launch that holds back no peer's (a grouped send/recv was a
-  # launch per exchange and timed out on an H200, 2026-11-26).
-  step gpu_soak_one_queue env CUDA_DEVICE_MAX_CONNECTIONS=1 COLLIE_SOAK_MEMORY=device COLLIE_LL_FLAG_PERIOD=16 \
-    COLLIE_SOAK_SECONDS=20 "$build/tests/soak_test"
+  # have queued theirs, so every call, a grouped send/recv included, must be one launch that holds back no
+  # peer's.
+  step gpu_soak_one_queue env CUDA_DEVICE_MAX_CONNECTIONS=1 COLLIE_TEST_SOAK_MEMORY=device COLLIE_TEST_LL_FLAG_PERIOD=16 \
+    COLLIE_TEST_SOAK_SECONDS=20 "$build/tests/soak_test"
 }
 part_sanitize() {
   [ "$quick" = 0 ] || return 0
@@ -229,9 +229,8 @@ part_sanitize() {
     --gtest_filter='*allreduce_ring_n3:*allgather_ring_n2:*alltoall_pairwise_n3:CudaBackend.AKernelEnds*'
   step racecheck compute-sanitizer --tool racecheck --error-exitcode 9 "$build/tests/collectives_gpu_test" \
     --gtest_filter='*allreduce_ring_n2:*reducescatter_ring_n3'
-  # Last, and alone: under memcheck its 4 ranks' second call timed out on H200s twice (2026-11-26 and -27; the
-  # tool reported no error): two ranks' launches each took 30 s to return. A longer COLLIE_TIMEOUT tells a slow
-  # tool from a hang; the failure, if any, no longer costs the steps above.
+  # Last, and alone: under memcheck a launch of its 4 ranks can take tens of seconds to return. A longer
+  # COLLIE_TIMEOUT tells a slow tool from a hang, and a failure here costs none of the steps above.
   step memcheck_alltoallv env COLLIE_TIMEOUT=120 compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$build/tests/collectives_gpu_test" --gtest_filter='CudaBackend.AllToAllv*'
 }
@@ -277,8 +276,8 @@ part_bench() {
 }
 
 # What the defaults should be, measured rather than guessed (the tuner's shared-GPU model is fitted to large
-# allreduces and assumes the rest; channels, slots and slot sizes are the first H100 run's choices). Each step is
-# a short sweep of its own; together perhaps 3 minutes on an H200 (an estimate: only run on the fake runtime).
+# allreduces and assumes the rest; the defaults of channels, slots and slot sizes are choices, not measurements).
+# Each step is a short sweep of its own; together about 3 minutes of a GPU (an estimate).
 part_tune() {
   local bench=$build/bench/collie-bench t c s
   [ -x "$bench" ] || { echo "$bench not built"; record tune FAIL-not-built 0; return 0; }
@@ -295,27 +294,25 @@ part_tune() {
     step "tune_algos_large_t$t" "$bench" allreduce -t "$t" --backend cuda -b 32M -e 128M -f 4 -n 5 -w 2 --algo all \
       --limit --json "$logs/tune_algos_large_t$t.json"
   done
-  # On 2026-11-27 (H200) both timed out at 32 MiB (t2: in the ring communicator, right after the tuner's, which ran
-  # ring too; t4: in the first call), where the same calls alone passed, in place or not. The same sweep with every
-  # slice through a slot tells whether reading in place takes part.
+  # Where those sweeps fail and the same calls alone pass, in place or not, the same sweep with every slice
+  # through a slot tells whether reading in place takes part.
   step tune_algos_large_t4_direct_off env COLLIE_DIRECT_READ_BYTES=-1 "$bench" allreduce -t 4 --backend cuda -b 32M \
     -e 128M -f 4 -n 5 -w 2 --algo all --limit --json "$logs/tune_algos_large_t4_direct_off.json"
   # Two-shot reduces the n inputs of its chunk in one pass (joined steps, algorithms/program.h): read in place it
   # moves (3n-1)/n of the buffer per rank where the ring moves (5n-5)/n, 1.36x less at 4 ranks and 1.52x at 8. The
-  # tuner's shared-GPU model counts slots and still picks the ring (docs/PERFORMANCE.md, "Memory traffic"): this
-  # decides.
+  # tuner's shared-GPU model counts slots and still picks the ring (docs/cuda-executor.md, "Memory traffic and
+  # the tuner"): this decides.
   for t in 4 8; do
     step "tune_twoshot_t$t" "$bench" allreduce -t "$t" --backend cuda -b 8M -e 256M -f 4 -n 5 -w 2 \
       --algo ring,twoshot --limit --json "$logs/tune_twoshot_t$t.json"
   done
-  # The shared-GPU model moved allgather from bruck (measured on the H200 at 64 MiB) to ring, unmeasured.
+  # The shared-GPU model picks ring over bruck for allgather with no measurement behind it: every algorithm.
   step tune_algos_allgather_t4 "$bench" allgather -t 4 --backend cuda -b 1M -e 64M -f 8 -n 5 -w 2 --algo all \
     --limit --json "$logs/tune_algos_allgather_t4.json"
-  # Every allreduce algorithm side by side (--algo all: the tuner's pick first), small calls. On 2026-11-27 the t8
-  # sweep timed out in hier at 32 KiB, where the same call alone passed. Likely cause, fixed since: hier's programs at
-  # 8 ranks (16 steps each) pass the 40 inline steps once a call runs in rounds, so they were copied to the GPU and
-  # the copy waited for on a stream that could share a hardware queue with waiting kernels (8 communicators x 8
-  # ranks x 2 streams over 32 queues).
+  # Every allreduce algorithm side by side (--algo all: the tuner's pick first), small calls. At 8 ranks hier's
+  # programs (16 steps each) pass the 40 inline steps once a call runs in rounds, so they travel to the GPU in
+  # store kernels on the launch's stream, never waited for (8 communicators x 8 ranks x 2 streams share 32
+  # hardware queues with waiting kernels).
   for t in 4 8; do
     step "tune_algos_small_t$t" "$bench" allreduce -t "$t" --backend cuda -b 8 -e 64K -f 8 -n 20 -w 5 --algo all \
       --json "$logs/tune_algos_small_t$t.json"
@@ -337,30 +334,30 @@ part_tune() {
     -t 4 --backend cuda -b 8M -e 128M -f 16 -n 5 -w 2 --algo ring --limit --json "$logs/tune_channels_t4_32_window.json"
   step tune_channels_t2_32 env COLLIE_CHANNELS=32 "$bench" allreduce -t 2 --backend cuda -b 8M -e 128M -f 16 -n 5 \
     -w 2 --algo ring --limit --json "$logs/tune_channels_t2_32.json"
-  # The full fence every Simple post took before 2026-11-26 (COLLIE_SYSTEM_FENCE=1), against tune_channels_t4_16
+  # A full fence before every Simple post (COLLIE_DEV_SYSTEM_FENCE=1), against tune_channels_t4_16
   # (the same calls without it) and bench_small_t4_simple (small calls, Simple forced, without it).
-  step tune_fence_t4 env COLLIE_SYSTEM_FENCE=1 "$bench" allreduce -t 4 --backend cuda -b 8M -e 128M -f 16 -n 5 -w 2 \
+  step tune_fence_t4 env COLLIE_DEV_SYSTEM_FENCE=1 "$bench" allreduce -t 4 --backend cuda -b 8M -e 128M -f 16 -n 5 -w 2 \
     --algo ring --limit --json "$logs/tune_fence_t4.json"
-  step tune_fence_small_t4_simple env COLLIE_SYSTEM_FENCE=1 COLLIE_PROTO=simple "$bench" allreduce -t 4 \
+  step tune_fence_small_t4_simple env COLLIE_DEV_SYSTEM_FENCE=1 COLLIE_PROTO=simple "$bench" allreduce -t 4 \
     --backend cuda -b 8 -e 64K -f 4 --json "$logs/tune_fence_small_t4_simple.json"
-  # Every flag at system scope (COLLIE_SYSTEM_SCOPE=1), as before 2026-11-27, against the same calls at GPU scope
+  # Every flag at system scope (COLLIE_DEV_SYSTEM_SCOPE=1), against the same calls at GPU scope
   # between ranks of this GPU (the default): tune_channels_t4_16, bench_small_t4_simple and bench_allreduce_t4.
-  step tune_scope_t4 env COLLIE_SYSTEM_SCOPE=1 "$bench" allreduce -t 4 --backend cuda -b 8M -e 128M -f 16 -n 5 -w 2 \
+  step tune_scope_t4 env COLLIE_DEV_SYSTEM_SCOPE=1 "$bench" allreduce -t 4 --backend cuda -b 8M -e 128M -f 16 -n 5 -w 2 \
     --algo ring --limit --json "$logs/tune_scope_t4.json"
-  step tune_scope_small_t4_simple env COLLIE_SYSTEM_SCOPE=1 COLLIE_PROTO=simple "$bench" allreduce -t 4 \
+  step tune_scope_small_t4_simple env COLLIE_DEV_SYSTEM_SCOPE=1 COLLIE_PROTO=simple "$bench" allreduce -t 4 \
     --backend cuda -b 8 -e 64K -f 4 --json "$logs/tune_scope_small_t4_simple.json"
-  step tune_scope_small_t4 env COLLIE_SYSTEM_SCOPE=1 "$bench" allreduce -t 4 --backend cuda -b 8 -e 64K -f 4 \
+  step tune_scope_small_t4 env COLLIE_DEV_SYSTEM_SCOPE=1 "$bench" allreduce -t 4 --backend cuda -b 8 -e 64K -f 4 \
     --json "$logs/tune_scope_small_t4.json"
-  # An LL batch's slices in one pass of the block (the default since 2026-11-29) against one by one
-  # (COLLIE_LL_SEPARATE_POSTS=1): one-shot allreduce and pairwise all-to-all, the batches' users, at 8 ranks.
+  # An LL batch's slices in one pass of the block (the default) against one by one
+  # (COLLIE_DEV_LL_SEPARATE_POSTS=1): one-shot allreduce and pairwise all-to-all, the batches' users, at 8 ranks.
   for posts in together:0 separate:1; do
-    step "tune_posts_t8_${posts%%:*}" env COLLIE_LL_SEPARATE_POSTS="${posts#*:}" "$bench" allreduce -t 8 \
+    step "tune_posts_t8_${posts%%:*}" env COLLIE_DEV_LL_SEPARATE_POSTS="${posts#*:}" "$bench" allreduce -t 8 \
       --backend cuda -b 8 -e 8K -f 8 -n 50 -w 10 --algo oneshot --json "$logs/tune_posts_t8_${posts%%:*}.json"
-    step "tune_posts_alltoall_t8_${posts%%:*}" env COLLIE_LL_SEPARATE_POSTS="${posts#*:}" "$bench" alltoall -t 8 \
+    step "tune_posts_alltoall_t8_${posts%%:*}" env COLLIE_DEV_LL_SEPARATE_POSTS="${posts#*:}" "$bench" alltoall -t 8 \
       --backend cuda -b 64 -e 8K -f 8 -n 50 -w 10 --json "$logs/tune_posts_alltoall_t8_${posts%%:*}.json"
   done
   # At a large size: is a block's time its own moving or waiting for peers (the cap near 2 TB/s of traffic,
-  # docs/cuda-executor.md, "Memory traffic")?
+  # docs/cuda-executor.md, "Memory traffic and the tuner")?
   step tune_phases_t4_128M env COLLIE_KERNEL_TIMING=1 "$bench" allreduce -t 4 --backend cuda -b 128M -e 128M -n 10 \
     -w 2 --algo ring
   # Slot size (default 256 KiB, cut to fit COLLIE_DEVICE_WINDOW_BYTES: 128 KiB at 4 ranks x 16 channels).

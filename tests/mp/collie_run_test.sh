@@ -251,6 +251,29 @@ if [[ $RC -ne 0 || $OUT != *COLLIE_SECRET* ]]; then
 fi
 [[ $usage_ok -eq 1 ]] && pass "usage errors exit 2, --help exits 0"
 
+# --- --help-env: the user settings; --all adds the developer and test ones (docs/environment.md is made of it) ---
+env_ok=1
+launch --help-env
+if [[ $RC -ne 0 || $OUT != *"  COLLIE_TIMEOUT (default: 300)"* || $OUT == *COLLIE_DEV_* || $OUT == *COLLIE_TEST_* ]]
+then
+  fail "--help-env: got $RC, output: $OUT"
+  env_ok=0
+fi
+launch --help-env --all
+if [[ $RC -ne 0 || $OUT != *"  COLLIE_DEV_SYSTEM_FENCE"* || $OUT != *"  COLLIE_TEST_SEED"* ]]; then
+  fail "--help-env --all: got $RC, output: $OUT"
+  env_ok=0
+fi
+for args in "--all" "--help-env true"; do
+  # shellcheck disable=SC2086
+  launch $args
+  if [[ $RC -ne 2 || -z $ERR ]]; then
+    fail "usage error '$args': expected exit 2 and a message, got $RC"
+    env_ok=0
+  fi
+done
+[[ $env_ok -eq 1 ]] && pass "--help-env lists the user settings, --help-env --all every one"
+
 # --- 1024 ranks is the documented maximum and works ---
 launch -np 1024 true
 if [[ $RC -eq 0 ]]; then

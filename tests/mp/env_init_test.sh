@@ -60,10 +60,10 @@ refused_at_init "different COLLIE_ALGO" "was started with a different COLLIE_ALG
   COLLIE_ALGO=allreduce:ring COLLIE_ALGO=allreduce:rd
 # COLLIE_CHECK set on one rank only: the checking rank would wait for a comparison its peer never sends.
 refused_at_init "COLLIE_CHECK on one rank only" "COLLIE_CHECK=.*set it alike on all ranks" COLLIE_CHECK=0 COLLIE_CHECK=1
-# LL flags repeating at different periods (COLLIE_LL_FLAG_PERIOD, here on the emulated kernels): each rank would
+# LL flags repeating at different periods (COLLIE_TEST_LL_FLAG_PERIOD, here on the emulated kernels): each rank would
 # take the other's lines for stale or new at the wrong time. The window headers differ.
-refused_at_init "different COLLIE_LL_FLAG_PERIOD" "flag period \(256\|512\).*COLLIE_LL_FLAG_PERIOD" \
-  "COLLIE_EMULATE_KERNELS=2 COLLIE_LL_FLAG_PERIOD=256" "COLLIE_EMULATE_KERNELS=2 COLLIE_LL_FLAG_PERIOD=512"
+refused_at_init "different COLLIE_TEST_LL_FLAG_PERIOD" "flag period \(256\|512\).*COLLIE_TEST_LL_FLAG_PERIOD" \
+  "COLLIE_TEST_EMULATE_KERNELS=2 COLLIE_TEST_LL_FLAG_PERIOD=256" "COLLIE_TEST_EMULATE_KERNELS=2 COLLIE_TEST_LL_FLAG_PERIOD=512"
 # Windows of different sizes (4 and 8 slots of 64 KiB): a rank would map too little of its peer's, or address
 # slots that are not there.
 refused_at_init "windows of different sizes" "uses a [0-9]*-byte window, rank [01] a [0-9]*-byte one" \

@@ -10,8 +10,7 @@
 #
 # Collie sends no UCX puts: in UCX 1.13 a target answering a put from a rank
 # that died aborts the process ("ucp_request.inl:346 Fatal: unexpected
-# error"), which this test used to have to tolerate. A survivor that exits
-# other than cleanly now fails it.
+# error"). So a survivor that exits other than cleanly fails this test.
 set -euo pipefail
 prog=$1 tls=$2 nodes=$3 np=$4 victim=$5 detects=${6:-}
 source "$(dirname "$0")/local_ranks.sh" "$np"

@@ -48,28 +48,11 @@ TEST_P(AlgorithmsApiTest, ExactForTypesOpsCountsPlacementsRoots) {
   collie::test::Comms comms(p.nranks);
   ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
   const size_t several = p.tinySlots ? 3 * 1024 + 5 : 65537;  // more than one round for every type
-  int cases = 0, index = 0;
-  for (collieDataType_t type : collie::test::sweepTypes(p.nranks, p.tinySlots)) {
-    for (collieRedOp_t op : collie::test::allOps()) {
-      if (!collie::test::collHasOp(coll) && op != collieSum) continue;
-      for (size_t count : {size_t{0}, size_t{1}, size_t{13}, size_t{1009}, several}) {
-        for (bool inPlace : {false, true}) {
-          ++index;
-          if (inPlace && !collie::test::collHasInPlace(coll)) continue;
-          // Off the full product: one operator per (type, count, placement) unless the type takes all.
-          if (collie::test::collHasOp(coll) && !collie::test::sweepTakesOp(type, op, count + (inPlace ? 1 : 0)))
-            continue;
-          const int root = (index * 7 + p.nranks) % p.nranks;
-          const std::string err = collie::test::runCollectiveCase(comms, coll, type, op, count, inPlace, root, seed);
-          ASSERT_EQ(err, "") << spec << " nranks " << p.nranks << " " << collie::typeName(type) << " "
-                             << collie::opName(op) << " count " << count << " root " << root
-                             << (inPlace ? " in-place" : " out-of-place") << (p.tinySlots ? " tiny slots" : "")
-                             << " (seed " << seed << ")";
-          ++cases;
-        }
-      }
-    }
-  }
+  int cases = 0;
+  const std::string err = collie::test::runSweep(
+      comms, coll, p.tinySlots, {0, 1, 13, 1009, several}, [&](int index) { return (index * 7 + p.nranks) % p.nranks; },
+      seed, spec, &cases);
+  ASSERT_EQ(err, "");
   printf(
       "%s nranks %d%s: %d cases exact (%s; ops rotated, all 5 for float32 and int32; counts 0 1 13 1009 %zu;"
       " both placements; roots varied)\n",

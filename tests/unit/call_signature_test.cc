@@ -3,11 +3,11 @@
 // to, and the receiver compares it with its own call's before it reads the
 // slice. A count, type, operator, root or collective that differs, or a call
 // one rank skipped, fails the ranks with collieInvalidUsage within moments,
-// instead of results computed from the wrong bytes (until 2026-11-28 with
-// success; reads past the end of a shorter buffer where slices are read in
-// place) or a wait until COLLIE_TIMEOUT. Calls that agree, in place or not,
-// run as before. Ranks are threads of this process, on the host executor and
-// on the CUDA kernels' own code run on host threads (COLLIE_EMULATE_KERNELS),
+// instead of results computed from the wrong bytes (returned as success;
+// reads past the end of a shorter buffer where slices are read in place) or
+// a wait until COLLIE_TIMEOUT. Calls that agree, in place or not, run
+// unchanged. Ranks are threads of this process, on the host executor and
+// on the CUDA kernels' own code run on host threads (COLLIE_TEST_EMULATE_KERNELS),
 // with each protocol: Simple, where a kernel compares the first slice it takes
 // from each peer in a launch (kernels/device_prims.cuh, sameCall), and LL,
 // whose line flags carry 16 bits of the signature (executor/protocol.h,
@@ -90,7 +90,7 @@ class CallSignature : public ::testing::TestWithParam<Executor> {
   ScopedEnv device_{"COLLIE_DEVICE", "host"};
   ScopedEnv timeout_{"COLLIE_TIMEOUT", "60"};
   ScopedEnv check_{"COLLIE_CHECK", "0"};
-  ScopedEnv emulate_{"COLLIE_EMULATE_KERNELS", GetParam() == Executor::kHost ? "0" : "2"};
+  ScopedEnv emulate_{"COLLIE_TEST_EMULATE_KERNELS", GetParam() == Executor::kHost ? "0" : "2"};
   ScopedEnv proto_{"COLLIE_PROTO", GetParam() == Executor::kEmulatedLL ? "ll" : "simple"};
 };
 
@@ -275,14 +275,14 @@ TEST_P(CallSignature, PreMulSumsWithHandlesThatDifferRunAsBefore) {
 // Ranks whose calls fall on either side of the LL line (COLLIE_PROTO=auto: LL up to 64 KiB) run different
 // protocols: an LL receiver meets a Simple sender, a Simple receiver an LL one. The receiver sees its peer's
 // ready counter pass the slice it waits for, marked by the other protocol (protocol.h, kFlagLL), and refuses.
-// Before 2026-11-29 an LL receiver waited out COLLIE_TIMEOUT, and a Simple receiver took an LL sender's slice from
-// a slot signed 0 (nothing had signed it yet) as data. One rank (first, last) runs the other protocol than the
-// other two, each way round; 1000 floats run LL, 100000 Simple.
+// Without the mark an LL receiver would wait out COLLIE_TIMEOUT, and a Simple receiver would take an LL sender's
+// slice from a slot signed 0 (nothing has signed it yet) as data. One rank (first, last) runs the other protocol
+// than the other two, each way round; 1000 floats run LL, 100000 Simple.
 TEST(CallSignatureProtocols, CallsOnEitherSideOfTheLLLineFailEveryRankPromptly) {
   ScopedEnv device{"COLLIE_DEVICE", "host"};
   ScopedEnv timeout{"COLLIE_TIMEOUT", "60"};
   ScopedEnv check{"COLLIE_CHECK", "0"};
-  ScopedEnv emulate{"COLLIE_EMULATE_KERNELS", "2"};
+  ScopedEnv emulate{"COLLIE_TEST_EMULATE_KERNELS", "2"};
   ScopedEnv proto{"COLLIE_PROTO", "auto"};
   for (int lone : {0, kRanks - 1}) {
     for (bool loneLL : {true, false}) {

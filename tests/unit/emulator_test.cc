@@ -1,4 +1,4 @@
-// The CPU emulation of the CUDA kernels (COLLIE_EMULATE_KERNELS, kernels/emulator.h)
+// The CPU emulation of the CUDA kernels (COLLIE_TEST_EMULATE_KERNELS, kernels/emulator.h)
 // and the launch planning it shares with the CUDA executor (executor/launch_plan.h).
 // Its exactness over every algorithm and collective is checked by the *_emulated
 // ctest entries, which run the usual suites in this mode; here: what a launch
@@ -123,7 +123,7 @@ TEST(LaunchPlan, SplitStepsRunOneProgramOnEveryChannelAndAProxyTurnsLLOff) {
 
 // A call in rounds is one launch: both kinds of round, their programs shared where they are the same.
 // Flags go at GPU scope to the peers that are threads of this process on this GPU, and to this rank itself;
-// at system scope to every other peer, and to all with COLLIE_SYSTEM_SCOPE=1.
+// at system scope to every other peer, and to all with COLLIE_DEV_SYSTEM_SCOPE=1.
 TEST(LaunchPlan, FlagsToRanksOfThisGpuAreAtGpuScope) {
   const collie::Program p = programOf(2, 0);
   collie::ExecArgs args;
@@ -203,20 +203,20 @@ TEST(Emulator, ABadSettingIsRefusedAtInit) {
     EXPECT_EQ(collieCommInitAll(&comm, 1, nullptr), collieInvalidArgument);
     EXPECT_NE(std::string(collieGetLastError(nullptr)).find(want), std::string::npos) << collieGetLastError(nullptr);
   };
-  ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "many");
-  refusedSaying("COLLIE_EMULATE_KERNELS must be 0..64");
-  ScopedEnv two("COLLIE_EMULATE_KERNELS", "2");
+  ScopedEnv emulate("COLLIE_TEST_EMULATE_KERNELS", "many");
+  refusedSaying("COLLIE_TEST_EMULATE_KERNELS must be 0..64");
+  ScopedEnv two("COLLIE_TEST_EMULATE_KERNELS", "2");
   ScopedEnv timing("COLLIE_KERNEL_TIMING", "yes");
   refusedSaying("COLLIE_KERNEL_TIMING must be 0 or 1, not \"yes\"");
   ScopedEnv untimed("COLLIE_KERNEL_TIMING", "0");
-  ScopedEnv fence("COLLIE_SYSTEM_FENCE", "2");
-  refusedSaying("COLLIE_SYSTEM_FENCE must be 0 or 1, not \"2\"");
-  ScopedEnv noFence("COLLIE_SYSTEM_FENCE", "0");
-  ScopedEnv scope("COLLIE_SYSTEM_SCOPE", "on");
-  refusedSaying("COLLIE_SYSTEM_SCOPE must be 0 or 1, not \"on\"");
-  ScopedEnv globalScope("COLLIE_SYSTEM_SCOPE", "0");
-  ScopedEnv posts("COLLIE_LL_SEPARATE_POSTS", "2");
-  refusedSaying("COLLIE_LL_SEPARATE_POSTS must be 0 or 1, not \"2\"");
+  ScopedEnv fence("COLLIE_DEV_SYSTEM_FENCE", "2");
+  refusedSaying("COLLIE_DEV_SYSTEM_FENCE must be 0 or 1, not \"2\"");
+  ScopedEnv noFence("COLLIE_DEV_SYSTEM_FENCE", "0");
+  ScopedEnv scope("COLLIE_DEV_SYSTEM_SCOPE", "on");
+  refusedSaying("COLLIE_DEV_SYSTEM_SCOPE must be 0 or 1, not \"on\"");
+  ScopedEnv globalScope("COLLIE_DEV_SYSTEM_SCOPE", "0");
+  ScopedEnv posts("COLLIE_DEV_LL_SEPARATE_POSTS", "2");
+  refusedSaying("COLLIE_DEV_LL_SEPARATE_POSTS must be 0 or 1, not \"2\"");
 }
 
 // What `counter` (one of the emulation's counts) grows by in one allreduce of `count` floats (the algorithm and
@@ -238,45 +238,46 @@ uint64_t countedInOneAllReduce(int n, uint64_t (*counter)(), const char* variabl
 
 // A batch's LL slices go out in one pass of the block (kernels/device_prims_ll.cuh, sendTogether): the 7 sends of
 // a one-shot allreduce of 2 floats at 8 ranks take 3 barriers in all where one by one they take 3 each, 18 fewer
-// per rank; COLLIE_LL_SEPARATE_POSTS=1 posts them one by one again. Counted through the kernels' own code (the
+// per rank; COLLIE_DEV_LL_SEPARATE_POSTS=1 posts them one by one again. Counted through the kernels' own code (the
 // emulation counts the barriers blocks pass).
 TEST(Emulator, AnLLBatchsSlicesGoOutInOnePass) {
-  ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "2");
+  ScopedEnv emulate("COLLIE_TEST_EMULATE_KERNELS", "2");
   ScopedEnv proto("COLLIE_PROTO", "ll");
   ScopedEnv algo("COLLIE_ALGO", "allreduce:oneshot");
   ScopedEnv channels("COLLIE_CHANNELS", "1");
   const int n = 8;
-  const uint64_t together = countedInOneAllReduce(n, collie::emu::barriersTaken, "COLLIE_LL_SEPARATE_POSTS", "0", 2);
-  const uint64_t apart = countedInOneAllReduce(n, collie::emu::barriersTaken, "COLLIE_LL_SEPARATE_POSTS", "1", 2);
+  const uint64_t together =
+      countedInOneAllReduce(n, collie::emu::barriersTaken, "COLLIE_DEV_LL_SEPARATE_POSTS", "0", 2);
+  const uint64_t apart = countedInOneAllReduce(n, collie::emu::barriersTaken, "COLLIE_DEV_LL_SEPARATE_POSTS", "1", 2);
   EXPECT_GE(apart, together + static_cast<uint64_t>(n * (3 * (n - 1) - 3))) << together << " against " << apart;
 }
 
-// A Simple post's release store is its only fence; COLLIE_SYSTEM_FENCE=1 adds the full one before it, one per
+// A Simple post's release store is its only fence; COLLIE_DEV_SYSTEM_FENCE=1 adds the full one before it, one per
 // slice posted. Counted through the kernels' own code (the emulation counts dev::fenceSystem).
 TEST(Emulator, SimplePostsTakeAFullFenceOnlyWhenAsked) {
-  ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "2");
+  ScopedEnv emulate("COLLIE_TEST_EMULATE_KERNELS", "2");
   ScopedEnv proto("COLLIE_PROTO", "simple");
   ScopedEnv algo("COLLIE_ALGO", "allreduce:ring");
   const int n = 3;
-  EXPECT_EQ(countedInOneAllReduce(n, collie::emu::fencesTaken, "COLLIE_SYSTEM_FENCE", "0"), 0u);
+  EXPECT_EQ(countedInOneAllReduce(n, collie::emu::fencesTaken, "COLLIE_DEV_SYSTEM_FENCE", "0"), 0u);
   // Ring allreduce posts 2(n-1) slices per rank and channel at least.
-  EXPECT_GE(countedInOneAllReduce(n, collie::emu::fencesTaken, "COLLIE_SYSTEM_FENCE", "1"),
+  EXPECT_GE(countedInOneAllReduce(n, collie::emu::fencesTaken, "COLLIE_DEV_SYSTEM_FENCE", "1"),
             static_cast<uint64_t>(n * 2 * (n - 1)));
 }
 
 // Ranks that are threads of one process (here: emulated on one host, as on one GPU) release and acquire their
-// flags at GPU scope, with either protocol; COLLIE_SYSTEM_SCOPE=1 puts every flag at system scope. Counted
+// flags at GPU scope, with either protocol; COLLIE_DEV_SYSTEM_SCOPE=1 puts every flag at system scope. Counted
 // through the kernels' own code (the emulation counts dev::loadAcquireSys and storeReleaseSys).
 TEST(Emulator, FlagsBetweenRanksOfOneGpuAreAtGpuScope) {
-  ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "2");
+  ScopedEnv emulate("COLLIE_TEST_EMULATE_KERNELS", "2");
   ScopedEnv algo("COLLIE_ALGO", "allreduce:ring");
   const int n = 3;
   for (const char* proto : {"simple", "ll"}) {
     ScopedEnv protocol("COLLIE_PROTO", proto);
-    EXPECT_EQ(countedInOneAllReduce(n, collie::emu::systemScopeTaken, "COLLIE_SYSTEM_SCOPE", "0"), 0u) << proto;
+    EXPECT_EQ(countedInOneAllReduce(n, collie::emu::systemScopeTaken, "COLLIE_DEV_SYSTEM_SCOPE", "0"), 0u) << proto;
     // Simple: a release per slice posted and per slice taken, 2(n-1) of each per rank and channel at least. LL:
     // the drain's loads of the credits at least, one per peer sent to.
-    EXPECT_GE(countedInOneAllReduce(n, collie::emu::systemScopeTaken, "COLLIE_SYSTEM_SCOPE", "1"),
+    EXPECT_GE(countedInOneAllReduce(n, collie::emu::systemScopeTaken, "COLLIE_DEV_SYSTEM_SCOPE", "1"),
               static_cast<uint64_t>(std::string(proto) == "ll" ? n : n * 4 * (n - 1)))
         << proto;
   }
@@ -285,7 +286,7 @@ TEST(Emulator, FlagsBetweenRanksOfOneGpuAreAtGpuScope) {
 // COLLIE_KERNEL_TIMING=1: every block that ran adds its parts' times and counts itself, once per launch; the
 // kernels' own code does it, here on the CPU.
 void checkKernelTiming(const char* proto) {
-  ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "2");
+  ScopedEnv emulate("COLLIE_TEST_EMULATE_KERNELS", "2");
   ScopedEnv timing("COLLIE_KERNEL_TIMING", "1");
   ScopedEnv channels("COLLIE_CHANNELS", "2");
   ScopedEnv algo("COLLIE_ALGO", "allreduce:ring");
@@ -347,7 +348,7 @@ TEST(Emulator, KernelTimingCountsEveryBlockThatRan) {
 // A rank that never calls: the emulated kernels of the others time out on the
 // kernel's own deadline, name the rank they wait on, and the communicator is broken.
 TEST(Emulator, AMissingRankTimesOutInsideTheKernel) {
-  ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "3");
+  ScopedEnv emulate("COLLIE_TEST_EMULATE_KERNELS", "3");
   ScopedEnv timeout("COLLIE_TIMEOUT", "1");
   ScopedEnv algo("COLLIE_ALGO", "allreduce:ring");
   collie::test::Comms c(3);
@@ -401,7 +402,7 @@ TEST(Emulator, AMissingRankTimesOutInsideTheKernel) {
 // never calls; rank 0 waits on it and times out after 1 s; rank 1 calls 0.6 s late and waits on rank 0, so that
 // its own timeout would come 0.6 s after rank 0's.
 TEST(Emulator, ARankWaitingOnOneThatFailedFailsAtOnce) {
-  ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "2");
+  ScopedEnv emulate("COLLIE_TEST_EMULATE_KERNELS", "2");
   ScopedEnv timeout("COLLIE_TIMEOUT", "1");
   ScopedEnv algo("COLLIE_ALGO", "allreduce:ring");
   ScopedEnv proto("COLLIE_PROTO", "ll");
@@ -466,7 +467,7 @@ TEST(Emulator, ATimeoutSaysWhetherThePeersKernelHadStarted) {
 // 1's window while rank 0's call runs, with `tagFlip` XORed into its tag (protocol.h, llTag). Returns rank 0's
 // result and its error's sentence.
 std::pair<collieResult_t, std::string> llFirstLineOnly(uint32_t tagFlip) {
-  ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "2");
+  ScopedEnv emulate("COLLIE_TEST_EMULATE_KERNELS", "2");
   ScopedEnv timeout("COLLIE_TIMEOUT", "2");
   ScopedEnv algo("COLLIE_ALGO", "allreduce:ring");
   ScopedEnv proto("COLLIE_PROTO", "ll");

@@ -3,7 +3,7 @@
 // buffers to a caller who may free them at once. So a rank that gives up withdraws what it posted and waits for
 // a peer that may be reading it; a peer never takes a withdrawn slice. Both executors that read in place run the
 // same protocol: the host executor (HostPrims) and the CUDA kernels' own code (DevicePrims), here on host
-// threads (COLLIE_EMULATE_KERNELS). Rank 0 calls a ring allgather; the test plays its peers through the windows.
+// threads (COLLIE_TEST_EMULATE_KERNELS). Rank 0 calls a ring allgather; the test plays its peers through the windows.
 // On a GPU (or the fake runtime): collectives_gpu_test, CudaBackend.ALatePeerNeverReadsTheFreedBufferOfARankThatGaveUp.
 #include <gtest/gtest.h>
 
@@ -34,7 +34,7 @@ struct InPlacePeers {
   ScopedEnv channels{"COLLIE_CHANNELS", "1"};
   collie::test::Comms c;
   collie::WindowLayout layout;
-  InPlacePeers(int n, bool emulated) : emulate("COLLIE_EMULATE_KERNELS", emulated ? "2" : "0"), c(n) {
+  InPlacePeers(int n, bool emulated) : emulate("COLLIE_TEST_EMULATE_KERNELS", emulated ? "2" : "0"), c(n) {
     if (c.result != collieSuccess) return;
     collie::WindowHeader h;
     std::memcpy(&h, window(0), sizeof(h));
@@ -121,7 +121,7 @@ TEST_P(GivingUp, ACallThatGivesUpWaitsForThePeerReadingItsBufferInPlace) {
 // withdrew, fails at once naming a rank that gave up first, and no result claims success.
 TEST_P(GivingUp, ALateRankFailsAtOnceWithoutReadingWhatTheOthersWithdrew) {
   ScopedEnv timeout("COLLIE_TIMEOUT", "1");
-  ScopedEnv emulate("COLLIE_EMULATE_KERNELS", GetParam() ? "2" : "0");
+  ScopedEnv emulate("COLLIE_TEST_EMULATE_KERNELS", GetParam() ? "2" : "0");
   ScopedEnv algo("COLLIE_ALGO", "allgather:ring");
   ScopedEnv proto("COLLIE_PROTO", "simple");
   ScopedEnv direct("COLLIE_DIRECT_READ_BYTES", "0");

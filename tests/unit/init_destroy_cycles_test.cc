@@ -53,7 +53,7 @@ bool allreduceRanks(const std::vector<collieComm_t>& comms) {
 }
 
 // The usage once every rendezvous root thread has finished: each closes its sockets on its own, after the
-// ranks' init has returned, so the last cycle's roots may still hold some (CI under load showed it). Bounded:
+// ranks' init has returned, so the last cycle's roots may still hold some on a loaded machine. Bounded:
 // a root that never finishes is counted as it stands.
 Usage settledUsage() {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);

@@ -1,6 +1,6 @@
 // LL flags through many wraps (kernels/device_prims_ll.cuh, "Stale lines").
 // An LL line is new when its flag is that of the slice expected, and flags
-// repeat every COLLIE_LL_FLAG_PERIOD slices of a connection (2^15 by default),
+// repeat every COLLIE_TEST_LL_FLAG_PERIOD slices of a connection (2^15 by default),
 // so a line left from a slice exactly one period earlier would pass for new
 // unless the sender rewrites its slots in time. These tests shrink the period
 // to 256 and run the emulated kernels (ranks as threads, ring algorithms)
@@ -39,8 +39,8 @@ constexpr size_t kSimpleUnit = 2048;  // a chunk of 1024 int32s fills a 4096-byt
 // The settings of every test here: emulated kernels with 2 threads a block, a flag period of 256, small slots.
 struct Settings {
   explicit Settings(const char* nslots) : slots("COLLIE_SLOTS", nslots) {}
-  ScopedEnv emulate{"COLLIE_EMULATE_KERNELS", "2"};
-  ScopedEnv period{"COLLIE_LL_FLAG_PERIOD", "256"};
+  ScopedEnv emulate{"COLLIE_TEST_EMULATE_KERNELS", "2"};
+  ScopedEnv period{"COLLIE_TEST_LL_FLAG_PERIOD", "256"};
   ScopedEnv algo{"COLLIE_ALGO", "allreduce:ring,allgather:ring"};
   ScopedEnv llSlot{"COLLIE_LL_SLOT_BYTES", "1024"};
   ScopedEnv slot{"COLLIE_SLOT_BYTES", "4096"};
@@ -154,7 +154,7 @@ TEST_F(LLFlags, TheHalfPeriodMarkInsideALaunch) {
 
 // The least period is a power of two of at least 4 x COLLIE_SLOTS, and 16.
 TEST(LLFlagPeriod, OnlyPowersOfTwoInRangeAreAccepted) {
-  ScopedEnv emulate("COLLIE_EMULATE_KERNELS", "2");
+  ScopedEnv emulate("COLLIE_TEST_EMULATE_KERNELS", "2");
   struct Case {
     const char* slots;
     const char* period;
@@ -166,7 +166,7 @@ TEST(LLFlagPeriod, OnlyPowersOfTwoInRangeAreAccepted) {
         Case{"4", "65536", "16"},  // 2^16: the slice part would reach the call's tag (protocol.h, llFlag)
         Case{"4", "16", nullptr}, Case{"16", "64", nullptr}, Case{"64", "256", nullptr}, Case{"4", "32768", nullptr}}) {
     ScopedEnv slots("COLLIE_SLOTS", c.slots);
-    ScopedEnv period("COLLIE_LL_FLAG_PERIOD", c.period);
+    ScopedEnv period("COLLIE_TEST_LL_FLAG_PERIOD", c.period);
     collieComm_t comm = nullptr;
     const collieResult_t rc = collieCommInitAll(&comm, 1, nullptr);
     const std::string text = collieGetLastError(nullptr);
@@ -176,7 +176,7 @@ TEST(LLFlagPeriod, OnlyPowersOfTwoInRangeAreAccepted) {
       continue;
     }
     EXPECT_EQ(rc, collieInvalidArgument) << c.slots << " slots, period " << c.period;
-    const std::string want = std::string("COLLIE_LL_FLAG_PERIOD must be a power of two from ") + c.least +
+    const std::string want = std::string("COLLIE_TEST_LL_FLAG_PERIOD must be a power of two from ") + c.least +
                              " (4 x COLLIE_SLOTS, and 16 at least) to 32768";
     EXPECT_NE(text.find(want), std::string::npos) << text;
   }

@@ -76,27 +76,11 @@ TEST_P(ProgramFileRunTest, ExactAsTheBuiltInAlgorithm) {
   collie::test::Comms comms(p.nranks);
   ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
   const size_t several = (p.tinySlots ? 3 * 1024 + 5 : 65537) / chunks + 1;
-  int cases = 0, index = 0;
-  for (collieDataType_t type : collie::test::sweepTypes(p.nranks, p.tinySlots)) {
-    for (collieRedOp_t op : collie::test::allOps()) {
-      if (!collie::test::collHasOp(coll) && op != collieSum) continue;
-      for (size_t chunksPerCall : {size_t{0}, size_t{1}, size_t{13}, several}) {
-        for (bool inPlace : {false, true}) {
-          ++index;
-          if (inPlace && !collie::test::collHasInPlace(coll)) continue;
-          const size_t count = chunksPerCall * chunks;
-          if (collie::test::collHasOp(coll) && !collie::test::sweepTakesOp(type, op, count + (inPlace ? 1 : 0)))
-            continue;
-          const std::string err = collie::test::runCollectiveCase(comms, coll, type, op, count, inPlace, root, seed);
-          ASSERT_EQ(err, "") << spec << " nranks " << p.nranks << " " << collie::typeName(type) << " "
-                             << collie::opName(op) << " count " << count << " root " << root
-                             << (inPlace ? " in-place" : " out-of-place") << (p.tinySlots ? " tiny slots" : "")
-                             << " (seed " << seed << ")";
-          ++cases;
-        }
-      }
-    }
-  }
+  int cases = 0;
+  const std::string err = collie::test::runSweep(
+      comms, coll, p.tinySlots, {0, chunks, 13 * chunks, several * chunks}, [root](int) { return root; }, seed, spec,
+      &cases);
+  ASSERT_EQ(err, "");
   printf("%s %s as a file (%llu chunks), nranks %d%s: %d cases exact (%s; counts 0, 1, 13 and %zu chunks)\n",
          collie::collectiveName(p.algo->collective), p.algo->name, static_cast<unsigned long long>(chunks), p.nranks,
          p.tinySlots ? " tiny slots" : "", cases, collie::test::sweepTypesLabel(p.nranks, p.tinySlots).c_str(),

@@ -120,9 +120,9 @@ TEST(Simulator, ABatchOfSmallExchangesPaysOneRoundTrip) {
 }
 
 // The GPU's kernels take a batch's slices one peer after another, each at the cost of a lone exchange
-// (Topology::serialBatches; measured on an H200, docs/PERFORMANCE.md, 2026-11-29): on h200-shared a one-shot
-// allreduce of 8 ranks pays 7 round trips, not one, and the tuner no longer picks it over recursive doubling's 3
-// for a few bytes, which it did when the model overlapped the batch (one-shot then ran 1.6-1.7x slower than tree).
+// (Topology::serialBatches): on h200-shared a one-shot allreduce of 8 ranks pays 7 round trips, not one, so the
+// tuner does not pick it over recursive doubling's 3 for a few bytes. (A model that overlaps the batch would, and
+// one-shot runs 1.6-1.7x slower than tree there.)
 TEST(Simulator, OnOneGpuABatchPaysARoundTripPerExchange) {
   collie::Topology t = topo("h200-shared");
   ASSERT_TRUE(t.serialBatches);
@@ -206,9 +206,9 @@ TEST(Simulator, RanksSharingAGpuAreBoundByItsMemory) {
 }
 
 TEST(Simulator, SharedGpuModelMatchesTheH200Runs) {
-  // The constants of sharedGpuTopology were fitted to these runs (docs/PERFORMANCE.md, 2026-11-26, allreduce of
-  // floats, ranks as threads on one H200, 32 or 64 blocks per rank); a change of the model or of the algorithms'
-  // traffic that moves a prediction more than 10% from what was measured should be looked at.
+  // The constants of sharedGpuTopology are fitted to these measurements (allreduce of floats, ranks as threads on
+  // one H200, 32 or 64 blocks per rank); a change of the model or of the algorithms' traffic that moves a
+  // prediction more than 10% from what was measured should be looked at.
   const collie::Topology& t = topo("h200-shared");
   const struct {
     const char* algo;
@@ -224,9 +224,9 @@ TEST(Simulator, SharedGpuModelMatchesTheH200Runs) {
   for (const auto& run : runs) {
     const collie::Prediction p =
         predictOrDie(*collie::findAlgorithm(Collective::kAllReduce, run.algo), run.bytes / 4, run.n, 4, t);
-    // The ring ran before its reduce-scatter's last step sent on what it completed: it read that chunk back,
-    // (6n-3) chunk passes of traffic where the ring now moves 6n-4. These runs were memory-bound, so they are
-    // compared with the time the model gives the traffic they moved.
+    // The measured ring read back the chunk its reduce-scatter's last step completed, (6n-3) chunk passes of
+    // traffic where the ring, which sends on what it completes, moves 6n-4. The measurements are memory-bound, so
+    // they are compared with the time the model gives the traffic they moved.
     const double then = std::string(run.algo) == "ring" ? (6.0 * run.n - 3) / (6.0 * run.n - 4) : 1.0;
     EXPECT_NEAR(p.seconds * then * 1e6, run.measuredUs, 0.1 * run.measuredUs)
         << run.algo << " at " << run.n << " ranks";

@@ -6,16 +6,17 @@
 // place or not, a root, and the slot geometry (default, tiny slots, tiny slots
 // over 3 channels). Every result is compared with an independent reference.
 //
-//   COLLIE_SOAK_SEED     seed (default: from the clock; printed at start)
-//   COLLIE_SOAK_ITERS    iterations (default 20000, about 40 s on 2 cores, cut at COLLIE_SOAK_SECONDS, default 45,
-//                        so the ctest entry stays under a minute on a busy machine; when set, every iteration runs)
-//   COLLIE_SOAK_ONLY     run this one iteration (a replay; fresh communicators instead of reused ones)
-//   COLLIE_SOAK_MEMORY   host (default), or device: every buffer in GPU memory and every clique a CUDA
-//                        communicator (skipped, saying why, without a usable GPU; scripts/fake_gpu.sh runs it
-//                        on the fake CUDA runtime, tests/gpu/run.sh on a GPU)
+//   COLLIE_TEST_SOAK_SEED      seed (default: from the clock; printed at start)
+//   COLLIE_TEST_SOAK_ITERS     iterations (default 20000, about 40 s on 2 cores, cut at COLLIE_TEST_SOAK_SECONDS,
+//                              default 45, so the ctest entry stays under a minute on a busy machine; when set,
+//                              every iteration runs)
+//   COLLIE_TEST_SOAK_ONLY      run this one iteration (a replay; fresh communicators instead of reused ones)
+//   COLLIE_TEST_SOAK_MEMORY    host (default), or device: every buffer in GPU memory and every clique a CUDA
+//                              communicator (skipped, saying why, without a usable GPU; scripts/fake_gpu.sh runs
+//                              it on the fake CUDA runtime, tests/gpu/run.sh on a GPU)
 //
 // Other COLLIE_* settings apply to every communicator: ctest's soak_emulated runs the same soak on the CUDA
-// kernels' own code (COLLIE_EMULATE_KERNELS) with LL flags that come round every 16 slices, and then also
+// kernels' own code (COLLIE_TEST_EMULATE_KERNELS) with LL flags that come round every 16 slices, and then also
 // checks after every case that no LL line in the windows is old enough to pass for new.
 //
 // A failure prints the seed, the iteration, the full case and the command lines that replay it, with the
@@ -81,7 +82,7 @@ const Kind kKinds[] = {
 constexpr int kKindCount = sizeof(kKinds) / sizeof(kKinds[0]);
 constexpr int kAllToAllv = 8, kSendRecv = 9;  // indices in kKinds
 
-// Where the buffers live (COLLIE_SOAK_MEMORY): device memory makes every clique a CUDA communicator.
+// Where the buffers live (COLLIE_TEST_SOAK_MEMORY): device memory makes every clique a CUDA communicator.
 Memory gMemory = Memory::kHost;
 
 // Slot geometry of a clique, fixed at init (COLLIE_SLOT_BYTES, COLLIE_SLOTS, COLLIE_CHANNELS).
@@ -390,7 +391,7 @@ uint64_t envU64(const char* name, uint64_t fallback, bool* set = nullptr) {
 }
 
 // Whether the clique's host windows hold LL slots (the kernels emulated) whose flags come round often enough
-// (COLLIE_LL_FLAG_PERIOD, as its window header says) for a look at every line's age after each case to be worth
+// (COLLIE_TEST_LL_FLAG_PERIOD, as its window header says) for a look at every line's age after each case to be worth
 // it (tests/common/ll_lines.h): a line kept too long is a fault even before a receiver takes it.
 bool shortLLPeriod(const Comms& comms) {
   if (gMemory != Memory::kHost) return false;
@@ -400,7 +401,8 @@ bool shortLLPeriod(const Comms& comms) {
 
 // The settings that say which iterations run: a replay line sets its own.
 bool soakOwn(const char* setting) {
-  for (const char* own : {"COLLIE_SOAK_SEED=", "COLLIE_SOAK_ITERS=", "COLLIE_SOAK_ONLY=", "COLLIE_SOAK_SECONDS="})
+  for (const char* own :
+       {"COLLIE_TEST_SOAK_SEED=", "COLLIE_TEST_SOAK_ITERS=", "COLLIE_TEST_SOAK_ONLY=", "COLLIE_TEST_SOAK_SECONDS="})
     if (strncmp(setting, own, strlen(own)) == 0) return true;
   return false;
 }
@@ -417,14 +419,14 @@ std::string replayCommand() {
 
 TEST(Soak, RandomCasesMatchTheReference) {
   bool itersSet = false, onlySet = false;
-  const uint64_t seed =
-      envU64("COLLIE_SOAK_SEED", static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()));
-  const uint64_t iters = envU64("COLLIE_SOAK_ITERS", 20000, &itersSet);
-  const uint64_t only = envU64("COLLIE_SOAK_ONLY", 0, &onlySet);
-  const double budget = itersSet ? 1e30 : static_cast<double>(envU64("COLLIE_SOAK_SECONDS", 45));
-  const char* memory = getenv("COLLIE_SOAK_MEMORY");
+  const uint64_t seed = envU64("COLLIE_TEST_SOAK_SEED",
+                               static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()));
+  const uint64_t iters = envU64("COLLIE_TEST_SOAK_ITERS", 20000, &itersSet);
+  const uint64_t only = envU64("COLLIE_TEST_SOAK_ONLY", 0, &onlySet);
+  const double budget = itersSet ? 1e30 : static_cast<double>(envU64("COLLIE_TEST_SOAK_SECONDS", 45));
+  const char* memory = getenv("COLLIE_TEST_SOAK_MEMORY");
   if (memory != nullptr && strcmp(memory, "device") != 0 && strcmp(memory, "host") != 0)
-    FAIL() << "COLLIE_SOAK_MEMORY must be host or device, not '" << memory << "'";
+    FAIL() << "COLLIE_TEST_SOAK_MEMORY must be host or device, not '" << memory << "'";
   gMemory = memory != nullptr && strcmp(memory, "device") == 0 ? Memory::kDevice : Memory::kHost;
   if (gMemory == Memory::kDevice) SKIP_WITHOUT_GPU();
   std::optional<ScopedEnv> device;
@@ -436,7 +438,7 @@ TEST(Soak, RandomCasesMatchTheReference) {
   const std::string self = replayCommand();
   // A deadlock fails its case with the description below instead of running into ctest's timeout.
   ScopedEnv timeout("COLLIE_TIMEOUT", getenv("COLLIE_TIMEOUT") ? getenv("COLLIE_TIMEOUT") : "30");
-  printf("soak seed %" PRIu64 " (rerun with COLLIE_SOAK_SEED=%" PRIu64 "), %" PRIu64 " iterations%s\n", seed, seed,
+  printf("soak seed %" PRIu64 " (rerun with COLLIE_TEST_SOAK_SEED=%" PRIu64 "), %" PRIu64 " iterations%s\n", seed, seed,
          onlySet ? 1 : iters, itersSet || onlySet ? "" : " or until the time budget");
   fflush(stdout);
   installCrashHandlers();
@@ -448,8 +450,8 @@ TEST(Soak, RandomCasesMatchTheReference) {
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > budget) break;
     const Case c = drawCase(seed, i);
     snprintf(gCurrent, sizeof(gCurrent),
-             "SOAK CRASH at iteration %" PRIu64 " of seed %" PRIu64 ": %s\n  replay: COLLIE_SOAK_SEED=%" PRIu64
-             " COLLIE_SOAK_ONLY=%" PRIu64 " (or COLLIE_SOAK_ITERS=%" PRIu64 ") %s\n",
+             "SOAK CRASH at iteration %" PRIu64 " of seed %" PRIu64 ": %s\n  replay: COLLIE_TEST_SOAK_SEED=%" PRIu64
+             " COLLIE_TEST_SOAK_ONLY=%" PRIu64 " (or COLLIE_TEST_SOAK_ITERS=%" PRIu64 ") %s\n",
              i, seed, describe(c).c_str(), seed, i, i + 1, self.c_str());
     const Comms* comms = cliques.get(c.nranks, c.geometry);
     std::string err = comms ? runCase(*comms, c) : std::string("init failed: ") + collieGetLastError(nullptr);
@@ -457,9 +459,9 @@ TEST(Soak, RandomCasesMatchTheReference) {
     if (!err.empty()) {
       printf("SOAK FAILURE at iteration %" PRIu64 " of seed %" PRIu64
              ":\n  case: %s\n  error: %s\n"
-             "  replay this case alone:  COLLIE_SOAK_SEED=%" PRIu64 " COLLIE_SOAK_ONLY=%" PRIu64
+             "  replay this case alone:  COLLIE_TEST_SOAK_SEED=%" PRIu64 " COLLIE_TEST_SOAK_ONLY=%" PRIu64
              " %s\n"
-             "  replay the run up to it: COLLIE_SOAK_SEED=%" PRIu64 " COLLIE_SOAK_ITERS=%" PRIu64 " %s\n",
+             "  replay the run up to it: COLLIE_TEST_SOAK_SEED=%" PRIu64 " COLLIE_TEST_SOAK_ITERS=%" PRIu64 " %s\n",
              i, seed, describe(c).c_str(), err.c_str(), seed, i, self.c_str(), seed, i + 1, self.c_str());
       fflush(stdout);
       FAIL() << "iteration " << i << " of seed " << seed << ": " << describe(c) << ": " << err;

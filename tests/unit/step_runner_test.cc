@@ -134,7 +134,7 @@ TEST(StepRunner, AOneShotsSmallExchangesSendEverythingBeforeTheyWait) {
   }
 }
 
-// Split into two slices each, the same exchanges keep their turns (a large call runs as it did), so the
+// Split into two slices each, the same exchanges keep their turns (a large call runs step by step), so the
 // script above cannot be satisfied: the first receive fails, named by its step and peer.
 TEST(StepRunner, ExchangesOfMoreThanASliceRunOneAfterAnother) {
   const int n = 4, rank = 1;

@@ -40,7 +40,7 @@ bool sameProcess(const std::vector<PeerInfo>& peers, int a, int b) {
 // A window from its owner's pool, and that pool: given back once the owner and every peer of the process that
 // maps it have let go. A peer's kernel may still read or write our window after we are destroyed (it waits for
 // a rank that left mid-call, until its timeout or abort); the memory must stay until the peer's destroy, which
-// waits for its kernels. A cudaFree used to give that wait by waiting for the whole device.
+// waits for its kernels. (cudaFree would give that wait too, by waiting for the whole device, which no destroy may.)
 struct DeviceWindows::PooledWindow {
   std::shared_ptr<DevicePool> pool;
   void* ptr = nullptr;
