@@ -82,6 +82,14 @@ uint64_t memoryTrafficElems(const Program& p, bool inPlace, int64_t outputShift,
       case StepOp::kSendRecvReduce:
         elems += 2 * c + 3 * rc;
         break;
+      case StepOp::kPutPeer:  // src read, the peer's dst written
+        elems += 2 * c;
+        break;
+      case StepOp::kReducePeers:  // each rank's src read, dst written once
+        elems += (static_cast<uint64_t>(s.peerCount > 0 ? s.peerCount : 0) + 1) * c;
+        break;
+      case StepOp::kBarrier:
+        break;
     }
   }
   return elems;

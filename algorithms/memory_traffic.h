@@ -13,7 +13,8 @@
 // also reads its source (3c), one that forwards also writes the next slot
 // (recvCopySend: one read, two writes, 3c); a local copy is 2c, or nothing
 // when in place it lands where it reads (the executors skip it); a local
-// reduce is 3c; an exchange counts its send and its receive. A group of
+// reduce is 3c; an exchange counts its send and its receive; a put into a
+// peer's buffer 2c; a reduce of k ranks' buffers (k+1)c. A group of
 // joined steps (program.h) runs as one: its head's source (a copy's, or dst)
 // is read and dst written once for the group (2rc), and each step's receive
 // is read once (rc), plus its send. Flags, credits,

@@ -58,11 +58,37 @@ const char* stepOpName(StepOp op) {
       return "sendRecvReduce";
     case StepOp::kReduce:
       return "reduce";
+    case StepOp::kPutPeer:
+      return "putPeer";
+    case StepOp::kReducePeers:
+      return "reducePeers";
+    case StepOp::kBarrier:
+      return "barrier";
   }
   return "?";
 }
 
 static const char* bufferName(Buffer b) { return b == Buffer::kInput ? "in" : (b == Buffer::kOutput ? "out" : "tmp"); }
+
+// A direct step's line: which rank's memory each range lies in, since a put writes a peer's buffer and a reduce
+// reads several ranks'; a barrier names the epoch it ends.
+static void describeDirect(const Step& s, size_t i, int* epoch, char* line, size_t size) {
+  const unsigned long long src = s.src.offset, dst = s.dst.offset, n = s.count;
+  const char* fin = s.finalize ? " final" : "";
+  switch (s.op) {
+    case StepOp::kPutPeer:
+      snprintf(line, size, "  %2zu %-15s %s[%llu] -> rank %d %s[%llu] n=%llu%s\n", i, stepOpName(s.op),
+               bufferName(s.src.buffer), src, s.sendPeer, bufferName(s.dst.buffer), dst, n, fin);
+      break;
+    case StepOp::kReducePeers:
+      snprintf(line, size, "  %2zu %-15s ranks %d..%d %s[%llu] -> %s[%llu] n=%llu%s\n", i, stepOpName(s.op), s.recvPeer,
+               s.recvPeer + s.peerCount - 1, bufferName(s.src.buffer), src, bufferName(s.dst.buffer), dst, n, fin);
+      break;
+    default:
+      snprintf(line, size, "  %2zu %-15s ---- end of epoch %d ----\n", i, stepOpName(s.op), (*epoch)++);
+      break;
+  }
+}
 
 std::string Program::describe() const {
   std::string out;
@@ -70,8 +96,14 @@ std::string Program::describe() const {
   snprintf(line, sizeof(line), "%s %s nranks=%d rank=%d count=%llu steps=%zu\n", algorithm.c_str(),
            collectiveName(collective), nranks, rank, static_cast<unsigned long long>(count), steps.size());
   out += line;
+  int epoch = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& s = steps[i];
+    if (stepIsDirect(s.op)) {
+      describeDirect(s, i, &epoch, line, sizeof(line));
+      out += line;
+      continue;
+    }
     snprintf(line, sizeof(line), "  %2zu %-15s send->%-3d recv<-%-3d src=%s[%llu] dst=%s[%llu] n=%llu%s%s\n", i,
              stepOpName(s.op), s.sendPeer, s.recvPeer, bufferName(s.src.buffer),
              static_cast<unsigned long long>(s.src.offset), bufferName(s.dst.buffer),
@@ -93,7 +125,8 @@ bool sameSteps(const std::vector<Step>& a, const std::vector<Step>& b) {
     const Step &x = a[i], &y = b[i];
     if (x.op != y.op || x.sendPeer != y.sendPeer || x.recvPeer != y.recvPeer || x.src.buffer != y.src.buffer ||
         x.src.offset != y.src.offset || x.dst.buffer != y.dst.buffer || x.dst.offset != y.dst.offset ||
-        x.count != y.count || x.recvCount != y.recvCount || x.finalize != y.finalize || x.joined != y.joined)
+        x.count != y.count || x.recvCount != y.recvCount || x.finalize != y.finalize || x.joined != y.joined ||
+        x.peerCount != y.peerCount)
       return false;
   }
   return true;
@@ -109,6 +142,24 @@ Step makeStep(StepOp op, int sendPeer, int recvPeer, Range src, Range dst, uint6
   s.count = count;
   s.finalize = finalize;
   return s;
+}
+
+Step putPeerStep(int peer, Range src, Range dst, uint64_t count, bool finalize) {
+  return makeStep(StepOp::kPutPeer, peer, -1, src, dst, count, finalize);
+}
+
+Step reducePeersStep(int first, int ranks, Range src, Range dst, uint64_t count, bool finalize) {
+  Step s = makeStep(StepOp::kReducePeers, -1, first, src, dst, count, finalize);
+  s.peerCount = ranks;
+  return s;
+}
+
+Step barrierStep() { return makeStep(StepOp::kBarrier, -1, -1, Range{}, Range{}, 0); }
+
+bool hasDirectSteps(const Program& p) {
+  for (const Step& s : p.steps)
+    if (stepIsDirect(s.op)) return true;
+  return false;
 }
 
 Step exchangeStep(StepOp op, int to, int from, Range src, uint64_t count, Range dst, uint64_t recvCount) {

@@ -56,6 +56,10 @@ enum class StepOp : uint8_t {
   kReduce,              // (dst (op) src) -> dst, local
   kRecvReduceCopySend,  // (recvPeer (op) src) -> dst and -> sendPeer: what was just completed goes on at once
   kCopySend,            // src -> dst, local, and -> sendPeer: a block put in place and sent from one read
+  // Direct steps, for ranks that map each other's buffers (see "Direct steps" below): no slots, no messages.
+  kPutPeer,      // src -> rank sendPeer's dst: a store into the peer's own buffer
+  kReducePeers,  // dst = src of ranks recvPeer .. recvPeer + peerCount - 1, reduced in ascending rank order
+  kBarrier,      // waits until every rank of the communicator has reached its barrier of the same number
 };
 
 /// Which parts of a step talk to peers. The two kSendRecv ops progress their
@@ -69,8 +73,13 @@ COLLIE_PROGRAM_HD bool stepSends(StepOp op) {
          op == StepOp::kRecvReduceCopySend || op == StepOp::kCopySend || op == StepOp::kSendRecv ||
          op == StepOp::kSendRecvReduce;
 }
+/// Direct steps (see "Direct steps" below) neither send nor receive through slots.
+COLLIE_PROGRAM_HD bool stepIsDirect(StepOp op) {
+  return op == StepOp::kPutPeer || op == StepOp::kReducePeers || op == StepOp::kBarrier;
+}
 COLLIE_PROGRAM_HD bool stepReceives(StepOp op) {
-  return op != StepOp::kSend && op != StepOp::kCopy && op != StepOp::kReduce && op != StepOp::kCopySend;
+  return op != StepOp::kSend && op != StepOp::kCopy && op != StepOp::kReduce && op != StepOp::kCopySend &&
+         !stepIsDirect(op);
 }
 COLLIE_PROGRAM_HD bool stepIsExchange(StepOp op) { return op == StepOp::kSendRecv || op == StepOp::kSendRecvReduce; }
 
@@ -86,8 +95,13 @@ struct Step {
   StepOp op = StepOp::kCopy;
   int32_t sendPeer = -1;
   int32_t recvPeer = -1;
-  Range src;  // read by kSend, kRecvReduce*, kCopy, kCopySend
-  Range dst;  // written by kRecv, kRecvReduceCopy, kRecvCopySend, kRecvReduceCopySend, kCopy, kCopySend, kReduce
+  // kReducePeers only: how many ranks it reads, recvPeer and up. It fills what would be padding before src, so a
+  // Step stays 72 bytes (the kernel's launch carries kInlineSteps of them in 4 KiB), and a rank range, unlike a
+  // 64-bit mask, holds any number of ranks (the simulator goes to 512).
+  int32_t peerCount = 0;
+  Range src;  // read by kSend, kRecvReduce*, kCopy, kCopySend, kPutPeer, and on every rank it reads by kReducePeers
+  Range dst;  // written by kRecv, kRecvReduceCopy, kRecvCopySend, kRecvReduceCopySend, kCopy, kCopySend, kReduce,
+              // kReducePeers; kPutPeer writes it in rank sendPeer's memory
   uint64_t count = 0;      // elements moved by this step (sent, for the kSendRecv ops)
   uint64_t recvCount = 0;  // kSendRecv ops only: elements received
   bool finalize = false;   // the write to dst completes the reduction: apply avg's division there
@@ -98,6 +112,21 @@ struct Step {
   /// Elements this step sends to sendPeer.
   uint64_t sent() const { return stepSends(op) ? count : 0; }
 };
+static_assert(sizeof(Step) <= 72, "peerCount must fill padding: the kernel's launch carries kInlineSteps Steps");
+
+/// Direct steps. Where ranks map each other's buffers (threads of one process, registered or pooled memory
+/// across processes), a rank loads and stores its peers' input, output and scratch itself: kPutPeer stores its
+/// src range into rank sendPeer's dst range; kReducePeers reduces the same src range of the ranks recvPeer ..
+/// recvPeer + peerCount - 1 into its own dst, always in ascending rank order, (((x_lo op x_lo+1) op ...), so every
+/// rank that reduces a range gets the same bits; with one rank it is a copy from that rank's buffer. kBarrier
+/// waits until every rank has reached the barrier of the same number. A direct program is a sequence of epochs
+/// separated by barriers, made of direct steps and local kCopy and kReduce steps only; within an epoch the ranks
+/// run at once, in no order. What makes one correct (algorithms/verifier.h proves it): no two ranks write an
+/// element in one epoch, no rank reads an element another writes in that epoch, every access lies inside its
+/// buffer, every rank has as many barriers as the others, and no rank reaches a peer's buffer before the first
+/// barrier (the peer may not have entered the call) or after the last (it may have returned).
+/// Only executors whose ranks map each other's buffers run direct steps; the others refuse such programs
+/// (AlgorithmInfo::mapsPeers). The slot step runner never sees one.
 
 /// Joined steps. A kSendRecvReduce step marked `joined` runs together with the
 /// step before it, and that one with its own predecessor while it is joined too:
@@ -171,8 +200,8 @@ template <typename SpansOf>
 COLLIE_PROGRAM_HD int cutExchangeBatch(int head, int groupEnd, SpansOf spansOf) {
   if (groupEnd - head < 2) return head + 1;
   // Entry k is written by spansOf before any loop reads it. In a kernel every thread runs this at each exchange
-  // step, with the arrays in its local memory: zeroed, they cost each of a block's threads 16 stores of 16 bytes
-  // a step (the PTX of 2026-11-30), a lone exchange included.
+  // step, with the arrays in its local memory: zeroed, they would cost each of a block's threads 16 stores of 16
+  // bytes a step, a lone exchange included.
   ByteSpan src[kMaxBatchedExchanges], dst[kMaxBatchedExchanges];
   if (!spansOf(head, &src[0], &dst[0])) return head + 1;
   int end = head + 1;
@@ -224,9 +253,20 @@ bool sameSteps(const std::vector<Step>& a, const std::vector<Step>& b);
 /// A step of any op but the exchanges; peers a step does not use are -1.
 Step makeStep(StepOp op, int sendPeer, int recvPeer, Range src, Range dst, uint64_t count, bool finalize = false);
 
+/// kPutPeer: `count` elements of this rank's `src` into rank `peer`'s `dst`.
+Step putPeerStep(int peer, Range src, Range dst, uint64_t count, bool finalize = false);
+/// kReducePeers: this rank's `dst` = the `src` ranges of ranks first .. first + ranks - 1, reduced in that order.
+Step reducePeersStep(int first, int ranks, Range src, Range dst, uint64_t count, bool finalize);
+/// kBarrier.
+Step barrierStep();
+
+/// Whether `p` holds a direct step (see "Direct steps"): only ranks that map each other's buffers can run it.
+bool hasDirectSteps(const Program& p);
+
 /// Steps from index `from` on were built for a group of ranks numbered 0..m-1
 /// among themselves (a node, or one rank per node): renumbers their peers to
-/// the communicator's ranks, group rank g being `first + g * step`.
+/// the communicator's ranks, group rank g being `first + g * step`. A kReducePeers
+/// step's ranks stay a range only when `step` is 1 (the ranks of one node).
 void renumberPeers(std::vector<Step>* steps, size_t from, int first, int step);
 
 /// Appends `s`; a send of exactly what the previous step just wrote into the

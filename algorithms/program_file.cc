@@ -491,6 +491,10 @@ Status exportAlgorithm(const AlgorithmInfo& algo, int nranks, int root, int rank
     return Status::error(collieInvalidArgument,
                          "alltoallv %s: its programs depend on each call's per-peer counts; a file cannot hold them",
                          algo.name);
+  if (algo.mapsPeers)
+    return Status::error(collieInvalidArgument,
+                         "%s %s: its programs hold direct steps (program.h), which a program file cannot hold",
+                         collectiveName(algo.collective), algo.name);
   auto build = [&](uint64_t count) { return buildPrograms(algo, nranks, count, count, root, ranksPerNode); };
   const uint64_t most = 64 * static_cast<uint64_t>(nranks);
   for (uint64_t c = 1; c <= most; ++c) {

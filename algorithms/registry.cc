@@ -6,6 +6,18 @@
 
 namespace collie {
 
+namespace {
+
+// An algorithm of direct steps: one program per call at any count (no slots to fill), run only by executors
+// whose ranks map each other's buffers.
+AlgorithmInfo direct(Collective c, const char* name, const char* description, Program (*build)(const ProgramArgs&)) {
+  AlgorithmInfo a{c, name, description, build, RoundRule::kNone};
+  a.mapsPeers = true;
+  return a;
+}
+
+}  // namespace
+
 const std::vector<AlgorithmInfo>& algorithms() {
   static const std::vector<AlgorithmInfo> list = {
       {Collective::kAllReduce, "ring", "ring reduce-scatter then ring allgather; bandwidth-optimal", buildAllReduceRing,
@@ -57,6 +69,22 @@ const std::vector<AlgorithmInfo>& algorithms() {
        RoundRule::kNodeSlots, true},
       {Collective::kReduce, "hier", "hierarchical: reduce-scatter in each node, a chain per piece across nodes, gather",
        buildReduceHier, RoundRule::kNodeSlots, true},
+      direct(Collective::kAllReduce, "direct_oneshot",
+             "mapped peers: every rank reduces all n inputs from their buffers in rank order; 2 barriers",
+             buildAllReduceDirectOneShot),
+      direct(Collective::kAllReduce, "direct_twoshot",
+             "mapped peers: rank r reduces chunk r of all inputs and stores it into every output; 2 barriers",
+             buildAllReduceDirectTwoShot),
+      direct(Collective::kReduceScatter, "direct",
+             "mapped peers: rank r reduces block r of all n inputs from their buffers; 2 barriers",
+             buildReduceScatterDirect),
+      direct(Collective::kAllGather, "direct",
+             "mapped peers: rank r stores its input into block r of every output; 2 barriers", buildAllGatherDirect),
+      direct(Collective::kAllToAll, "direct",
+             "mapped peers: rank r stores block q of its input into block r of rank q's output; 2 barriers",
+             buildAllToAllDirect),
+      direct(Collective::kBroadcast, "direct",
+             "mapped peers: every rank reads the root's input from its buffer; 2 barriers", buildBroadcastDirect),
   };
   return list;
 }
@@ -130,7 +158,7 @@ const AlgorithmInfo* findAlgorithm(Collective c, const char* name) {
 
 const AlgorithmInfo* defaultAlgorithm(Collective c) {
   for (const AlgorithmInfo& a : algorithms())
-    if (a.collective == c) return &a;
+    if (a.collective == c && !a.mapsPeers) return &a;
   return nullptr;
 }
 

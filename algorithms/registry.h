@@ -54,6 +54,10 @@ struct AlgorithmInfo {
   RoundRule rounds = RoundRule::kOneSlot;
   bool nodeAware = false;             // reads ProgramArgs::ranksPerNode: the verifier proves it for every node size
   const ProgramFile* file = nullptr;  // an algorithm from a program file (program_file.h): build is null
+  /// Its programs hold direct steps (program.h, "Direct steps"): only executors whose ranks map each other's
+  /// buffers run them, the others refuse them (executor/executor.h, refuseDirectSteps), and the tuner never
+  /// picks them, so they run only where COLLIE_ALGO names them.
+  bool mapsPeers = false;
 };
 
 /// `a`'s program for `args`: a.build(args), or the program file's scaled to args' count and stride.
@@ -71,7 +75,7 @@ std::string algorithmNames(Collective c);
 /// The registered algorithm `name` for `c`; nullptr when there is none.
 const AlgorithmInfo* findAlgorithm(Collective c, const char* name);
 
-/// The algorithm used for `c` when nothing overrides the choice (the tuner lands later).
+/// The algorithm used for `c` when nothing overrides the choice: the first registered that needs no mapped peers.
 const AlgorithmInfo* defaultAlgorithm(Collective c);
 
 /// An empty program of `args` for `algorithm`: the header fields every builder fills first.
@@ -100,6 +104,13 @@ Program buildAllReduceHier(const ProgramArgs& args);
 Program buildAllReduceRd(const ProgramArgs& args);
 Program buildBroadcastHier(const ProgramArgs& args);
 Program buildReduceHier(const ProgramArgs& args);
+// Direct programs (AlgorithmInfo::mapsPeers).
+Program buildAllReduceDirectOneShot(const ProgramArgs& args);
+Program buildAllReduceDirectTwoShot(const ProgramArgs& args);
+Program buildReduceScatterDirect(const ProgramArgs& args);
+Program buildAllGatherDirect(const ProgramArgs& args);
+Program buildAllToAllDirect(const ProgramArgs& args);
+Program buildBroadcastDirect(const ProgramArgs& args);
 
 /// `args` for a group of `nranks` ranks among which this one is `rank`, the
 /// group's root `root`, on `count` elements: one phase of a composed

@@ -383,14 +383,114 @@ void Simulation::advance(int r, double now) {
 Status checkPeers(const Program& p) {
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const Step& s = p.steps[i];
-    const bool badSend = s.sent() != 0 && (s.sendPeer < 0 || s.sendPeer >= p.nranks);
+    const bool badSend = (s.sent() != 0 || s.op == StepOp::kPutPeer) && (s.sendPeer < 0 || s.sendPeer >= p.nranks);
     const bool badRecv = s.received() != 0 && (s.recvPeer < 0 || s.recvPeer >= p.nranks);
-    if (badSend || badRecv)
+    const bool badRanks =
+        s.op == StepOp::kReducePeers && (s.recvPeer < 0 || s.peerCount < 1 || s.peerCount > p.nranks - s.recvPeer);
+    if (badSend || badRecv || badRanks)
       return Status::error(collieInternalError, "simulator: %s %s rank %d step %zu talks to rank %d of %d",
                            p.algorithm.c_str(), collectiveName(p.collective), p.rank, i,
-                           badSend ? s.sendPeer : s.recvPeer, p.nranks);
+                           badSend ? s.sendPeer : s.recvPeer + (badRanks ? s.peerCount - 1 : 0), p.nranks);
   }
   return Status();
+}
+
+bool anyDirect(const std::vector<Program>& programs) {
+  for (const Program& p : programs)
+    if (hasDirectSteps(p)) return true;
+  return false;
+}
+
+// One round of direct programs (program.h, "Direct steps"), epoch by epoch. An epoch is bulk-synchronous (every
+// rank starts it when the barrier before it lets them all through), so it is modelled as a roofline rather than
+// event by event: each rank's epoch takes the longest of its local work (a copy 2/3 gamma per byte, a reduce of
+// k operands in one pass (k+1)/3 gamma, as gamma prices the 3 bytes of memory traffic of a two-operand reduce)
+// and the load of each of its ports (a put of b bytes holds the putter's outgoing and the peer's incoming port of
+// their link class for b * beta; a read of a peer's b bytes the peer's outgoing and the reader's incoming port),
+// all overlapping, as a kernel's loads and stores do; the epoch is its slowest rank plus one alpha of the slowest
+// link class it used (the first byte's latency). A barrier costs one alpha of the slowest class among the ranks:
+// each rank posts a flag to every other and waits for theirs, all at once. *transfers counts puts and reads of a
+// peer's buffer, *barriers a rank's barriers.
+Status simulateDirect(const std::vector<Program>& programs, const Topology& topo, double es, double* seconds,
+                      uint64_t* transfers, uint64_t* barriers) {
+  const int n = static_cast<int>(programs.size());
+  const double copyGamma = topo.gamma * 2.0 / 3.0;
+  const double barrierAlpha =
+      n < 2 ? 0.0 : std::max(topo.link(topo.intra).alpha, n > topo.ranksPerNode ? topo.link(topo.inter).alpha : 0.0);
+  std::vector<size_t> pc(static_cast<size_t>(n), 0);
+  // Per rank: local seconds, then the outgoing and incoming port loads [node link, network].
+  std::vector<double> local(static_cast<size_t>(n)), out(static_cast<size_t>(n) * 2), in(static_cast<size_t>(n) * 2);
+  auto portOf = [&](int r, int q) { return static_cast<size_t>(r) * 2 + (topo.sameNode(r, q) ? 0 : 1); };
+  *seconds = 0;
+  *transfers = *barriers = 0;
+  for (;;) {
+    std::fill(local.begin(), local.end(), 0.0);
+    std::fill(out.begin(), out.end(), 0.0);
+    std::fill(in.begin(), in.end(), 0.0);
+    double alpha = 0;
+    auto remote = [&](int from, int to, double b) {  // b bytes leave `from`'s memory for `to`'s
+      const LinkCost& l = topo.link(topo.classBetween(from, to));
+      out[portOf(from, to)] += b * l.beta;
+      in[portOf(to, from)] += b * l.beta;
+      alpha = std::max(alpha, l.alpha);
+      ++*transfers;
+    };
+    int atBarrier = 0, done = 0;
+    for (int r = 0; r < n; ++r) {
+      const Program& p = programs[static_cast<size_t>(r)];
+      size_t& i = pc[static_cast<size_t>(r)];
+      for (; i < p.steps.size() && p.steps[i].op != StepOp::kBarrier; ++i) {
+        const Step& st = p.steps[i];
+        const double b = static_cast<double>(st.count) * es;
+        if (st.count == 0) continue;
+        switch (st.op) {
+          case StepOp::kCopy:
+            if (st.src.buffer != st.dst.buffer || st.src.offset != st.dst.offset) local[r] += b * copyGamma;
+            break;
+          case StepOp::kReduce:
+            local[r] += b * topo.gamma;
+            break;
+          case StepOp::kPutPeer:
+            if (st.sendPeer == r) {
+              local[r] += b * copyGamma;
+            } else {
+              remote(r, st.sendPeer, b);
+            }
+            break;
+          case StepOp::kReducePeers:
+            for (int q = st.recvPeer; q < st.recvPeer + st.peerCount; ++q)
+              if (q != r) remote(q, r, b);
+            local[r] += b * topo.gamma * (st.peerCount + 1) / 3.0;
+            break;
+          default:
+            return Status::error(collieInternalError,
+                                 "simulator: %s %s rank %d step %zu (%s) sends or receives through slots in a "
+                                 "direct program",
+                                 p.algorithm.c_str(), collectiveName(p.collective), r, i, stepOpName(st.op));
+        }
+      }
+      if (i < p.steps.size()) {
+        ++atBarrier;
+      } else {
+        ++done;
+      }
+    }
+    double slowest = 0;
+    for (size_t r = 0; r < static_cast<size_t>(n); ++r)
+      slowest = std::max({slowest, local[r], out[2 * r], out[2 * r + 1], in[2 * r], in[2 * r + 1]});
+    *seconds += slowest + alpha;
+    if (done == n) return Status();
+    if (atBarrier != n) {
+      const Program& p = programs[0];
+      return Status::error(collieInternalError,
+                           "simulation of %s %s, nranks %d deadlocked: %d ranks wait at a barrier the others never "
+                           "reach",
+                           p.algorithm.c_str(), collectiveName(p.collective), n, atBarrier);
+    }
+    for (size_t& i : pc) ++i;  // every rank through the barrier
+    *seconds += barrierAlpha;
+    ++*barriers;
+  }
 }
 
 Status Simulation::run() {
@@ -553,41 +653,64 @@ Status predict(const AlgorithmInfo& algo, const ProgramArgs& call, size_t elemBy
     if (set == &last || rounds > 1)
       for (const Program& p : *set) COLLIE_RETURN_IF_ERROR(checkPeers(p));
 
-  // How much to simulate (see the file comment).
-  const uint64_t perFull = rounds > 1 ? std::max<uint64_t>(sliceCount(full, slotElems), 1) : 0;
-  const uint64_t perLast = std::max<uint64_t>(sliceCount(last, slotElems), 1);
-  uint64_t simulated = rounds;
-  if (rounds > 1 && (rounds > kMaxRounds || (rounds - 1) * perFull + perLast > kSliceBudget))
-    simulated = std::min(rounds, std::max(kMinRounds, std::min(kMaxRounds, kSliceBudget / perFull)));
-  uint64_t slice = slotElems;
-  auto work = [&](uint64_t s) {
-    return (simulated > 1 ? (simulated - 1) * sliceCount(full, s) : 0) + sliceCount(last, s);
-  };
-  for (uint64_t w = work(slice); w > kSliceBudget && slice < (uint64_t{1} << 40);) {
-    const uint64_t coarser = work(slice * 2);
-    if (coarser == w) break;  // every step is one slice already
-    slice *= 2;
-    w = coarser;
-  }
-
-  // Two time records per slot of every connection (n x n x slots).
-  if (un * un * topo.slots > (uint64_t{1} << 22))
-    return Status::error(collieInvalidArgument,
-                         "simulator: %d ranks x %d ranks x %u slots is more than 4M slot records; use fewer slots", n,
-                         n, topo.slots);
-  Simulation sim(topo, n, elemBytes, slice, full, last, simulated);
-  COLLIE_RETURN_IF_ERROR(sim.run());
-  const std::vector<double>& ends = sim.roundEnds();
-  double seconds = ends.back();
-  if (simulated < rounds) {
-    // Steady state: the middle half of the simulated full rounds (the first
-    // ones fill the pipeline; the last ones drain it, as they will in the end).
-    const uint64_t m = simulated - 1, lo = m / 4, hi = 3 * m / 4;
-    const double perRoundTime = (ends[hi] - ends[lo]) / static_cast<double>(hi - lo);
-    seconds += static_cast<double>(rounds - simulated) * perRoundTime;
-  }
-
   Prediction p;
+  double seconds = 0;
+  if (anyDirect(last) || (rounds > 1 && anyDirect(full))) {
+    // Direct programs (program.h, "Direct steps"): an epoch model per round, rounds one after another.
+    double fullSeconds = 0, lastSeconds = 0;
+    uint64_t transfers = 0, barriers = 0;
+    if (rounds > 1) {
+      COLLIE_RETURN_IF_ERROR(
+          simulateDirect(full, topo, static_cast<double>(elemBytes), &fullSeconds, &transfers, &barriers));
+      p.slices = (rounds - 1) * transfers;
+      p.barriers = (rounds - 1) * barriers;
+    }
+    COLLIE_RETURN_IF_ERROR(
+        simulateDirect(last, topo, static_cast<double>(elemBytes), &lastSeconds, &transfers, &barriers));
+    p.slices += transfers;
+    p.barriers += barriers;
+    seconds = static_cast<double>(rounds - 1) * fullSeconds + lastSeconds;
+    p.roundsSimulated = rounds;
+  } else {
+    // How much to simulate (see the file comment).
+    const uint64_t perFull = rounds > 1 ? std::max<uint64_t>(sliceCount(full, slotElems), 1) : 0;
+    const uint64_t perLast = std::max<uint64_t>(sliceCount(last, slotElems), 1);
+    uint64_t simulated = rounds;
+    if (rounds > 1 && (rounds > kMaxRounds || (rounds - 1) * perFull + perLast > kSliceBudget))
+      simulated = std::min(rounds, std::max(kMinRounds, std::min(kMaxRounds, kSliceBudget / perFull)));
+    uint64_t slice = slotElems;
+    auto work = [&](uint64_t s) {
+      return (simulated > 1 ? (simulated - 1) * sliceCount(full, s) : 0) + sliceCount(last, s);
+    };
+    for (uint64_t w = work(slice); w > kSliceBudget && slice < (uint64_t{1} << 40);) {
+      const uint64_t coarser = work(slice * 2);
+      if (coarser == w) break;  // every step is one slice already
+      slice *= 2;
+      w = coarser;
+    }
+
+    // Two time records per slot of every connection (n x n x slots).
+    if (un * un * topo.slots > (uint64_t{1} << 22))
+      return Status::error(collieInvalidArgument,
+                           "simulator: %d ranks x %d ranks x %u slots is more than 4M slot records; use fewer slots", n,
+                           n, topo.slots);
+    Simulation sim(topo, n, elemBytes, slice, full, last, simulated);
+    COLLIE_RETURN_IF_ERROR(sim.run());
+    const std::vector<double>& ends = sim.roundEnds();
+    seconds = ends.back();
+    if (simulated < rounds) {
+      // Steady state: the middle half of the simulated full rounds (the first
+      // ones fill the pipeline; the last ones drain it, as they will in the end).
+      const uint64_t m = simulated - 1, lo = m / 4, hi = 3 * m / 4;
+      const double perRoundTime = (ends[hi] - ends[lo]) / static_cast<double>(hi - lo);
+      seconds += static_cast<double>(rounds - simulated) * perRoundTime;
+    }
+
+    p.roundsSimulated = simulated;
+    p.sliceBytes = slice * elemBytes;
+    p.slices = sim.slices();
+  }
+
   std::vector<uint64_t> nodeTraffic(static_cast<size_t>((n + topo.ranksPerNode - 1) / topo.ranksPerNode));
   for (size_t r = 0; r < un; ++r) {
     const uint64_t fullElems = rounds > 1 ? memoryTrafficElems(full[r]) : 0;
@@ -606,9 +729,6 @@ Status predict(const AlgorithmInfo& algo, const ProgramArgs& call, size_t elemBy
   p.algbw = seconds > 0 ? static_cast<double>(bytes) / seconds : 0;
   p.busbw = p.algbw * busBandwidthFactor(call.collective, n);
   p.rounds = rounds;
-  p.roundsSimulated = simulated;
-  p.sliceBytes = slice * elemBytes;
-  p.slices = sim.slices();
   *out = p;
   return Status();
 }

@@ -25,6 +25,10 @@
 // Each rank has one port pair for its node's link class and one for the
 // network, so a rank sending to several peers of one class is serialized
 // while NVLink and the NIC work in parallel.
+// Direct programs (program.h, "Direct steps") have no slots: each epoch
+// between barriers costs its busiest rank's bytes over its ports (puts and
+// reads of peers' buffers) or its local memory work, whichever is longer,
+// plus one alpha, and each barrier one alpha (simulator.cc, simulateDirect).
 #pragma once
 
 #include <cstddef>
@@ -43,8 +47,9 @@ struct Prediction {
   double busbw = 0;              // algbw x busBandwidthFactor
   uint64_t rounds = 0;           // rounds the call is cut into
   uint64_t roundsSimulated = 0;  // < rounds: the rest were extrapolated at the steady-state rate
-  uint64_t sliceBytes = 0;       // slice size simulated: the slot, or a multiple of it for long steps
-  uint64_t slices = 0;           // slice transfers simulated (the work done)
+  uint64_t sliceBytes = 0;       // slice size simulated: the slot, or a multiple of it for long steps; 0: direct
+  uint64_t slices = 0;           // slice transfers simulated (the work done); direct: puts and reads of peers
+  uint64_t barriers = 0;         // direct programs: the barriers each rank passes over the whole call
   // The most bytes one rank's programs read and write in memory over the whole call, every round
   // (algorithms/memory_traffic.h, out of place).
   uint64_t trafficBytes = 0;

@@ -109,7 +109,9 @@ const AlgorithmInfo* tunedAlgorithm(Collective c, uint64_t bytes, int nranks, co
   const AlgorithmInfo* best = nullptr;
   double bestTime = 0;
   for (const AlgorithmInfo& a : algorithms()) {
-    if (a.collective != c) continue;
+    // Direct algorithms run only where ranks map each other's buffers, which nothing here knows: COLLIE_ALGO
+    // names them where they can run.
+    if (a.collective != c || a.mapsPeers) continue;
     Prediction p;
     if (!predict(a, call, es, topo, &p).ok()) continue;
     if (best == nullptr || p.seconds < bestTime) {
@@ -151,7 +153,9 @@ Status parseAlgorithmOverrides(const std::string& spec, std::map<Collective, con
       result[c] = a;
       continue;
     }
-    a = findAlgorithm(c, squash(name).c_str());
+    // Names compared squashed on both sides: "direct_twoshot", "direct-twoshot" and "DirectTwoShot" are one.
+    for (const AlgorithmInfo& candidate : algorithms())
+      if (a == nullptr && candidate.collective == c && squash(candidate.name) == squash(name)) a = &candidate;
     if (a == nullptr || name.empty())
       return Status::error(collieInvalidArgument, "COLLIE_ALGO: %s has no algorithm '%s' (valid: %s)",
                            collectiveName(c), shown(name).c_str(), algorithmNames(c).c_str());

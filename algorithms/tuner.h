@@ -15,7 +15,8 @@
 namespace collie {
 
 /// The registered algorithm of `c` with the smallest predicted time on `topo`
-/// for `nranks` ranks (ties go to the registry's first). `bytes` is the call's
+/// for `nranks` ranks (ties go to the registry's first), of those that need no
+/// mapped peers (AlgorithmInfo::mapsPeers). `bytes` is the call's
 /// count argument times the element size, as core/collectives.cc has it: one
 /// rank block for reduce-scatter, allgather, gather and scatter, one peer's
 /// block for all-to-all, the whole send buffer of a rank for all-to-all-v.

@@ -4,35 +4,11 @@
 #include <deque>
 #include <utility>
 
+#include "algorithms/verifier_machine.h"
+
 namespace collie {
 
-namespace {
-
-struct Value {
-  uint64_t ranks = 0;      // contributions held
-  uint64_t index = 0;      // which element of the contributors' inputs
-  bool finalized = false;  // avg's division applied
-  bool defined = false;    // written at all (outputs start undefined)
-};
-
-struct Slice {
-  std::vector<Value> values;
-  bool last = false;  // ends the sender's step: the receiver's step must end here too
-};
-
-// One rank's memory. Input and output are windows of `mem` (they overlap when
-// the call is in place); a buffer the rank does not have is empty.
-struct RankState {
-  std::vector<Value> mem, scratch;
-  uint64_t inBase = 0, inCount = 0, outBase = 0, outCount = 0;
-  size_t pc = 0;      // current step
-  uint64_t sent = 0;  // elements of the current step sent / received so far
-  uint64_t received = 0;
-  std::vector<uint64_t> groupSent;  // a group of joined steps or a batch run as one: each step's elements sent
-  std::vector<uint64_t> batchGot;   // a batch of exchanges: each step's elements received so far
-  size_t batchEnd = 0;              // one past the batch being run; 0 when none
-  size_t exchangeGroupEnd = 0;      // one past the exchange group the current step is in (program.h)
-};
+namespace verifier_internal {
 
 Status violation(const Program& p, size_t step, const char* what, uint64_t element) {
   return Status::error(collieInternalError, "%s %s, nranks %d, count %llu: rank %d step %zu (%s): %s at element %llu",
@@ -42,6 +18,8 @@ Status violation(const Program& p, size_t step, const char* what, uint64_t eleme
                        static_cast<unsigned long long>(element));
 }
 
+namespace {
+
 bool readsSrc(StepOp op) {
   return op == StepOp::kSend || op == StepOp::kRecvReduceSend || op == StepOp::kRecvReduceCopy ||
          op == StepOp::kRecvReduceCopySend || op == StepOp::kCopy || op == StepOp::kCopySend || op == StepOp::kReduce ||
@@ -49,60 +27,7 @@ bool readsSrc(StepOp op) {
 }
 bool writesDst(StepOp op) { return op != StepOp::kSend && op != StepOp::kRecvReduceSend; }
 
-class Machine {
- public:
-  Machine(const std::vector<Program>& programs, const VerifyOptions& options)
-      : programs_(programs), options_(options), n_(static_cast<int>(programs.size())) {
-    channels_.resize(static_cast<size_t>(n_) * static_cast<size_t>(n_));
-  }
-
-  Status setUp();
-  Status run();
-  Status checkPostconditions();
-
- private:
-  Value* at(RankState& s, const Range& r, uint64_t i) {
-    switch (r.buffer) {
-      case Buffer::kInput:
-        return &s.mem[s.inBase + r.offset + i];
-      case Buffer::kOutput:
-        return &s.mem[s.outBase + r.offset + i];
-      case Buffer::kScratch:
-        return &s.scratch[r.offset + i];
-    }
-    return nullptr;
-  }
-  bool fits(const RankState& s, const Range& r, uint64_t count) const {
-    const uint64_t size = r.buffer == Buffer::kInput    ? s.inCount
-                          : r.buffer == Buffer::kOutput ? s.outCount
-                                                        : s.scratch.size();
-    return r.offset <= size && count <= size - r.offset;
-  }
-  std::deque<Slice>& channel(int from, int to) {
-    return channels_[static_cast<size_t>(from) * static_cast<size_t>(n_) + static_cast<size_t>(to)];
-  }
-  bool full(int from, int to) { return options_.nslots != 0 && channel(from, to).size() >= options_.nslots; }
-  uint64_t sliceOf(uint64_t total) const {
-    return options_.sliceElems ? options_.sliceElems : std::max<uint64_t>(total, 1);
-  }
-
-  Status checkStep(int r);
-  Status reduce(const Program& p, const Value& a, const Value& b, uint64_t i, Value* out) const;
-  Status write(const Program& p, const Step& st, Value v, uint64_t i, Value* dst) const;
-  Status take(int r, int from, uint64_t done, uint64_t total, Slice* out);
-  Status advance(int r, bool* moved);
-  Status checkGroup(int r, int end);
-  Status advanceGroup(int r, int end, bool* moved, bool* done);
-  Status sendPass(int r, size_t first, size_t m, bool* progressed);
-  size_t batchEnd(int r);
-  Status advanceBatch(int r, bool* moved, bool* done);
-
-  const std::vector<Program>& programs_;
-  VerifyOptions options_;
-  int n_;
-  std::vector<RankState> ranks_;
-  std::vector<std::deque<Slice>> channels_;  // [from * n + to]: slices in flight
-};
+}  // namespace
 
 Status Machine::setUp() {
   ranks_.resize(static_cast<size_t>(n_));
@@ -121,8 +46,9 @@ Status Machine::setUp() {
     s.mem.assign(std::max(s.inBase + s.inCount, s.outBase + s.outCount), Value{});
     for (uint64_t i = 0; i < s.inCount; ++i) s.mem[s.inBase + i] = Value{uint64_t{1} << r, i, false, true};
     s.scratch.assign(p.scratchCount, Value{});
+    direct_ = direct_ || hasDirectSteps(p);
   }
-  return Status();
+  return direct_ ? setUpDirect() : Status();
 }
 
 Status Machine::reduce(const Program& p, const Value& a, const Value& b, uint64_t i, Value* out) const {
@@ -362,6 +288,7 @@ Status Machine::take(int r, int from, uint64_t done, uint64_t total, Slice* out)
 
 // Runs rank r as far as it can go; *moved says whether it did anything.
 Status Machine::advance(int r, bool* moved) {
+  if (direct_) return advanceDirect(r, moved);
   RankState& s = ranks_[static_cast<size_t>(r)];
   const Program& p = programs_[static_cast<size_t>(r)];
   while (s.pc < p.steps.size()) {
@@ -492,6 +419,7 @@ Status Machine::run() {
     moved = false;
     for (int r = 0; r < n_; ++r) COLLIE_RETURN_IF_ERROR(advance(r, &moved));
   }
+  if (direct_) return directStuck();
   for (int r = 0; r < n_; ++r) {
     const RankState& s = ranks_[static_cast<size_t>(r)];
     const Program& p = programs_[static_cast<size_t>(r)];
@@ -588,7 +516,9 @@ Status Machine::checkPostconditions() {
   return Status();
 }
 
-}  // namespace
+}  // namespace verifier_internal
+
+using verifier_internal::Machine;
 
 bool inPlaceBases(const Program& p, uint64_t* inputBase, uint64_t* outputBase) {
   const uint64_t stride = p.stride ? p.stride : p.count;

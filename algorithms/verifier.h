@@ -12,6 +12,13 @@
 // With finite slots a send blocks on a full FIFO, so the verifier also
 // proves that a round of a program cannot deadlock on the executor's slots.
 // No clocks and no threads: ranks advance in turn until none can move.
+//
+// Direct programs (program.h, "Direct steps") have no slots: each rank loads and
+// stores its peers' buffers in epochs between barriers (verifier_direct.cc).
+// Besides the values, the verifier proves that no two ranks write one element
+// in an epoch, that no rank reads an element another writes in it, that every
+// access lies inside its buffer, that every rank has as many barriers, and that
+// no rank reaches a peer's buffer before the first barrier or after the last.
 #pragma once
 
 #include <string>
@@ -38,7 +45,8 @@ struct VerifyOptions {
 };
 
 /// Verifies programs[r] (one per rank, all of the same call). Returns an
-/// error naming the rank, step and element of the first violation.
+/// error naming the rank, step and element of the first violation (and for
+/// direct programs the epoch and the rank whose memory it lies in).
 Status verifyPrograms(const std::vector<Program>& programs, const VerifyOptions& options = VerifyOptions());
 
 /// Where rank `rank`'s input and output start in one shared array when the

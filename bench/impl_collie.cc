@@ -349,7 +349,7 @@ std::vector<std::string> collieAlgorithms(const Options& o, std::string* err) {
   if (o.algo == "all") {
     out.push_back("auto");
     for (const AlgorithmInfo& a : algorithms())
-      if (a.collective == c) out.push_back(a.name);
+      if (a.collective == c && !a.mapsPeers) out.push_back(a.name);  // direct ones: no executor runs them yet
     return out;
   }
   for (const std::string& name : split(o.algo, ",")) {

@@ -423,6 +423,7 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
       if (peers != nullptr && seq != ExecArgs::kNotACollective) peers->queuedCollective(seq);
     }
   } markQueued{colocated_.get(), args.collectiveSeq};
+  COLLIE_RETURN_IF_ERROR(refuseDirectSteps(plan, "cuda"));
   COLLIE_RETURN_IF_ERROR(asyncStatus());
   DeviceGuard guard(device_);
   // An enqueue should take microseconds. One that blocks (a CUDA call waiting for the device) while

@@ -42,8 +42,12 @@ Bytes written(const Step& s, void* const* bufs, size_t elemSize) {
     case StepOp::kRecvReduceCopySend:
     case StepOp::kReduce:
       return bytesOf(bufs, s.dst, s.count, elemSize);
+    case StepOp::kReducePeers:
+      return bytesOf(bufs, s.dst, s.count, elemSize);
     case StepOp::kSend:
     case StepOp::kRecvReduceSend:
+    case StepOp::kPutPeer:  // writes a peer's memory, not ours
+    case StepOp::kBarrier:
       return Bytes{};
   }
   return Bytes{};

@@ -60,6 +60,7 @@ Status EmulatedExecutor::run(const std::vector<ChannelWork>& work, const ExecArg
 
 Status EmulatedExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   std::lock_guard<std::mutex> lock(mu_);
+  COLLIE_RETURN_IF_ERROR(refuseDirectSteps(plan, "host (the kernels emulated)"));
   // As on the GPU, a communicator whose launch failed is broken: report it again.
   COLLIE_RETURN_IF_ERROR(asyncStatus());
   KernelArgs a;

@@ -21,6 +21,23 @@ Status Executor::runRounds(const RoundPlan& plan, ExecArgs args) {
   return Status();
 }
 
+Status refuseDirectSteps(const std::vector<ChannelWork>& work, const char* backend) {
+  for (const ChannelWork& w : work) {
+    if (w.program == nullptr || !hasDirectSteps(*w.program)) continue;
+    const Program& p = *w.program;
+    return Status::error(collieInvalidUsage,
+                         "%s %s needs ranks that map each other's buffers (its steps load and store peers' memory); "
+                         "not available on the %s backend: choose another %s algorithm in COLLIE_ALGO",
+                         collectiveName(p.collective), p.algorithm.c_str(), backend, collectiveName(p.collective));
+  }
+  return Status();
+}
+
+Status refuseDirectSteps(const RoundPlan& plan, const char* backend) {
+  COLLIE_RETURN_IF_ERROR(refuseDirectSteps(plan.full, backend));
+  return refuseDirectSteps(plan.last, backend);
+}
+
 std::string callMismatch(int rank, int peer, uint64_t theirs, uint64_t mine, uint64_t collectiveSeq,
                          const std::string& name) {
   char here[160];

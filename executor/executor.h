@@ -74,6 +74,13 @@ struct RoundPlan {
   uint64_t stride = 0;
 };
 
+/// Refuses work whose programs hold direct steps (algorithms/program.h, "Direct steps"): they load and store
+/// peers' buffers, which an executor that moves data through slots cannot do. Names the algorithm and
+/// `backend`, the backend this executor serves ("host", "cuda"); OK when no program holds one.
+Status refuseDirectSteps(const std::vector<ChannelWork>& work, const char* backend);
+/// The same for every round of `plan`.
+Status refuseDirectSteps(const RoundPlan& plan, const char* backend);
+
 class Executor {
  public:
   virtual ~Executor() = default;

@@ -576,6 +576,7 @@ Status HostExecutor::runTyped(const std::vector<ChannelWork>& work, const ExecAr
 
 Status HostExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& args) {
   if (work.empty()) return Status();
+  COLLIE_RETURN_IF_ERROR(refuseDirectSteps(work, "host"));
   Status st;
   bool ran = false;  // the error sentence is made only when needed: this is every call's path
   visitType(args.type, [&](auto tag) {

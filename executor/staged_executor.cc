@@ -40,6 +40,7 @@ uint64_t StagedExecutor::roundElems(size_t typeSize) const { return host_->round
 void StagedExecutor::setTimeout(double seconds) { host_->setTimeout(seconds); }
 
 Status StagedExecutor::run(const std::vector<ChannelWork>& work, const ExecArgs& args) {
+  COLLIE_RETURN_IF_ERROR(refuseDirectSteps(work, "cuda"));
   COLLIE_RETURN_IF_ERROR(mover_->usable(args.stream));
   const size_t es = typeSize(args.type);
   uint64_t inElems = 0, outElems = 0;

@@ -419,7 +419,7 @@ COLLIE_HD StepFailure runSteps(P& p, const Step* steps, int nsteps, T* const* bu
           }
           break;
         default:
-          break;  // local and exchange steps are handled above
+          break;  // local and exchange steps are handled above; direct steps never get here (refuseDirectSteps)
       }
       if (in) p.release(from);
       if (out) p.post(to, n);

@@ -19,6 +19,7 @@
 #include "algorithms/tuner.h"
 #include "algorithms/verify_sweep.h"
 #include "executor/direct_sends.h"
+#include "tools/collie_sim_picture.h"
 
 namespace {
 
@@ -37,6 +38,7 @@ void printUsage(FILE* out) {
                "\n"
                "Commands:\n"
                "  list                                   every algorithm: collective, name, round rule, description\n"
+               "                                         (rounds \"direct\": ranks must map each other's buffers)\n"
                "  show COLLECTIVE ALGO -n N [--count C] [--root R] [--rank R | --all] [--picture]\n"
                "       [--ranks-per-node L]\n"
                "  show FILE [--count C] [--rank R] [--picture]\n"
@@ -268,93 +270,14 @@ int fileFits(const AlgorithmInfo& a, int n, uint64_t root) {
 // ------------------------------------------------------------------ list
 
 int cmdList() {
-  std::printf("%-14s %-10s %-11s %s\n", "collective", "algorithm", "rounds", "description");
+  std::printf("%-14s %-14s %-11s %s\n", "collective", "algorithm", "rounds", "description");
   for (const AlgorithmInfo& a : collie::algorithms())
-    std::printf("%-14s %-10s %-11s %s\n", collie::collectiveName(a.collective), a.name, roundRuleName(a.rounds),
-                a.description);
+    std::printf("%-14s %-14s %-11s %s\n", collie::collectiveName(a.collective), a.name,
+                a.mapsPeers ? "direct" : roundRuleName(a.rounds), a.description);
   return 0;
 }
 
 // ------------------------------------------------------------------ show
-
-// One cell of the picture: what step s of a rank does, in a few characters.
-std::string cell(const collie::Step& s) {
-  using collie::StepOp;
-  const std::string to = std::to_string(s.sendPeer), from = std::to_string(s.recvPeer);
-  std::string c;
-  switch (s.op) {
-    case StepOp::kSend:
-      c = ">" + to;
-      break;
-    case StepOp::kRecv:
-      c = "<" + from;
-      break;
-    case StepOp::kRecvReduceSend:
-      c = "<" + from + "+>" + to;
-      break;
-    case StepOp::kRecvReduceCopy:
-      c = "<" + from + "+";
-      break;
-    case StepOp::kRecvReduceCopySend:
-      c = "<" + from + "+=>" + to;
-      break;
-    case StepOp::kRecvCopySend:
-      c = "<" + from + ">" + to;
-      break;
-    case StepOp::kCopy:
-      c = "copy";
-      break;
-    case StepOp::kCopySend:
-      c = "copy>" + to;
-      break;
-    case StepOp::kReduce:
-      c = "red";
-      break;
-    case StepOp::kSendRecv:
-    case StepOp::kSendRecvReduce: {
-      const bool plus = s.op == StepOp::kSendRecvReduce;
-      if (s.count == 0) {
-        c = "<" + from + (plus ? "+" : "");
-      } else if (s.recvCount == 0) {
-        c = ">" + to;
-      } else {
-        c = s.sendPeer == s.recvPeer ? "<>" + to + (plus ? "+" : "") : ">" + to + "<" + from + (plus ? "+" : "");
-      }
-      break;
-    }
-  }
-  if (s.sent() == 0 && s.received() == 0 && s.count == 0) c = "(" + c + ")";  // moves nothing
-  return c;
-}
-
-void printPicture(const std::vector<Program>& programs, int only) {
-  size_t steps = 0, width = 4;
-  std::vector<std::vector<std::string>> cells;
-  for (const Program& p : programs) {
-    std::vector<std::string> col;
-    for (const collie::Step& s : p.steps) col.push_back(cell(s));
-    for (const std::string& c : col) width = std::max(width, c.size());
-    steps = std::max(steps, col.size());
-    cells.push_back(col);
-  }
-  const int w = static_cast<int>(width) + 1;
-  std::printf("%-5s", "step");
-  for (size_t r = 0; r < programs.size(); ++r)
-    if (only < 0 || static_cast<int>(r) == only) std::printf(" %*s", w, ("r" + std::to_string(r)).c_str());
-  std::printf("\n");
-  for (size_t i = 0; i < steps; ++i) {
-    std::printf("%-5zu", i);
-    for (size_t r = 0; r < programs.size(); ++r)
-      if (only < 0 || static_cast<int>(r) == only)
-        std::printf(" %*s", w, i < cells[r].size() ? cells[r][i].c_str() : "");
-    std::printf("\n");
-  }
-  std::printf(
-      "\n>q send to q   <p receive from p   <p>q receive from p, keep and forward to q   <p+>q receive, reduce, "
-      "forward\n<p+ receive and reduce into place   <p+=>q receive, reduce into place and forward   >q<p exchange: "
-      "send to q while receiving from p\n<>q exchange with q   + marks a reduction; (..) a step that moves no data; "
-      "copy/red local copy/reduction\ncopy>q local copy, sent to q from the same read\n");
-}
 
 // ------------------------------------------------------------------ program files
 
@@ -386,6 +309,17 @@ int cmdVerifyFile(const std::string& path) {
   return 0;
 }
 
+// Every rank's program (or rank `only`'s), as steps or, with --picture, as a picture.
+int printPrograms(const Options& o, const std::vector<Program>& programs, int only) {
+  if (o.picture) {
+    collie::sim::printPicture(programs, only);
+    return 0;
+  }
+  for (const Program& p : programs)
+    if (only < 0 || p.rank == only) std::printf("%s\n", p.describe().c_str());
+  return 0;
+}
+
 int cmdShowFile(const Options& o, const std::string& path) {
   collie::ProgramFile file;
   if (int rc = loadFile(path, &file)) return rc;
@@ -400,13 +334,7 @@ int cmdShowFile(const Options& o, const std::string& path) {
               static_cast<unsigned long long>(count), static_cast<unsigned long long>(file.chunks), file.root,
               static_cast<unsigned long long>(programs[0].scratchCount));
   const int only = o.has("--rank") ? static_cast<int>(o.rank) : -1;
-  if (o.picture) {
-    printPicture(programs, only);
-    return 0;
-  }
-  for (const Program& p : programs)
-    if (only < 0 || p.rank == only) std::printf("%s\n", p.describe().c_str());
-  return 0;
+  return printPrograms(o, programs, only);
 }
 
 int cmdShow(const Options& o) {
@@ -437,15 +365,9 @@ int cmdShow(const Options& o) {
   const int only = o.has("--rank") ? static_cast<int>(o.rank) : -1;
   std::printf("%s %s: %d ranks, count %llu, root %llu, round rule %s, scratch %llu elements on rank 0\n\n",
               collie::collectiveName(c), algo->name, n, static_cast<unsigned long long>(count),
-              static_cast<unsigned long long>(o.root), roundRuleName(algo->rounds),
+              static_cast<unsigned long long>(o.root), algo->mapsPeers ? "direct" : roundRuleName(algo->rounds),
               static_cast<unsigned long long>(programs[0].scratchCount));
-  if (o.picture) {
-    printPicture(programs, only);
-    return 0;
-  }
-  for (const Program& p : programs)
-    if (only < 0 || p.rank == only) std::printf("%s\n", p.describe().c_str());
-  return 0;
+  return printPrograms(o, programs, only);
 }
 
 // ------------------------------------------------------------------ export
@@ -617,8 +539,13 @@ int cmdPredict(const Options& o) {
   if (p.roundsSimulated < p.rounds)
     std::printf(" (%llu simulated, the rest at the steady-state rate)",
                 static_cast<unsigned long long>(p.roundsSimulated));
-  std::printf("\n  slices  %12llu of %s bytes, %u slots per connection\n", static_cast<unsigned long long>(p.slices),
-              sizeName(p.sliceBytes).c_str(), s.topo.slots);
+  if (algo->mapsPeers) {
+    std::printf("\n  direct  %12llu puts and reads of peers' buffers, %llu barriers per rank (no slots)\n",
+                static_cast<unsigned long long>(p.slices), static_cast<unsigned long long>(p.barriers));
+  } else {
+    std::printf("\n  slices  %12llu of %s bytes, %u slots per connection\n", static_cast<unsigned long long>(p.slices),
+                sizeName(p.sliceBytes).c_str(), s.topo.slots);
+  }
   // What the rank that moves the most reads and writes in memory, against the bytes busbw counts: how many
   // passes over memory the algorithm costs a rank.
   const uint64_t most = p.trafficBytes;
@@ -629,7 +556,8 @@ int cmdPredict(const Options& o) {
   std::printf("\n");
   // The same with the sends read in place, as between ranks that are threads of one process.
   int64_t directBytes = 0;
-  if (collie::readDirectReadBytes(&directBytes).ok() && directBytes >= 0 && c != Collective::kAllToAllv) {
+  if (collie::readDirectReadBytes(&directBytes).ok() && directBytes >= 0 && c != Collective::kAllToAllv &&
+      !algo->mapsPeers) {
     const uint64_t direct =
         trafficReadInPlace(*algo, o.bytes, s, static_cast<int>(o.root), static_cast<uint64_t>(directBytes));
     std::printf(
@@ -658,12 +586,19 @@ int cmdCompare(const Options& o) {
   std::vector<const AlgorithmInfo*> algos;
   for (const AlgorithmInfo& a : collie::algorithms())
     if (a.collective == c) algos.push_back(&a);
+  // Algorithms of direct steps are marked: they run only where ranks map each other's buffers, and the tuner
+  // never picks them.
+  auto label = [](const AlgorithmInfo* a) { return std::string(a->name) + (a->mapsPeers ? "*" : ""); };
+  bool anyDirect = false;
   int width = 12;
-  for (const AlgorithmInfo* a : algos) width = std::max(width, static_cast<int>(std::strlen(a->name)) + 2);
+  for (const AlgorithmInfo* a : algos) {
+    width = std::max(width, static_cast<int>(label(a).size()) + 2);
+    anyDirect = anyDirect || a->mapsPeers;
+  }
   std::printf("# %s on %s: %d ranks (%d per node), %s; predicted time in us (nccl-tests sizes)\n",
               collie::collectiveName(c), s.topo.name.c_str(), s.n, s.topo.ranksPerNode, o.type.c_str());
   std::printf("%12s", "size");
-  for (const AlgorithmInfo* a : algos) std::printf("%*s", width, a->name);
+  for (const AlgorithmInfo* a : algos) std::printf("%*s", width, label(a).c_str());
   std::printf("  %-10s %10s\n", "winner", "busbw GB/s");
   struct Row {
     uint64_t bytes;
@@ -695,7 +630,7 @@ int cmdCompare(const Options& o) {
       }
       line += buf;
     }
-    std::printf("%12s%s  %-10s %10.2f\n", sizeName(shown).c_str(), line.c_str(), winner ? winner->name : "-",
+    std::printf("%12s%s  %-10s %10.2f\n", sizeName(shown).c_str(), line.c_str(), winner ? label(winner).c_str() : "-",
                 bestBus / 1e9);
     std::fflush(stdout);
     rows.push_back(Row{shown, winner});
@@ -705,11 +640,13 @@ int cmdCompare(const Options& o) {
   bool any = false;
   for (size_t i = 1; i < rows.size(); ++i)
     if (rows[i].winner != nullptr && rows[i - 1].winner != nullptr && rows[i].winner != rows[i - 1].winner) {
-      std::printf("\n  %s -> %s between %s and %s", rows[i - 1].winner->name, rows[i].winner->name,
+      std::printf("\n  %s -> %s between %s and %s", label(rows[i - 1].winner).c_str(), label(rows[i].winner).c_str(),
                   sizeName(rows[i - 1].bytes).c_str(), sizeName(rows[i].bytes).c_str());
       any = true;
     }
   std::printf("%s\n", any ? "" : " none (one winner over the whole range)");
+  if (anyDirect)
+    std::printf("\n* direct steps: runs only where ranks map each other's buffers; the tuner never picks it\n");
   return failures ? 1 : 0;
 }
 

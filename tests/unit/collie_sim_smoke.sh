@@ -56,6 +56,18 @@ why=$("$sim" export alltoallv pairwise -n 3 2>&1 >/dev/null)
 rc=$?
 set -e
 [ "$rc" = 1 ] && echo "$why" | grep -q "per-peer counts" || { echo "collie-sim export alltoallv: $rc, '$why'"; exit 1; }
+# Direct programs (algorithms/program.h, "Direct steps"): shown aligned at their barriers, verified, predicted with
+# their barriers; a file cannot hold them.
+"$sim" show allreduce direct_twoshot -n 4 --picture | grep -q "^bar  *==== *==== *==== *====$" ||
+  { echo "collie-sim show: direct_twoshot's barriers are not one row"; exit 1; }
+run verify allreduce direct_twoshot --max-ranks 16 --counts n-1,13
+"$sim" predict allreduce direct_twoshot --topo h100-nvlink --bytes 1M | grep -q "2 barriers per rank" ||
+  { echo "collie-sim predict: direct_twoshot's barriers are not printed"; exit 1; }
+set +e
+why=$("$sim" export allreduce direct_twoshot -n 3 2>&1 >/dev/null)
+rc=$?
+set -e
+[ "$rc" = 1 ] && echo "$why" | grep -q "direct steps" || { echo "collie-sim export direct_twoshot: $rc, '$why'"; exit 1; }
 # Bad arguments are refused with status 2, not a crash.
 for bad in "" "frobnicate" "show allreduce ring" "show allreduce nope -n 4" "predict allreduce ring --topo nowhere.topo --bytes 8" \
   "compare allreduce --topo h100-nvlink -b 1X" "verify --max-ranks 65" "export allreduce ring" "export allreduce ring -n 65"; do

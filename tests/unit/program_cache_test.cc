@@ -26,6 +26,7 @@ std::vector<Step> makeProgram(size_t n, uint64_t tag, int junk = 0) {
     s.op = i % 2 ? StepOp::kRecvReduceSend : StepOp::kSend;
     s.sendPeer = static_cast<int32_t>(i % 7);
     s.recvPeer = static_cast<int32_t>((i + 3) % 7);
+    s.peerCount = 0;
     s.src = Range{Buffer::kInput, i * 10};
     s.dst = Range{Buffer::kOutput, i * 10 + 1};
     s.count = tag + i;
@@ -68,7 +69,7 @@ TEST(ProgramCache, FoundByContentNotByPaddingBytes) {
       [](Step& s) { s.src.offset += 1; },    [](Step& s) { s.dst.buffer = Buffer::kScratch; },
       [](Step& s) { s.dst.offset += 1; },    [](Step& s) { s.count += 1; },
       [](Step& s) { s.recvCount += 1; },     [](Step& s) { s.finalize = !s.finalize; },
-      [](Step& s) { s.joined = !s.joined; },
+      [](Step& s) { s.joined = !s.joined; }, [](Step& s) { s.peerCount += 1; },
   };
   for (size_t i = 0; i < changes.size(); ++i) {
     std::vector<Step> c = a;

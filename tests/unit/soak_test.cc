@@ -125,7 +125,7 @@ Case drawCase(uint64_t seed, uint64_t i) {
   // An algorithm registered for the collective, or (one time in four) none: the tuner picks.
   std::vector<const collie::AlgorithmInfo*> algos;
   for (const collie::AlgorithmInfo& a : collie::algorithms())
-    if (a.collective == k.collective) algos.push_back(&a);
+    if (a.collective == k.collective && !a.mapsPeers) algos.push_back(&a);  // direct ones: not on the host
   if (!algos.empty() && rng() % 4 != 0) c.algo = algos[rng() % algos.size()];
   const auto& types = collie::test::allTypes();
   const auto& ops = collie::test::allOps();
