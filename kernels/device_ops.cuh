@@ -74,6 +74,14 @@ __device__ __forceinline__ uint64_t loadVolatile64(const uint8_t* p) {
 __device__ __forceinline__ void storeVolatile64(uint8_t* p, uint64_t v) {
   asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
+// Packet lines of 16 bytes (kernels/direct_allreduce_block.cuh): one vector access, which the GPU performs as two
+// untorn 8-byte ones in no set order; each half carries its own flag, so a reader needs nothing more.
+__device__ __forceinline__ void storeVolatile128(uint8_t* p, uint64_t lo, uint64_t hi) {
+  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(lo), "l"(hi) : "memory");
+}
+__device__ __forceinline__ void loadVolatile128(const uint8_t* p, uint64_t* lo, uint64_t* hi) {
+  asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(*lo), "=l"(*hi) : "l"(p) : "memory");
+}
 __device__ __forceinline__ uint64_t globalTimerNs() {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -134,6 +142,16 @@ inline uint64_t loadVolatile64(const uint8_t* p) {
 }
 inline void storeVolatile64(uint8_t* p, uint64_t v) {
   __atomic_store_n(reinterpret_cast<uint64_t*>(p), v, __ATOMIC_RELAXED);
+}
+// Two relaxed 8-byte accesses, the GPU's vector access at its weakest: the halves may be seen apart.
+inline void storeVolatile128(uint8_t* p, uint64_t lo, uint64_t hi) {
+  __atomic_store_n(reinterpret_cast<uint64_t*>(p), lo, __ATOMIC_RELAXED);
+  __atomic_store_n(reinterpret_cast<uint64_t*>(p + 8), hi, __ATOMIC_RELAXED);
+}
+inline void loadVolatile128(const uint8_t* p, uint64_t* lo, uint64_t* hi) {
+  emu::pollPause();
+  *lo = __atomic_load_n(reinterpret_cast<const uint64_t*>(p), __ATOMIC_RELAXED);
+  *hi = __atomic_load_n(reinterpret_cast<const uint64_t*>(p + 8), __ATOMIC_RELAXED);
 }
 inline uint64_t globalTimerNs() { return emu::nowNs(); }
 inline uint32_t loadFlag(const volatile uint32_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }

@@ -1,10 +1,10 @@
-// The launcher headers (launch.h, scale.h, reduce_check.h, exchange_floor.h) in a fake-CUDA
+// The launcher headers (launch.h, scale.h, reduce_check.h, exchange_floor.h, direct_kernels.h) in a fake-CUDA
 // build (COLLIE_FAKE_CUDA, tests/fake_cuda): instead of a kernel, each launch
 // enqueues host work on the fake runtime's stream, so it runs in stream order,
 // is recorded by a stream capture and replayed by a graph, like a kernel. The
 // program kernel is the real one's body run by kernels/emulator.h; scale and
 // reduce-check are plain loops over the shared operators (executor/reduce_ops.h); the exchange floor's body
-// (exchange_floor_block.cuh) runs emulated too.
+// (exchange_floor_block.cuh) and the direct kernels' (direct_allreduce_block.cuh) run emulated too.
 //
 // Host threads per emulated block: COLLIE_TEST_FAKE_CUDA_THREADS (default 2: enough
 // for the block barrier and the threads' split of a slice to matter).
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "executor/reduce_ops.h"
+#include "kernels/direct_kernels.h"
 #include "kernels/emulator.h"
 #include "kernels/exchange_floor_block.cuh"
 #include "kernels/launch.h"
@@ -121,6 +122,26 @@ int launchExchangeFloor(const FloorArgs& args, int threads, void* stream) {
   return static_cast<int>(fakecuda::enqueue(static_cast<cudaStream_t>(stream), [copy]() {
     launcherFor(1)->run([&](int) { exchangeFloorBlock(*copy); });
     return cudaSuccess;
+  }));
+}
+
+int preloadDirectKernels(int) { return static_cast<int>(cudaSuccess); }
+
+int directResidentBlocks(DirectKind, collieDataType_t, int, int, int ranksOnDevice, int* blocks) {
+  // The emulation runs every block on host threads of its own, so all are resident; a few, as on a small GPU.
+  *blocks = ranksOnDevice >= 1 && ranksOnDevice < 8 ? 8 / ranksOnDevice : 1;
+  return static_cast<int>(cudaSuccess);
+}
+
+int launchDirect(const DirectArgs& args, DirectKind kind, collieDataType_t type, ReduceOp op, int blocks, int threads,
+                 void* stream) {
+  const char* why = nullptr;
+  if (checkDirectLaunch(args, kind, type, op, blocks, threads, &why) != 0)
+    return static_cast<int>(cudaErrorInvalidValue);
+  // Played by COLLIE_TEST_FAKE_CUDA_THREADS threads per block whatever `threads` says, as the program kernel is.
+  auto copy = std::make_shared<DirectArgs>(args);
+  return static_cast<int>(fakecuda::enqueue(static_cast<cudaStream_t>(stream), [copy, kind, type, op, blocks]() {
+    return emu::launchDirect(*copy, kind, type, op, launcherFor(blocks)) == 0 ? cudaSuccess : cudaErrorLaunchFailure;
   }));
 }
 

@@ -1,4 +1,4 @@
-// The launcher headers (launch.h, scale.h, reduce_check.h) in a build without
+// The launcher headers (launch.h, scale.h, reduce_check.h, direct_kernels.h) in a build without
 // device code (COLLIE_DEVICE_CODE=OFF): the sanitizer builds of CI, which run
 // on machines without a GPU and never launch a kernel. nvcc's share of such a
 // build is about three minutes of CPU for one architecture, spent on code
@@ -11,6 +11,7 @@
 // available", the error CUDA gives for a build without code for the device.
 #include <cuda_runtime_api.h>
 
+#include "kernels/direct_kernels.h"
 #include "kernels/exchange_floor.h"
 #include "kernels/launch.h"
 #include "kernels/reduce_check.h"
@@ -34,5 +35,12 @@ int launchReduceCheck(collieDataType_t, collieRedOp_t, const void*, const void*,
 
 int preloadExchangeFloor() { return kNoImage; }
 int launchExchangeFloor(const FloorArgs&, int, void*) { return kNoImage; }
+
+int preloadDirectKernels(int) { return kNoImage; }
+int directResidentBlocks(DirectKind, collieDataType_t, int, int, int, int* blocks) {
+  *blocks = 0;
+  return kNoImage;
+}
+int launchDirect(const DirectArgs&, DirectKind, collieDataType_t, ReduceOp, int, int, void*) { return kNoImage; }
 
 }  // namespace collie

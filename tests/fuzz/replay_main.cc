@@ -32,6 +32,7 @@ const Target kTargets[] = {
     {"traffic", collie::fuzz::traffic},
     {"user_text", collie::fuzz::userText},
     {"program_file", collie::fuzz::programFile},
+    {"direct_kernels", collie::fuzz::directKernels},
 };
 
 bool replayFile(const Target& t, const fs::path& file) {

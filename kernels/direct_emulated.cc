@@ -1,0 +1,91 @@
+// The direct kernels' launch checks, and their CPU emulation (kernels/direct_kernels.h): the bodies of
+// direct_allreduce_block.cuh compiled by g++ over kernels/device_ops.cuh's host operations, each block a group of
+// the emulator's host threads. Built in every configuration, like emulator.cc: tests/unit/direct_kernels_test.cc
+// and the fake-CUDA launchers run it.
+#include <cstdint>
+
+#include "kernels/direct_allreduce_block.cuh"
+#include "kernels/direct_kernels.h"
+#include "kernels/emulator.h"
+
+namespace collie {
+
+int checkDirectLaunch(const DirectArgs& a, DirectKind kind, collieDataType_t type, ReduceOp op, int blocks, int threads,
+                      const char** why) {
+  auto refuse = [&](const char* reason) {
+    *why = reason;
+    return static_cast<int>(collieInvalidArgument);
+  };
+  const size_t size = typeSize(type);
+  if (size == 0) return refuse("unknown data type");
+  if (a.nranks < 2 || a.nranks > kDirectMaxRanks) return refuse("nranks outside 2..8");
+  if (a.rank < 0 || a.rank >= a.nranks) return refuse("rank outside 0..nranks-1");
+  if (a.seq == 0) return refuse("seq 0: calls are numbered from 1");
+  if (blocks < 1 || blocks > kDirectMaxBlocks) return refuse("blocks outside 1..kDirectMaxBlocks");
+  if (threads < 1 || threads > kDirectMaxThreads) return refuse("threads outside 1..kDirectMaxThreads");
+  if (a.error == nullptr) return refuse("no error record");
+  const uint64_t n = static_cast<uint64_t>(a.nranks);
+  // The largest buffer a rank's indices reach: reduce-scatter's input and allgather's output hold n x count.
+  const bool perRank = kind == DirectKind::kReduceScatter || kind == DirectKind::kAllGather;
+  if (a.count > kDirectMaxBytes / size / (perRank ? n : 1)) return refuse("count over kDirectMaxBytes");
+  if (a.premul != 0 && (kind != DirectKind::kOneShotAllReduce || op != ReduceOp::kSum))
+    return refuse("a pre-multiplied sum is a one-shot allreduce's only");
+  if (a.divisor < 0) return refuse("negative divisor");
+  for (int p = 0; p < a.nranks; ++p) {
+    const bool self = p == a.rank;
+    switch (kind) {
+      case DirectKind::kOneShotAllReduce:
+        if (a.scratch[p] == nullptr) return refuse("a rank's scratch is missing");
+        if (self && (a.inputs[p] == nullptr || a.outputs[p] == nullptr)) return refuse("input or output missing");
+        break;
+      case DirectKind::kTwoShotAllReduce:
+      case DirectKind::kReduceScatter:
+      case DirectKind::kAllGather:
+        if (a.barriers[p] == nullptr) return refuse("a rank's barrier flags are missing");
+        if ((kind != DirectKind::kAllGather || self) && a.inputs[p] == nullptr) return refuse("an input is missing");
+        if ((kind != DirectKind::kReduceScatter || self) && a.outputs[p] == nullptr)
+          return refuse("an output is missing");
+        break;
+    }
+  }
+  if (kind == DirectKind::kOneShotAllReduce && directLines(a.count * size) > a.slotLines)
+    return refuse("a one-shot call larger than its scratch slots");
+  if (kind != DirectKind::kAllGather && !visitDirect(type, op, a.nranks, [](auto, auto, auto, auto) {}))
+    return refuse("no kernel for this type, operator and rank count");
+  return 0;
+}
+
+namespace emu {
+
+int launchDirect(const DirectArgs& args, DirectKind kind, collieDataType_t type, ReduceOp op, Launcher* launcher) {
+  const char* why = nullptr;
+  const int blocks = launcher->blocks();
+  if (checkDirectLaunch(args, kind, type, op, blocks, launcher->threadsPerBlock(), &why) != 0)
+    return collieInvalidArgument;
+  if (kind == DirectKind::kAllGather) {
+    visitType(type, [&](auto tag) {
+      using W = direct::WordOf<typename decltype(tag)::type>;
+      visitDirectRanks(args.nranks, [&](auto nc) {
+        launcher->run([&](int b) { direct::allGather<W, decltype(nc)::value>(args, b, blocks); });
+      });
+    });
+    return 0;
+  }
+  // One instantiation per type and operator, the rank count at run time (visitDirect): the GPU's kernels for an
+  // exact rank count run the same text with that bound folded.
+  visitDirect<false>(type, op, args.nranks, [&](auto tag, auto opc, auto nc, auto exact) {
+    using T = typename decltype(tag)::type;
+    constexpr ReduceOp kOp = decltype(opc)::value;
+    constexpr int kN = decltype(nc)::value;
+    constexpr bool kExact = decltype(exact)::value;
+    if (kind == DirectKind::kOneShotAllReduce)
+      launcher->run([&](int b) { direct::oneShotAllReduce<T, kOp, kN, kExact>(args, b, blocks); });
+    else
+      launcher->run(
+          [&](int b) { direct::reduceStore<T, kOp, kN, kExact>(args, kind == DirectKind::kReduceScatter, b, blocks); });
+  });
+  return 0;
+}
+
+}  // namespace emu
+}  // namespace collie

@@ -1,0 +1,121 @@
+// The direct kernels (kernels/direct_kernels.h): one __global__ wrapper per body of direct_allreduce_block.cuh,
+// instantiated from the one list of visitDirect (direct_kernels.h) and the allgather's per element size.
+//
+// Instantiations: 268 kernels per architecture. float, half and bfloat16 (what large calls are made of) get a
+// kernel per rank count 2..8 for each operator and allreduce body, loops fully unrolled and U vectors per thread
+// in flight (8 loads or more); the other nine types one kernel per operator and body for up to 8 ranks, its loops
+// unrolled to 8 and guarded by the run-time count (still no arrays in local memory, but only n loads in flight).
+// The reduce-scatter is the two-shot's body with one destination; the allgather is per element size and rank
+// count. A kernel per rank count for all twelve types (700 kernels) takes three times as long to compile, about
+// two and a half minutes per architecture on two cores, for types no large call of a model uses.
+#include <cuda_runtime.h>
+
+#include "kernels/direct_allreduce_block.cuh"
+#include "kernels/direct_kernels.h"
+
+namespace collie {
+
+namespace {
+
+// One block of kDirectMaxThreads per SM at least: up to 128 registers a thread. Given the block size alone, ptxas
+// aims at 32 registers and spills where the vectors in flight and their conversions need more (half on 8 ranks);
+// asked for two blocks (64 registers), it spills on 7 ranks (14 vectors in flight). directResidentBlocks says how
+// many fit as compiled.
+constexpr int kDirectMinBlocksPerSm = 1;
+
+template <typename T, ReduceOp Op, int N, bool Exact>
+__global__ void __launch_bounds__(kDirectMaxThreads, kDirectMinBlocksPerSm)
+    directOneShotKernel(const __grid_constant__ DirectArgs a) {
+  direct::oneShotAllReduce<T, Op, N, Exact>(a, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));
+}
+
+template <typename T, ReduceOp Op, int N, bool Exact>
+__global__ void __launch_bounds__(kDirectMaxThreads, kDirectMinBlocksPerSm)
+    directReduceKernel(const __grid_constant__ DirectArgs a, int scatter) {
+  direct::reduceStore<T, Op, N, Exact>(a, scatter != 0, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));
+}
+
+template <typename W, int N>
+__global__ void __launch_bounds__(kDirectMaxThreads, kDirectMinBlocksPerSm)
+    directAllGatherKernel(const __grid_constant__ DirectArgs a) {
+  direct::allGather<W, N>(a, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));
+}
+
+/// Calls f(kernel) with the kernel of `kind` for (type, op, nranks); false where there is none.
+template <typename F>
+bool visitKernel(DirectKind kind, collieDataType_t type, ReduceOp op, int nranks, F&& f) {
+  if (kind == DirectKind::kAllGather) {
+    bool found = false;
+    visitType(type, [&](auto tag) {
+      using W = direct::WordOf<typename decltype(tag)::type>;
+      found = visitDirectRanks(
+          nranks, [&](auto nc) { f(reinterpret_cast<const void*>(directAllGatherKernel<W, decltype(nc)::value>)); });
+    });
+    return found;
+  }
+  return visitDirect(type, op, nranks, [&](auto tag, auto opc, auto nc, auto exact) {
+    using T = typename decltype(tag)::type;
+    constexpr ReduceOp kOp = decltype(opc)::value;
+    constexpr int kN = decltype(nc)::value;
+    constexpr bool kExact = decltype(exact)::value;
+    if (kind == DirectKind::kOneShotAllReduce)
+      f(reinterpret_cast<const void*>(directOneShotKernel<T, kOp, kN, kExact>));
+    else
+      f(reinterpret_cast<const void*>(directReduceKernel<T, kOp, kN, kExact>));
+  });
+}
+
+}  // namespace
+
+int preloadDirectKernels(int nranks) {
+  // Lazy module loading loads a kernel at its first launch, which can wait for the context's running kernels:
+  // querying each one loads it now (launch.h, preloadProgramKernels).
+  int rc = 0;
+  for (DirectKind kind : {DirectKind::kOneShotAllReduce, DirectKind::kTwoShotAllReduce, DirectKind::kAllGather})
+    for (int t = 0; t < collieNumTypes; ++t)
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMax, ReduceOp::kMin}) {
+        if (kind == DirectKind::kAllGather && op != ReduceOp::kSum) continue;
+        visitKernel(kind, static_cast<collieDataType_t>(t), op, nranks, [&](const void* kernel) {
+          cudaFuncAttributes attr;
+          const cudaError_t e = cudaFuncGetAttributes(&attr, kernel);
+          if (e != cudaSuccess && rc == 0) rc = static_cast<int>(e);
+        });
+      }
+  return rc;
+}
+
+int directResidentBlocks(DirectKind kind, collieDataType_t type, int nranks, int threads, int ranksOnDevice,
+                         int* blocks) {
+  *blocks = 0;
+  int device = 0, sms = 0, perSm = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (e != cudaSuccess) return static_cast<int>(e);
+  // Any operator: the instantiations of one type differ little in registers.
+  if (!visitKernel(kind, type, ReduceOp::kSum, nranks, [&](const void* kernel) {
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, threads, 0);
+      }))
+    return static_cast<int>(cudaErrorInvalidValue);
+  if (e != cudaSuccess) return static_cast<int>(e);
+  const int fit = sms * perSm / (ranksOnDevice > 0 ? ranksOnDevice : 1);
+  *blocks = fit < kDirectMaxBlocks ? fit : kDirectMaxBlocks;
+  return 0;
+}
+
+int launchDirect(const DirectArgs& args, DirectKind kind, collieDataType_t type, ReduceOp op, int blocks, int threads,
+                 void* stream) {
+  const char* why = nullptr;
+  if (checkDirectLaunch(args, kind, type, op, blocks, threads, &why) != 0 || threads % 32 != 0)
+    return static_cast<int>(cudaErrorInvalidValue);
+  int scatter = kind == DirectKind::kReduceScatter ? 1 : 0;
+  void* params[] = {const_cast<DirectArgs*>(&args), &scatter};
+  int rc = static_cast<int>(cudaErrorInvalidValue);
+  visitKernel(kind, type, op, args.nranks, [&](const void* kernel) {
+    // cudaLaunchKernel answers for this launch alone (kernels/program_kernel.cuh, launchProtocol).
+    rc = static_cast<int>(
+        cudaLaunchKernel(kernel, dim3(blocks), dim3(threads), params, 0, static_cast<cudaStream_t>(stream)));
+  });
+  return rc;
+}
+
+}  // namespace collie

@@ -1,0 +1,191 @@
+// Host-only interface to the direct kernels (kernels/direct_kernels.cu; bodies in
+// kernels/direct_allreduce_block.cuh): hand-written collectives for ranks that map each other's buffers (threads
+// of one process, registered or pooled memory across processes). Each rank's kernel loads and stores its peers'
+// memory itself: no slots, credits or drain.
+//
+//   one-shot allreduce   packets of 16 bytes into every peer's scratch, each carrying 8 bytes of data and the
+//                        call's number as flags; every rank reduces all n contributions itself (small calls)
+//   two-shot allreduce   an entry barrier; rank r reduces its chunk from all n inputs and stores it into all n
+//                        outputs; an exit barrier (large calls): every input read once, every output written once
+//   reduce-scatter       the same, rank r's chunk into its own output only
+//   allgather            the same barriers; rank r stores its input into block r of all n outputs
+//
+// Every rank reduces in rank order, acc = x0, then acc = x_j (op) acc for j = 1..n-1, each step rounded in the
+// element type, as the host executor's one-shot program does (algorithms/direct_exchange.h, appendDirectReduce),
+// so the one-shot and two-shot kernels and the host give the same bits; avg divides the sum once at the end.
+//
+// What the host provides (zeroed when the communicator is set up):
+//  * scratch, one-shot only: per rank, directScratchBytes(nranks, slotLines) bytes of device memory its peers can
+//    write, laid out [parity 2][sender n][slotLines lines of 16 bytes];
+//  * barrier flags, the others: per rank, kDirectBarrierBytes of device memory its peers can write, laid out
+//    [block kDirectMaxBlocks][sender kDirectMaxRanks] 8-byte epochs;
+//  * a DirectError per rank, which the host reads after the call (nonzero code: the call failed; the record stays
+//    raised, and every later call of this rank fails at its first wait check, until the host clears it).
+// Zero never equals a flag or epoch a call waits for, since calls are numbered from 1.
+//
+// The call number. DirectArgs::seq counts the communicator's direct calls, of all four kernels, from 1, and
+// advances by one at each: every one of them synchronises every pair of ranks, which is what lets the one-shot's
+// two parities of scratch suffice (direct_allreduce_block.cuh, "Parities"). Before the 32-bit number would wrap,
+// the host zeroes every rank's scratch and barrier flags between calls of all ranks and numbers from 1 again: a
+// line left by a large call 2^32 calls before could otherwise pass for new, and the epochs must rise.
+//
+// Grids. Every rank of a call launches the same number of blocks, all of which must be resident at once, on each
+// GPU together with those of the other ranks sharing it: a block spins until its peers' blocks run. The launcher
+// caps nothing; directResidentBlocks says how many fit.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "collie.h"
+#include "executor/reduce_ops.h"
+
+namespace collie {
+
+constexpr int kDirectMaxRanks = 8;
+constexpr int kDirectMaxBlocks = 128;
+constexpr int kDirectMaxThreads = 512;
+/// One packet line: two 8-byte halves of {4 bytes of data, 4 bytes of flag}.
+constexpr uint64_t kDirectLineBytes = 16;
+/// Data bytes one line carries.
+constexpr uint64_t kDirectLinePayload = 8;
+/// Each rank's barrier flags: [block][sender] 8-byte epochs.
+constexpr uint64_t kDirectBarrierBytes = uint64_t{kDirectMaxBlocks} * kDirectMaxRanks * 8;
+/// The most bytes per rank one launch moves (a count of elements: times the element size): indices within a
+/// launch are 32-bit, and a grid-stride step past the end must not wrap. Larger calls go in several launches.
+constexpr uint64_t kDirectMaxBytes = (uint64_t{1} << 31) - 1;
+
+enum class DirectKind : int {
+  kOneShotAllReduce = 0,
+  kTwoShotAllReduce = 1,
+  kReduceScatter = 2,
+  kAllGather = 3,
+};
+
+/// Where a rank's call failed. Written once, by the first of its threads that gives up, and read by the host once
+/// the call has finished. `code` is written last (after a system fence): nonzero, the other fields are complete.
+struct DirectError {
+  uint32_t claimed = 0;  // 1 once a thread took the record (dev::raiseFirst)
+  uint32_t code = 0;     // collieTimeout (a peer never came) or collieRemoteError (the abort flag); 0 while healthy
+  int32_t rank = -1;     // the rank that gave up
+  int32_t peer = -1;     // the rank it was waiting for (every failure is a wait's)
+  uint32_t call = 0;     // the call's seq
+  int32_t block = -1;    // the block that gave up
+};
+
+/// One launch's arguments; the same struct for every kernel and rank count. Pointers are as this rank addresses
+/// them (peers' buffers mapped), each already at the call's first element: buffers at any offset are fine (an
+/// offset beside each would add nothing, as each rank's buffer may sit anywhere in its mapping), and where every
+/// buffer of a call sits at the same address modulo 16 (the common case) the moves go by 16-byte vectors,
+/// otherwise element by element. Entries past nranks are ignored.
+struct DirectArgs {
+  int rank = 0;
+  int nranks = 2;
+  uint32_t seq = 1;        // the communicator's direct-call number, from 1 (see above)
+  uint32_t slotLines = 0;  // one-shot: lines of one [parity][sender] slot of scratch
+  // allreduce: the count; reduce-scatter: each rank's output count (inputs hold nranks x count);
+  // allgather: each rank's input count (outputs hold nranks x count)
+  uint64_t count = 0;
+  const void* inputs[kDirectMaxRanks] = {};  // one-shot and allgather read only their own
+  void* outputs[kDirectMaxRanks] = {};       // one-shot and reduce-scatter write only their own
+  uint8_t* scratch[kDirectMaxRanks] = {};    // one-shot: every rank's packet scratch
+  uint8_t* barriers[kDirectMaxRanks] = {};   // the others: every rank's barrier flags
+  const uint32_t* abortFlag = nullptr;       // raised by the host: every wait gives up; null: none
+  DirectError* error = nullptr;              // this rank's record (device or mapped host memory)
+  uint64_t timeoutNs = 10000000000ull;       // how long one wait may last
+  int divisor = 0;                           // avg: nranks (a sum, then one division); else 0
+  int gpuScope = 0;  // 1: every rank runs on this GPU, so the barriers' flags are released at GPU scope
+  // One-shot, pre-multiplied sum (Op kSum): each rank multiplies its own input by its own scalar before the sum,
+  // read from scalarDevice when not null (when the kernel runs), else from scalarBits' low bytes. The two-shot
+  // kernels do not take it: rank r reduces its peers' inputs and has no peer's scalar, so the host scales a copy
+  // first, as for the interpreted kernels (core/redop.h).
+  int premul = 0;
+  uint64_t scalarBits = 0;
+  const void* scalarDevice = nullptr;
+};
+
+// Kernel parameters are limited to 4 KiB on every architecture we build for.
+static_assert(sizeof(DirectArgs) <= 4096, "DirectArgs must fit the kernel parameter space");
+static_assert(std::is_trivially_copyable<DirectArgs>::value, "DirectArgs is a kernel parameter");
+
+/// Lines a one-shot call of `bytes` bytes per rank sends to each peer: count 0 still sends one, so that every call
+/// synchronises every pair of ranks.
+COLLIE_HD constexpr uint64_t directLines(uint64_t bytes) {
+  return bytes == 0 ? 1 : (bytes + kDirectLinePayload - 1) / kDirectLinePayload;
+}
+/// Bytes of one rank's one-shot scratch for `nranks` ranks and slots of `slotLines` lines.
+COLLIE_HD constexpr uint64_t directScratchBytes(int nranks, uint64_t slotLines) {
+  return 2 * static_cast<uint64_t>(nranks) * slotLines * kDirectLineBytes;
+}
+
+/// Whether (T, Op) has a kernel per rank count (the types large calls are made of: float, half, bfloat16), or one
+/// for up to 8 ranks that loops over the run-time count. See direct_kernels.cu for the compile times behind it.
+template <typename T>
+struct DirectExactRanks
+    : std::integral_constant<bool, std::is_same<T, float>::value || std::is_same<T, __half>::value ||
+                                       std::is_same<T, __nv_bfloat16>::value> {};
+
+/// Calls f(std::integral_constant<int, N>{}) for N == n in 2..kDirectMaxRanks; false for any other n.
+template <typename F>
+bool visitDirectRanks(int n, F&& f) {
+  auto pick = [&](auto... ns) { return ((n == decltype(ns)::value ? (f(ns), true) : false) || ...); };
+  return pick(std::integral_constant<int, 2>{}, std::integral_constant<int, 3>{}, std::integral_constant<int, 4>{},
+              std::integral_constant<int, 5>{}, std::integral_constant<int, 6>{}, std::integral_constant<int, 7>{},
+              std::integral_constant<int, 8>{});
+}
+
+/// The one list of the direct kernels' instantiations, for the GPU's launchers and the CPU emulation alike:
+/// calls f(TypeTag<T>, integral_constant<ReduceOp>, integral_constant<int, N>, integral_constant<bool, Exact>) with
+/// N the rank count (Exact), or kDirectMaxRanks and the run-time count (not Exact). False for a type, operator or
+/// rank count without one. kExactRanks false takes the run-time count for every type: the CPU emulation does, as
+/// an instantiation per rank count would cost every build minutes of g++ for loops that differ only in a bound.
+template <bool kExactRanks = true, typename F>
+bool visitDirect(collieDataType_t type, ReduceOp op, int nranks, F&& f) {
+  if (nranks < 2 || nranks > kDirectMaxRanks) return false;
+  bool found = false;
+  visitType(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    visitOp(op, [&](auto opc) {
+      if constexpr (kExactRanks && DirectExactRanks<T>::value) {
+        found = visitDirectRanks(nranks, [&](auto nc) { f(tag, opc, nc, std::true_type{}); });
+      } else {
+        f(tag, opc, std::integral_constant<int, kDirectMaxRanks>{}, std::false_type{});
+        found = true;
+      }
+    });
+  });
+  return found;
+}
+
+/// Why a launch is refused before it starts (collieInvalidArgument, with *why set), or 0: rank and nranks,
+/// pointers the kind needs, sizes (kDirectMaxBytes; a one-shot call must fit its slots), blocks and threads.
+int checkDirectLaunch(const DirectArgs& a, DirectKind kind, collieDataType_t type, ReduceOp op, int blocks, int threads,
+                      const char** why);
+
+/// Loads every direct kernel for `nranks` ranks on the current device (a first launch that loads one lazily could
+/// wait for a peer's kernel that waits for it: launch.h, preloadProgramKernels). Returns a cudaError_t as an int.
+int preloadDirectKernels(int nranks);
+
+/// Blocks of `threads` threads of `kind`'s kernel (for `type`) that fit on the current device at once when
+/// `ranksOnDevice` ranks share it: the most a launch may use (capped at kDirectMaxBlocks). 0 where the device
+/// cannot say. Returns a cudaError_t as an int.
+int directResidentBlocks(DirectKind kind, collieDataType_t type, int nranks, int threads, int ranksOnDevice,
+                         int* blocks);
+
+/// Launches `kind` on `stream` (a cudaStream_t) with `blocks` blocks of `threads` threads (at most
+/// kDirectMaxThreads, and on the GPU a multiple of 32). checkDirectLaunch's refusals are cudaErrorInvalidValue.
+/// Returns a cudaError_t as an int.
+int launchDirect(const DirectArgs& args, DirectKind kind, collieDataType_t type, ReduceOp op, int blocks, int threads,
+                 void* stream);
+
+namespace emu {
+class Launcher;
+/// The CPU emulation of one rank's launch (kernels/emulator.h): the body of `kind` runs on `launcher`'s threads,
+/// one group per block, and this returns when all have finished. Ranks of a call run their launches at once,
+/// each from its own host thread. Returns collieInvalidArgument where checkDirectLaunch refuses (with the
+/// launcher's blocks and threads), else 0; the call's own failure is in args.error.
+int launchDirect(const DirectArgs& args, DirectKind kind, collieDataType_t type, ReduceOp op, Launcher* launcher);
+}  // namespace emu
+
+}  // namespace collie

@@ -1,0 +1,67 @@
+// Fuzz target direct_kernels: a differential check of the direct kernels' bodies (kernels/direct_kernels.h) under
+// the CPU emulation against the host reference of tests/unit/direct_kernels_case.h (the reduction in rank order
+// with the shared operators). Not a parser: the input chooses a short sequence of calls on one set of ranks.
+//
+//   byte 0   ranks 2..8 (mod 7)             byte 1   blocks 1..3, threads per block 1..3
+//   then per call, 6 bytes (up to 4 calls):
+//     kernel (mod 4), type (mod 12), operator (mod 6; premulsum is one-shot only, else sum),
+//     count (two bytes, little-endian, mod 1200), placement (bit 0 in place, bit 1 different offsets per rank)
+//   the bytes after the last call seed the inputs and offsets
+//
+// Checks: every byte of every rank's buffers after each call is the reference's output where the output lies, and
+// what was there before elsewhere; no call fails or is refused.
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tests/fuzz/fuzz_targets.h"
+#include "tests/unit/direct_kernels_case.h"
+
+namespace collie {
+namespace fuzz {
+
+int directKernels(const uint8_t* data, size_t size) {
+  using test::direct::Call;
+  using test::direct::TestOp;
+  if (size < 2 + 6) return 0;
+  const int n = 2 + data[0] % 7;
+  const int blocks = 1 + data[1] % 3, threads = 1 + (data[1] / 3) % 3;
+  size_t at = 2;
+  struct Shape {
+    DirectKind kind;
+    collieDataType_t type;
+    TestOp op;
+    uint64_t count;
+    bool inPlace, sameOffsets;
+  };
+  std::vector<Shape> shapes;
+  while (shapes.size() < 4 && at + 6 <= size) {
+    const uint8_t* b = data + at;
+    Shape s;
+    s.kind = static_cast<DirectKind>(b[0] % 4);
+    s.type = static_cast<collieDataType_t>(b[1] % collieNumTypes);
+    s.op = static_cast<TestOp>(b[2] % test::direct::kTestOps);
+    if (s.op == TestOp::kPreMulSum && s.kind != DirectKind::kOneShotAllReduce) s.op = TestOp::kSum;
+    s.count = (static_cast<uint64_t>(b[3]) | static_cast<uint64_t>(b[4]) << 8) % 1200;
+    s.inPlace = (b[5] & 1) != 0;
+    s.sameOffsets = (b[5] & 2) == 0;
+    shapes.push_back(s);
+    at += 6;
+  }
+  std::seed_seq seeds(data + at, data + size);
+  std::mt19937_64 rng(seeds);
+  std::vector<Call> calls;
+  for (const Shape& s : shapes)
+    calls.push_back(test::direct::makeCall(s.kind, s.type, s.op, s.count, s.inPlace, n, &rng, s.sameOffsets));
+  test::direct::World world(n, blocks, threads, 1200 * 8 * static_cast<uint64_t>(n) + 256,
+                            static_cast<uint32_t>(directLines(1200 * 8)), 10ull * 1000 * 1000 * 1000);
+  const std::vector<std::string> wrong = world.run(calls);
+  std::string all;
+  for (const std::string& w : wrong) all += w + "\n";
+  COLLIE_FUZZ_CHECK(wrong.empty(), all);
+  return 0;
+}
+
+}  // namespace fuzz
+}  // namespace collie

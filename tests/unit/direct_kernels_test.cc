@@ -1,0 +1,228 @@
+// The direct kernels' bodies (kernels/direct_allreduce_block.cuh) under the CPU emulation: ranks as host threads,
+// each playing its launch's blocks (tests/unit/direct_kernels_case.h). Every body at 2..8 ranks against a reference
+// reduced in rank order with the shared operators, byte for byte; consecutive calls of mixed kernels (the
+// one-shot's parities and every barrier's epochs advance, and a rank prepares its next call while its peers may
+// still be in the last); waits that give up in time with rank, peer and call, or at once on the abort flag; a
+// packet line taken only once both its halves have come.
+//
+// At each rank count every kernel runs with every type and operator; the placement (in place or not) and the
+// offsets (equal on every rank: vectors after a scalar head; different: element by element) rotate with them and
+// a seeded offset, and the count is drawn, rather than multiplying out (18 counts x 2 placements x 2 kinds of
+// offsets would be 72 times the calls for the same code paths). The seed is printed (COLLIE_TEST_SEED repeats a
+// run).
+#include "kernels/direct_kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "common/test_util.h"
+#include "tests/unit/direct_kernels_case.h"
+
+namespace {
+
+using collie::DirectArgs;
+using collie::DirectError;
+using collie::DirectKind;
+using collie::test::direct::Call;
+using collie::test::direct::kTestOps;
+using collie::test::direct::makeCall;
+using collie::test::direct::TestOp;
+using collie::test::direct::World;
+
+constexpr DirectKind kKinds[] = {DirectKind::kOneShotAllReduce, DirectKind::kTwoShotAllReduce,
+                                 DirectKind::kReduceScatter, DirectKind::kAllGather};
+// Counts of elements: 0 and 1, odd ones, around the vector widths (16 / size) and the line (8 / size), not
+// divisible by any rank count, and a few thousand (many lines and vectors per thread).
+constexpr uint64_t kCounts[] = {0, 1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 33, 100, 255, 1000, 1027, 4099};
+constexpr uint64_t kMaxCount = 4099;
+constexpr uint64_t kLongNs = 60ull * 1000 * 1000 * 1000;  // a hang fails at ctest's limit, not as a timeout
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string s;
+  for (const std::string& l : lines) s += l + "\n";
+  return s;
+}
+
+// A world of n ranks large enough for every call below.
+World worldOf(int n, uint64_t timeoutNs = kLongNs) {
+  const int blocks = 1 + n % 3, threads = 1 + (n + 1) % 3;
+  return World(n, blocks, threads, kMaxCount * static_cast<uint64_t>(n) * 8 + 256,
+               static_cast<uint32_t>(collie::directLines(kMaxCount * 8)), timeoutNs);
+}
+
+class DirectKernelsAtRanks : public testing::TestWithParam<int> {};
+
+TEST_P(DirectKernelsAtRanks, EveryKernelMatchesTheReferenceBitForBit) {
+  const int n = GetParam();
+  const uint64_t seed = collie::test::testSeed();
+  std::mt19937_64 rng(seed ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(n)));
+  const size_t rot = static_cast<size_t>(seed % 6);
+  std::vector<Call> calls;
+  const std::vector<collieDataType_t>& types = collie::test::allTypes();
+  for (size_t ki = 0; ki < 4; ++ki)
+    for (size_t ti = 0; ti < types.size(); ++ti) {
+      const DirectKind kind = kKinds[ki];
+      // The one-shot also takes a pre-multiplied sum; the allgather no operator.
+      const size_t ops = kind == DirectKind::kOneShotAllReduce ? kTestOps : kind == DirectKind::kAllGather ? 1 : 5;
+      for (size_t oi = 0; oi < ops; ++oi) {
+        // Placement and offsets rotate with the rank count, so that every (kernel, type, operator) meets both
+        // placements and both kinds of offsets over 2..8 ranks; the count is drawn.
+        const size_t key = ti + ki + oi + static_cast<size_t>(n) + rot;
+        const uint64_t count = kCounts[rng() % std::size(kCounts)];
+        const bool inPlace = key % 2 == 0;
+        const bool sameOffsets = (key + ki) % 3 != 0;
+        calls.push_back(makeCall(kind, types[ti], static_cast<TestOp>(oi), count, inPlace, n, &rng, sameOffsets));
+      }
+    }
+  // Kernels in a mixed order: the one-shot's parities and the barriers' epochs advance through each other's calls.
+  std::shuffle(calls.begin(), calls.end(), rng);
+  World world = worldOf(n);
+  const std::vector<std::string> wrong = world.run(calls);
+  EXPECT_TRUE(wrong.empty()) << "seed " << seed << "\n" << joined(wrong);
+}
+
+INSTANTIATE_TEST_SUITE_P(, DirectKernelsAtRanks, testing::Range(2, 9),
+                         [](const testing::TestParamInfo<int>& p) { return "n" + std::to_string(p.param); });
+
+TEST(DirectKernels, OneShotCallsOfChangingSizesTakeNoStaleLine) {
+  // Lines past a small call's end keep the flags of older, larger calls of the same parity: never the new one.
+  const uint64_t seed = collie::test::testSeed();
+  std::mt19937_64 rng(seed + 17);
+  for (int n : {2, 3}) {
+    std::vector<Call> calls;
+    for (uint64_t count : {4099, 3, 4099, 1, 4098, 0, 4099, 2, 33, 4097})
+      calls.push_back(
+          makeCall(DirectKind::kOneShotAllReduce, collieFloat32, TestOp::kSum, count, count % 2 == 0, n, &rng, true));
+    World world = worldOf(n);
+    const std::vector<std::string> wrong = world.run(calls);
+    EXPECT_TRUE(wrong.empty()) << "seed " << seed << ", " << n << " ranks\n" << joined(wrong);
+  }
+}
+
+TEST(DirectKernels, AWaitForAPeerThatNeverComesGivesUpWithRankPeerAndCall) {
+  std::mt19937_64 rng(5);
+  for (DirectKind kind : kKinds) {
+    World world = worldOf(3, 200ull * 1000 * 1000);  // 0.2 s
+    // Two good calls first, so that the one that fails is not the first.
+    std::vector<Call> good;
+    for (int k = 0; k < 2; ++k) good.push_back(makeCall(kind, collieFloat32, TestOp::kSum, 40, false, 3, &rng, true));
+    ASSERT_TRUE(world.run(good).empty()) << collie::test::direct::kindName(kind);
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<std::string> wrong =
+        world.run({makeCall(kind, collieFloat32, TestOp::kSum, 40, false, 3, &rng, true)}, {0, 1});  // 2 never runs
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(wrong.size(), 2u) << joined(wrong);
+    EXPECT_LT(sec, 10.0);
+    for (int r : {0, 1}) {
+      const DirectError& e = world.error(r);
+      SCOPED_TRACE(testing::Message() << collie::test::direct::kindName(kind) << ", rank " << r);
+      EXPECT_EQ(e.code, static_cast<uint32_t>(collieTimeout));
+      EXPECT_EQ(e.rank, r);
+      EXPECT_EQ(e.peer, 2);
+      EXPECT_EQ(e.call, 3u);
+      EXPECT_GE(e.block, 0);
+    }
+  }
+}
+
+TEST(DirectKernels, TheAbortFlagEndsAWaitAtOnce) {
+  std::mt19937_64 rng(6);
+  for (DirectKind kind : {DirectKind::kOneShotAllReduce, DirectKind::kTwoShotAllReduce}) {
+    World world = worldOf(2);  // a wait of a minute
+    std::vector<std::string> wrong;
+    const auto t0 = std::chrono::steady_clock::now();
+    std::thread rank0(
+        [&] { wrong = world.run({makeCall(kind, collieInt32, TestOp::kMax, 9, true, 2, &rng, true)}, {0}); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    world.raiseAbort();
+    rank0.join();
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    SCOPED_TRACE(collie::test::direct::kindName(kind));
+    EXPECT_EQ(wrong.size(), 1u) << joined(wrong);
+    EXPECT_LT(sec, 10.0);
+    const DirectError& e = world.error(0);
+    EXPECT_EQ(e.code, static_cast<uint32_t>(collieRemoteError));
+    EXPECT_EQ(e.rank, 0);
+    EXPECT_EQ(e.peer, 1);
+    EXPECT_EQ(e.call, 1u);
+  }
+}
+
+TEST(DirectKernels, APacketLineIsTakenOnlyOnceBothHalvesHaveCome) {
+  // Rank 0 of 2 runs alone; the test plays rank 1, writing its one line (two floats) half by half into rank 0's
+  // scratch at [parity 1][sender 1], as a GPU's vector store may land.
+  std::mt19937_64 rng(7);
+  World world = worldOf(2);
+  const Call c = makeCall(DirectKind::kOneShotAllReduce, collieFloat32, TestOp::kSum, 2, false, 2, &rng, true);
+  std::atomic<bool> done{false};
+  std::vector<std::string> wrong;
+  std::thread rank0([&] {
+    wrong = world.run({c}, {0});
+    done = true;
+  });
+  uint64_t data;
+  memcpy(&data, c.inputs[1].data(), 8);
+  const uint64_t flag = uint64_t{1} << 32;  // call 1
+  uint8_t* const line = world.scratch(0) + (1 * 2 + 1) * world.slotLines() * collie::kDirectLineBytes;
+  __atomic_store_n(reinterpret_cast<uint64_t*>(line), flag | (data & 0xffffffffu), __ATOMIC_RELAXED);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(done) << "rank 0 took a line with one half of it";
+  __atomic_store_n(reinterpret_cast<uint64_t*>(line + 8), flag | (data >> 32), __ATOMIC_RELAXED);
+  rank0.join();
+  EXPECT_TRUE(wrong.empty()) << joined(wrong);
+}
+
+TEST(DirectKernels, LaunchesOutsideTheirLimitsAreRefused) {
+  DirectError error;
+  uint8_t buf[64] = {};
+  DirectArgs a;
+  a.nranks = 2;
+  a.error = &error;
+  a.count = 4;
+  a.slotLines = 2;
+  for (int p = 0; p < 2; ++p) {
+    a.inputs[p] = buf;
+    a.outputs[p] = buf;
+    a.scratch[p] = buf;
+    a.barriers[p] = buf;
+  }
+  const char* why = nullptr;
+  const auto check = [&](const DirectArgs& x, DirectKind kind, collie::ReduceOp op, int blocks) {
+    why = nullptr;
+    return collie::checkDirectLaunch(x, kind, collieFloat32, op, blocks, 64, &why);
+  };
+  EXPECT_EQ(check(a, DirectKind::kOneShotAllReduce, collie::ReduceOp::kSum, 1), 0);
+  EXPECT_EQ(check(a, DirectKind::kTwoShotAllReduce, collie::ReduceOp::kMin, 128), 0);
+  DirectArgs x = a;
+  x.count = 5;  // 20 bytes: 3 lines in slots of 2
+  EXPECT_NE(check(x, DirectKind::kOneShotAllReduce, collie::ReduceOp::kSum, 1), 0);
+  EXPECT_NE(why, nullptr);
+  x = a;
+  x.premul = 1;
+  EXPECT_EQ(check(x, DirectKind::kOneShotAllReduce, collie::ReduceOp::kSum, 1), 0);
+  EXPECT_NE(check(x, DirectKind::kTwoShotAllReduce, collie::ReduceOp::kSum, 1), 0);
+  EXPECT_NE(check(x, DirectKind::kOneShotAllReduce, collie::ReduceOp::kMax, 1), 0);
+  x = a;
+  x.nranks = 9;
+  EXPECT_NE(check(x, DirectKind::kOneShotAllReduce, collie::ReduceOp::kSum, 1), 0);
+  x = a;
+  x.seq = 0;
+  EXPECT_NE(check(x, DirectKind::kAllGather, collie::ReduceOp::kSum, 1), 0);
+  EXPECT_NE(check(a, DirectKind::kAllGather, collie::ReduceOp::kSum, collie::kDirectMaxBlocks + 1), 0);
+  x = a;
+  x.barriers[1] = nullptr;
+  EXPECT_NE(check(x, DirectKind::kReduceScatter, collie::ReduceOp::kSum, 1), 0);
+  x = a;
+  x.count = collie::kDirectMaxBytes / 4;  // a reduce-scatter's input holds n x count
+  EXPECT_NE(check(x, DirectKind::kReduceScatter, collie::ReduceOp::kSum, 1), 0);
+  EXPECT_EQ(check(x, DirectKind::kTwoShotAllReduce, collie::ReduceOp::kSum, 1), 0);
+}
+
+}  // namespace
