@@ -1,33 +1,17 @@
 #!/usr/bin/env bash
 # The GPU suite on the CPU: builds Collie against the fake CUDA runtime
 # (tests/fake_cuda; -DCOLLIE_FAKE_CUDA=ON) in build-fakecuda/ and runs the
-# tests of tests/gpu there, plus collie-bench's CUDA backend; then part of it
-# again under ThreadSanitizer (build-fakecuda-tsan/). The CUDA
+# tests of tests/gpu there, plus collie-bench's CUDA backend. The CUDA
 # executor's host code (device windows, cudaIpc between processes, launches on
 # the user's stream, graph capture, the proxy's pinned memory, the error paths)
 # runs for real; the kernels are their own code on host threads. It shows
 # nothing about the GPU itself (memory model, speed): that is tests/gpu/run.sh
-# on a lent GPU. Run after scripts/setup.sh (or scripts/test.sh).
+# on a lent GPU. scripts/sanitize.sh runs part of it under ThreadSanitizer.
+# Run after scripts/setup.sh (or scripts/test.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/bounded.sh
 build=build-fakecuda
-# A gtest binary under `bounded` (with --gtest_brief=1), failing if a test it selected skipped. A skip passes
-# in gtest; here (no usable GPU, one GPU where a test needs two, a build without UCX) it would have shown
-# nothing, and the rows of docs/RELIABILITY.md that name the test would rest on nothing. So each filter leaves
-# out the tests that cannot run in its setting, and runs them where they can.
-every_test() {
-  local log rc=0
-  log=$(mktemp)
-  bounded "$@" --gtest_brief=1 2>&1 | tee "$log" || rc=$?
-  if [ "$rc" = 0 ] && grep -q '^\[  SKIPPED \]' "$log"; then
-    echo "a selected test skipped, where every one must run: ${*:1:3}" >&2
-    grep -A1 ': Skipped$' "$log" >&2 || true
-    rc=1
-  fi
-  rm -f "$log"
-  return "$rc"
-}
 if [ ! -f "$build/build.ninja" ]; then
   # -g1: line tables only (backtraces keep file and line; about a third less compile time than -g).
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
@@ -56,20 +40,16 @@ export COLLIE_CHANNELS=2 COLLIE_TEST_FAKE_CUDA_THREADS=2 COLLIE_TIMEOUT=60
 # for real here is the executor's host code, which sees bytes; every type runs on a lent GPU (tests/gpu/run.sh)
 # and, on the kernels' own code, in algorithms_emulated (scripts/test.sh).
 export COLLIE_TEST_TYPES=sizes
-# Left out of the one-GPU runs (every_test): the tests that need two GPUs, run with two fake ones below, and
-# without UCX the destroy of a communicator whose peers on another host go through the proxy.
-two_gpus='CudaBackend.AStreamOfAnotherGpuIsAnError:CudaBackend.RanksOnTwoGpus*'
-# Whether the build tree $1 has UCX (the proxy's transport, and the fake nodes').
-has_ucx() { grep -q 'COLLIE_WITH_UCX:BOOL=ON' "$1/CMakeCache.txt"; }
-no_ucx() { has_ucx "$1" || echo ':CudaBackend.DestroyOfAProxied*'; }
 every_test "$build/tests/fake_cuda/fake_cudart_test"
-# Ranks as threads: every algorithm at 3 ranks (8 ranks for ring allreduce; not 2 ranks as well, which CI's time
-# does not allow), and the CudaBackend cases
-# (tiny slots, all-to-all-v, grouped send/recv, graph capture, wrong buffers, a rank that never joins). Every
-# send that may be read in place is (COLLIE_DIRECT_READ_BYTES=0; executor/direct_sends.h), whatever its size:
-# the runs below keep the default, under which these tests' sends mostly go through slots.
+# Ranks as threads: the CudaBackend cases (tiny slots, all-to-all-v, grouped send/recv, graph capture, wrong
+# buffers, a rank that never joins), then the sweep of every algorithm at 3 ranks (8 ranks for ring allreduce),
+# sampled (scripts/bounded.sh). Every send that may be read in place is (COLLIE_DIRECT_READ_BYTES=0;
+# executor/direct_sends.h), whatever its size: the runs below keep the default, under which these tests' sends
+# mostly go through slots.
 COLLIE_DIRECT_READ_BYTES=0 every_test "$build/tests/collectives_gpu_test" \
-  --gtest_filter="*_n3:*allreduce_ring_n8:CudaBackend.*:Pinned*:PreMulSumGpu.*-$two_gpus$(no_ucx $build)"
+  --gtest_filter="CudaBackend.*:Pinned*:PreMulSumGpu.*-$two_gpus$(no_ucx $build)"
+COLLIE_DIRECT_READ_BYTES=0 GTEST_TOTAL_SHARDS=$sweep_parts GTEST_SHARD_INDEX=$sweep_part every_test \
+  "$build/tests/collectives_gpu_test" --gtest_filter="*_n3:*allreduce_ring_n8"
 # Every stream in one hardware queue (the fake's model of CUDA_DEVICE_MAX_CONNECTIONS=1): a call of many
 # rounds, a group of sends and receives, or a group of pre-multiplied sums (each rank's call from a thread of
 # its own), must not hold back a peer's kernel (docs/cuda-executor.md, "Ranks sharing hardware queues"); nor a
@@ -171,28 +151,3 @@ grep -q '^gpu_nccl  *not-run' "$rehearsal/summary.txt"
 rm -rf "$rehearsal"
 echo "fake-GPU suite: passed in $(($(date +%s) - start)) s"
 
-# The CUDA executor's host code under ThreadSanitizer: the fake's streams run launches on threads of their
-# own while the rank threads poll for errors, abort, and make the next calls. Left out, as more than half of this
-# step's time: the staged path's sweep of every collective to 2^20 elements (its copies and events on the fake's
-# streams run here in DestroyOfAStagedCommunicatorBesideAWaitingKernel; the host executor under it is TSan's in
-# scripts/sanitize.sh) and the tiny slots over 3 channels (the kernels' code so, scripts/sanitize.sh too); both run
-# above without TSan.
-tsan=build-fakecuda-tsan
-if [ ! -f "$tsan/build.ninja" ]; then
-  cmake -S . -B "$tsan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCOLLIE_FAKE_CUDA=ON \
-    -DCOLLIE_WITH_MPI=OFF -DCOLLIE_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS="-fsanitize=thread -O1" -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
-    -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread >/dev/null
-fi
-cmake --build "$tsan" --target collectives_gpu_test program_cache_gpu_test soak_test
-start=$(date +%s)
-# As in scripts/sanitize.sh: UCX's memory hooks and TSan's mmap interception do not mix.
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no \
-  COLLIE_TIMEOUT=120 every_test "$tsan/tests/collectives_gpu_test" \
-  --gtest_filter="CudaBackend.*:Pinned*:*allreduce_ring_n3:*alltoall_pairwise_n3:PreMulSumGpu.*-$two_gpus:CudaBackend.P2POffStagesThroughHostMemory:CudaBackend.TinySlotsAndUnevenChannels$(no_ucx $tsan)"
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no \
-  COLLIE_TIMEOUT=120 every_test "$tsan/tests/program_cache_gpu_test" --gtest_filter='*LongPrograms*:*Queued*:*GlobalCapture*:*Gone*'
-# Random cases on CUDA communicators (about 100 in the 30 s here), every send that may be read in place so read.
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no \
-  COLLIE_TIMEOUT=120 COLLIE_DIRECT_READ_BYTES=0 COLLIE_TEST_SOAK_MEMORY=device COLLIE_TEST_LL_FLAG_PERIOD=16 \
-  COLLIE_TEST_SOAK_SECONDS=30 every_test "$tsan/tests/soak_test"
-echo "fake-GPU suite under ThreadSanitizer: clean in $(($(date +%s) - start)) s"
