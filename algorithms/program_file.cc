@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "algorithms/msccl_xml.h"
 #include "algorithms/verifier.h"
 #include "algorithms/verify_sweep.h"
 #include "base/hash.h"
@@ -331,7 +332,8 @@ Status loadProgramFile(const std::string& path, ProgramFile* out) {
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) return Status::error(collieSystemError, "%s: read failed", printableText(path).c_str());
-  return parseProgramFile(text.str(), path, out);
+  const std::string body = text.str();
+  return looksLikeMscclXml(body, path) ? parseMscclXml(body, path, out) : parseProgramFile(body, path, out);
 }
 
 Status programsForCount(const ProgramFile& file, uint64_t count, std::vector<Program>* out) {

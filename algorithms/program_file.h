@@ -1,4 +1,5 @@
-// Program files: an algorithm written outside Collie, as JSON (docs/program-files.md).
+// Program files: an algorithm written outside Collie, as JSON (docs/program-files.md), or imported from MSCCL's
+// XML (msccl_xml.h).
 //
 // A file holds one collective's programs for a fixed rank count, in units of chunks: the collective's count
 // argument is cut into `chunks` equal chunks, and every offset and count of a step is a number of chunks. A call
@@ -51,7 +52,8 @@ constexpr uint64_t kMaxFileChunks = uint64_t{1} << 24;
 /// Parses and checks `text` (the contents of `path`, which only names it in errors).
 Status parseProgramFile(const std::string& text, const std::string& path, ProgramFile* out);
 
-/// Reads and parses the file at `path` (a regular file of at most 64 MiB).
+/// Reads and parses the file at `path` (a regular file of at most 64 MiB): as MSCCL XML (msccl_xml.h) when its
+/// first character other than white space is '<' or its name ends in ".xml", else as JSON.
 Status loadProgramFile(const std::string& path, ProgramFile* out);
 
 /// The file's programs for a call of `count` elements: every offset and count times count / chunks. An error

@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 seconds=${COLLIE_FUZZ_SECONDS:-20}
-all=(bootstrap_wire algo_overrides topology traffic user_text program_file)
+all=(bootstrap_wire algo_overrides topology traffic user_text program_file msccl_xml)
 merge=0
 targets=()
 for arg in "$@"; do

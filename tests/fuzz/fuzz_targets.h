@@ -21,6 +21,7 @@ int topology(const uint8_t* data, size_t size);       // topology
 int traffic(const uint8_t* data, size_t size);        // traffic
 int userText(const uint8_t* data, size_t size);       // user_text
 int programFile(const uint8_t* data, size_t size);    // program_file
+int mscclXml(const uint8_t* data, size_t size);       // msccl_xml
 int directKernels(const uint8_t* data, size_t size);  // direct_kernels (differential, not a parser)
 
 /// True when every byte of `s` is printable ASCII: what a sentence built from untrusted input must

@@ -32,6 +32,7 @@ const Target kTargets[] = {
     {"traffic", collie::fuzz::traffic},
     {"user_text", collie::fuzz::userText},
     {"program_file", collie::fuzz::programFile},
+    {"msccl_xml", collie::fuzz::mscclXml},
     {"direct_kernels", collie::fuzz::directKernels},
 };
 
