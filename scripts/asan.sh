@@ -53,6 +53,9 @@ export COLLIE_TEST_TYPES=sizes
 #                             entry already runs, which stays in
 #   algorithms_emulated_ll    LL for every size on 5 ranks: algorithms_emulated runs LL below 64 KiB (and Simple
 #                             above) on 3 ranks and with tiny slots, soak_emulated mixes both
+#   program_files_emulated, msccl_xml_emulated   files run on the kernels' code (73 s here): files become the
+#                             same programs as built-in algorithms, whose emulated run stays in below, and files
+#                             run under ASan on the host executor in program_file_run_test and msccl_xml_test
 #   InitDestroyCycles.{InitRankBy...,SplitOf...,ShrinkOf...}   1000 cycles each (95 s here); LeakSanitizer checks
 #                             every process at exit, and comm_create_test and shrink_test split and shrink under it
 #   the sweeps on 1, 2, 4, 5, 7 and 8 ranks (test names ending in _nN or /nN, then ctest's "  # GetParam()"): each algorithm and collective stays
@@ -69,7 +72,7 @@ export COLLIE_TEST_TYPES=sizes
 # The parameterised sweeps (a '/' in the name: Registry/..., AllTypes/...) are sampled: each run takes one of
 # $sweep_parts parts of them (scripts/bounded.sh), every other test runs every time.
 source scripts/bounded.sh
-left_out='VerifiedForOneTo64Ranks|collie_sim_smoke|AllReduceLarge|mp_collectives_np[678]$|algorithms_proxy|collectives_emulated|algorithms_emulated_ll|algorithms_direct|collectives_direct|algorithms_staged|InitDestroyCycles\.(InitRankBy|SplitOf|ShrinkOf)|algorithms_emulated$|[_/]n[124578]( |$)'
+left_out='VerifiedForOneTo64Ranks|collie_sim_smoke|AllReduceLarge|program_files_emulated|msccl_xml_emulated|mp_collectives_np[678]$|algorithms_proxy|collectives_emulated|algorithms_emulated_ll|algorithms_direct|collectives_direct|algorithms_staged|InitDestroyCycles\.(InitRankBy|SplitOf|ShrinkOf)|algorithms_emulated$|[_/]n[124578]( |$)'
 ctest --test-dir "$build" --output-on-failure -j 2 --timeout 600 -L 'unit|mp' -E "$left_out|/"
 ctest --test-dir "$build" --output-on-failure -j 2 --timeout 600 -L 'unit|mp' -E "$left_out" -R / \
   -I "$((sweep_part + 1)),,$sweep_parts"
