@@ -3,6 +3,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -403,6 +404,19 @@ const std::vector<collieRedOp_t>& allOps() {
   static const std::vector<collieRedOp_t> ops = {collieSum, collieProd, collieMax, collieMin, collieAvg};
   return ops;
 }
+
+TempFile::TempFile(const std::string& text, const char* suffix) {
+  std::string name = std::string("/tmp/collie_test_XXXXXX") + suffix;
+  const int fd = mkstemps(name.data(), static_cast<int>(strlen(suffix)));
+  path = name;
+  if (fd >= 0) {
+    const ssize_t wrote = write(fd, text.data(), text.size());
+    (void)wrote;
+    close(fd);
+  }
+}
+
+TempFile::~TempFile() { unlink(path.c_str()); }
 
 }  // namespace test
 }  // namespace collie

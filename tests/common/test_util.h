@@ -83,5 +83,14 @@ std::string sweepTypesLabel();
 /// the same reduction code per type at several times the cost.
 bool sweepTakesOp(collieDataType_t type, collieRedOp_t op, size_t key);
 
+/// A file holding `text` in /tmp, its name ending in `suffix` (".json", ".xml"), removed when this goes.
+struct TempFile {
+  TempFile(const std::string& text, const char* suffix);
+  ~TempFile();
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  std::string path;
+};
+
 }  // namespace test
 }  // namespace collie

@@ -436,24 +436,10 @@ TEST(MscclXml, BadFilesAreRefusedWithWhereAndWhy) {
 
 // ---------------------------------------------------------------- through communicators
 
-// A file in the test's temporary folder, removed at the end of the test.
-struct TempFile {
-  explicit TempFile(const std::string& text) {
-    char name[] = "/tmp/collie_msccl_XXXXXX.xml";
-    const int fd = mkstemps(name, 4);
-    path = name;
-    if (fd >= 0) {
-      const ssize_t wrote = write(fd, text.data(), text.size());
-      (void)wrote;
-      close(fd);
-    }
-  }
-  ~TempFile() { unlink(path.c_str()); }
-  std::string path;
-};
+using collie::test::TempFile;
 
 TEST(MscclXml, LoadProgramFileTakesXml) {
-  TempFile file(ringAllReduce(Ring{}));
+  TempFile file(ringAllReduce(Ring{}), ".xml");
   ProgramFile f;
   const Status st = loadProgramFile(file.path, &f);
   ASSERT_TRUE(st.ok()) << st.message();
@@ -467,7 +453,7 @@ void expectRuns(const std::string& xml, int n, bool tinySlots, const std::string
   const ProgramFile f = load(xml);
   test::Coll coll;
   ASSERT_TRUE(test::toColl(f.collective, &coll));
-  TempFile file(xml);
+  TempFile file(xml, ".xml");
   const std::string spec = std::string(collectiveName(f.collective)) + ":file:" + file.path;
   ScopedEnv algo("COLLIE_ALGO", spec.c_str());
   ScopedEnv slotBytes("COLLIE_SLOT_BYTES", tinySlots ? "4096" : nullptr);

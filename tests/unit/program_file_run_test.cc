@@ -28,21 +28,7 @@ namespace {
 using collie::test::Coll;
 using collie::test::ScopedEnv;
 
-// A file in the test's temporary folder, removed at the end of the test.
-struct TempFile {
-  explicit TempFile(const std::string& text) {
-    char name[] = "/tmp/collie_program_XXXXXX.json";
-    const int fd = mkstemps(name, 5);
-    path = name;
-    if (fd >= 0) {
-      const ssize_t wrote = write(fd, text.data(), text.size());
-      (void)wrote;
-      close(fd);
-    }
-  }
-  ~TempFile() { unlink(path.c_str()); }
-  std::string path;
-};
+using collie::test::TempFile;
 
 struct Param {
   const collie::AlgorithmInfo* algo;
@@ -67,7 +53,7 @@ TEST_P(ProgramFileRunTest, ExactAsTheBuiltInAlgorithm) {
   std::string text;
   uint64_t chunks = 0;
   ASSERT_TRUE(collie::exportAlgorithm(*p.algo, p.nranks, root, perNode, &text, &chunks).ok());
-  TempFile file(text);
+  TempFile file(text, ".json");
   const uint64_t seed = collie::test::testSeed();
   const std::string spec = std::string(collie::collectiveName(p.algo->collective)) + ":file:" + file.path;
   ScopedEnv algo("COLLIE_ALGO", spec.c_str());
@@ -114,7 +100,7 @@ std::string exported(const char* collective, const char* name, int n) {
 }
 
 TEST(ProgramFileRun, ACountItsChunksDoNotDivideFailsOnEveryRank) {
-  TempFile file(exported("allreduce", "ring", 3));  // 3 chunks
+  TempFile file(exported("allreduce", "ring", 3), ".json");  // 3 chunks
   const std::string spec = "allreduce:file:" + file.path;
   ScopedEnv algo("COLLIE_ALGO", spec.c_str());
   collie::test::Comms comms(3);
@@ -139,7 +125,7 @@ TEST(ProgramFileRun, ARootOtherThanTheFilesFailsOnEveryRank) {
   std::string text;
   uint64_t chunks = 0;
   ASSERT_TRUE(collie::exportAlgorithm(*collie::findAlgorithm(c, "binomial"), 3, 2, 0, &text, &chunks).ok());
-  TempFile file(text);
+  TempFile file(text, ".json");
   const std::string spec = "broadcast:file:" + file.path;
   ScopedEnv algo("COLLIE_ALGO", spec.c_str());
   collie::test::Comms comms(3);
@@ -158,7 +144,7 @@ TEST(ProgramFileRun, ARootOtherThanTheFilesFailsOnEveryRank) {
 }
 
 TEST(ProgramFileRun, AFileForAnotherRankCountIsRefusedAtInit) {
-  TempFile file(exported("allreduce", "ring", 4));
+  TempFile file(exported("allreduce", "ring", 4), ".json");
   const std::string spec = "allreduce:file:" + file.path;
   ScopedEnv algo("COLLIE_ALGO", spec.c_str());
   collie::test::Comms comms(3);
@@ -168,7 +154,7 @@ TEST(ProgramFileRun, AFileForAnotherRankCountIsRefusedAtInit) {
 }
 
 TEST(ProgramFileRun, AFileOfAnotherCollectiveIsRefused) {
-  TempFile file(exported("allgather", "ring", 3));
+  TempFile file(exported("allgather", "ring", 3), ".json");
   const std::string spec = "allreduce:file:" + file.path;
   ScopedEnv algo("COLLIE_ALGO", spec.c_str());
   collie::test::Comms comms(3);
@@ -182,7 +168,7 @@ TEST(ProgramFileRun, AFileTheVerifierRefutesIsRefusedAtInit) {
   const size_t at = text.find(",\"finalize\":true");
   ASSERT_NE(at, std::string::npos);
   text.erase(at, std::string(",\"finalize\":true").size());
-  TempFile file(text);
+  TempFile file(text, ".json");
   const std::string spec = "allreduce:file:" + file.path;
   ScopedEnv algo("COLLIE_ALGO", spec.c_str());
   collie::test::Comms comms(3);
