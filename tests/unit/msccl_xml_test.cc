@@ -6,7 +6,6 @@
 #include "algorithms/msccl_xml.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <string>

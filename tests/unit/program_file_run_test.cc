@@ -6,7 +6,6 @@
 // independent. And what a file cannot run is refused: a count its chunks do not divide, a file for another rank
 // count or collective, a file the verifier refutes.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
