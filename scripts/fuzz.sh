@@ -39,33 +39,42 @@ built=$(date +%s)
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/collie-fuzz.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 export UBSAN_OPTIONS="print_stacktrace=1:${UBSAN_OPTIONS:-}"
-failed=()
-for t in "${targets[@]}"; do
-  corpus=tests/fuzz/corpus/$t
-  artifacts=$build/artifacts/$t
-  log=$build/logs/$t.log
+# fuzz_one TARGET: fuzzes one target, printing its outcome; a failure leaves $scratch/TARGET.failed.
+fuzz_one() {
+  local t=$1 corpus=tests/fuzz/corpus/$1 artifacts=$build/artifacts/$1 log=$build/logs/$1.log rc=0 execs crash
   mkdir -p "$scratch/$t" "$artifacts" "$(dirname "$log")"
   # libFuzzer writes new inputs into the first folder only: the scratch one. The corpus is read-only input.
   # -timeout: one input may take at most 10 s (a hang is a bug too); -rss_limit_mb bounds memory.
-  rc=0
   "$build/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1 \
     -artifact_prefix="$artifacts/" "$scratch/$t" "$corpus" >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   if [ "$rc" != 0 ]; then
-    failed+=("$t")
+    touch "$scratch/$t.failed"
     echo "fuzz: $t FAILED (exit $rc); the end of its log ($log):"
     tail -n 40 "$log"
     crash=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -1)
     if [ -n "$crash" ]; then
       echo "fuzz: the input is $crash; replay it with: $build/fuzz_$t $crash"
     fi
-    continue
+    return 0
   fi
   echo "fuzz: $t ok, ${execs:-?} executions in ${seconds} s, $(find "$scratch/$t" -type f | wc -l) new inputs"
   if ((merge)); then
     "$build/fuzz_$t" -merge=1 -timeout=10 -rss_limit_mb=2048 -max_len=8192 "$corpus" "$scratch/$t" >>"$log" 2>&1
     echo "fuzz: $t corpus now $(find "$corpus" -type f | wc -l) files"
   fi
+}
+# Each fuzzer runs on one core: as many run at once as there are cores, each printing when all are done.
+cores=$(nproc)
+for t in "${targets[@]}"; do
+  while (($(jobs -rp | wc -l) >= cores)); do wait -n || true; done
+  fuzz_one "$t" >"$scratch/$t.out" 2>&1 &
+done
+wait
+failed=()
+for t in "${targets[@]}"; do
+  cat "$scratch/$t.out"
+  if [ -e "$scratch/$t.failed" ]; then failed+=("$t"); fi
 done
 end=$(date +%s)
 echo "fuzz: build $((built - start)) s, fuzzing $((end - built)) s, total $((end - start)) s"

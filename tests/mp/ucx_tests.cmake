@@ -43,7 +43,7 @@ ucx_mp(ucx_mp_3x2_tcp_proxy_tiny 3 5
 # proxy thread: every algorithm on 3 ranks and with tiny slots; send/recv and all-to-all-v split over 3 channels.
 add_test(NAME algorithms_proxy COMMAND algorithms_api_test --gtest_brief=1 --gtest_filter=*_n3:*tinyslots*)
 add_test(NAME p2p_proxy COMMAND p2p_test --gtest_brief=1)
-set_tests_properties(algorithms_proxy PROPERTIES LABELS unit TIMEOUT 300
+set_tests_properties(algorithms_proxy PROPERTIES LABELS "unit;rerun" TIMEOUT 300
   ENVIRONMENT "${COLLIE_UCX_SM};COLLIE_FAKE_NODES=2;COLLIE_TEST_PROXY_HOST=1;COLLIE_TIMEOUT=60;COLLIE_TEST_TYPES=sizes")
 set_tests_properties(p2p_proxy PROPERTIES LABELS unit TIMEOUT 120 ENVIRONMENT
   "${COLLIE_UCX_SM};COLLIE_FAKE_NODES=2;COLLIE_TEST_PROXY_HOST=1;COLLIE_TIMEOUT=60;COLLIE_CHANNELS=3;COLLIE_SLOT_BYTES=4096;COLLIE_SLOTS=2")
