@@ -207,6 +207,8 @@ class Importer {
   int n_ = 1, nchannels_ = 1;
   uint64_t k_ = 1, chunks_ = 1, inSize_ = 0, outSize_ = 0;  // Collie chunks
   bool aliased_ = false;  // in place only: the file's buffers are one, as an in-place call's are
+  uint64_t minBytes_ = 0, maxBytes_ = UINT64_MAX;
+  FileProtocol protocol_ = FileProtocol::kAuto;
   uint64_t moved_ = 0;
   std::vector<XGpu> gpus_;
   std::vector<Program> programs_;
@@ -234,16 +236,27 @@ Status Importer::readAlgo(const pugi::xml_node& algo) {
   const uint64_t perLoop = static_cast<uint64_t>(v);
   COLLIE_RETURN_IF_ERROR(rd_.number(algo, "nchannels", 1, kMostChannels, true, 0, at, &v));
   nchannels_ = static_cast<int>(v);
-  // Collie picks its protocol per call itself; the file's is checked, then not used.
+  // Collie's protocols for MSCCL's (program_file.h, FileProtocol): LL128 has none of its own, so Collie picks by
+  // size there.
   const pugi::xml_attribute proto = algo.attribute("proto");
   const std::string p = proto ? proto.value() : "Simple";
   if (p != "Simple" && p != "LL" && p != "LL128")
     return rd_.fail(at, "attribute \"proto\" is \"" + printable(p, 40) + "\", not Simple, LL or LL128");
+  protocol_ = p == "Simple" ? FileProtocol::kSimple : p == "LL" ? FileProtocol::kLL : FileProtocol::kAuto;
   int64_t inplace = 0, outofplace = 0;
   COLLIE_RETURN_IF_ERROR(rd_.number(algo, "inplace", 0, 1, false, 0, at, &inplace));
   COLLIE_RETURN_IF_ERROR(rd_.number(algo, "outofplace", 0, 1, false, 1 - inplace, at, &outofplace));
   if (inplace == 0 && outofplace == 0) return rd_.fail(at, "inplace and outofplace are both 0: it serves no call");
   aliased_ = inplace == 1 && outofplace == 0;
+  // The call sizes the file serves (program_file.h, fileCallBytes, which measures as MSCCL does); a maxBytes of
+  // 0 or none is no upper bound.
+  COLLIE_RETURN_IF_ERROR(rd_.number(algo, "minBytes", 0, INT64_MAX, false, 0, at, &v));
+  minBytes_ = static_cast<uint64_t>(v);
+  COLLIE_RETURN_IF_ERROR(rd_.number(algo, "maxBytes", 0, INT64_MAX, false, 0, at, &v));
+  maxBytes_ = v == 0 ? UINT64_MAX : static_cast<uint64_t>(v);
+  if (maxBytes_ < minBytes_)
+    return rd_.fail(at, "maxBytes " + std::to_string(maxBytes_) + " is below minBytes " + std::to_string(minBytes_) +
+                            ": the file would serve no call");
   const uint64_t m = coll_->blockedIn || coll_->blockedOut ? static_cast<uint64_t>(n_) : 1;
   const uint64_t g = std::gcd(perLoop, m);
   k_ = m / g;
@@ -724,6 +737,9 @@ Status Importer::run(const std::string& text, ProgramFile* out) {
   ProgramFile f;
   COLLIE_RETURN_IF_ERROR(parseProgramFile(programFileText(programs_, chunks_), rd_.path, &f));
   f.hash = fnv1a(text.data(), text.size());
+  f.minBytes = minBytes_;
+  f.maxBytes = maxBytes_;
+  f.protocol = protocol_;
   *out = std::move(f);
   return Status();
 }

@@ -254,8 +254,10 @@ Status parseProgramFile(const std::string& text, const std::string& path, Progra
     return rd.fail("", std::string("not JSON: ") + e.what());
   }
   if (!doc.is_object()) return rd.fail("", "the file must hold one JSON object");
-  COLLIE_RETURN_IF_ERROR(
-      rd.onlyKeys(doc, {"collie_program", "collective", "name", "nranks", "root", "chunks", "ranks"}, ""));
+  COLLIE_RETURN_IF_ERROR(rd.onlyKeys(doc,
+                                     {"collie_program", "collective", "name", "nranks", "root", "chunks", "min_bytes",
+                                      "max_bytes", "protocol", "ranks"},
+                                     ""));
   int64_t version = 0;
   COLLIE_RETURN_IF_ERROR(rd.integer(doc, "collie_program", 1, kFileVersion, true, 0, "", &version));
   ProgramFile f;
@@ -276,6 +278,26 @@ Status parseProgramFile(const std::string& text, const std::string& path, Progra
   f.root = static_cast<int>(v);
   COLLIE_RETURN_IF_ERROR(rd.integer(doc, "chunks", 1, static_cast<int64_t>(kMaxFileChunks), true, 0, "", &v));
   f.chunks = static_cast<uint64_t>(v);
+  COLLIE_RETURN_IF_ERROR(rd.integer(doc, "min_bytes", 0, INT64_MAX, false, 0, "", &v));
+  f.minBytes = static_cast<uint64_t>(v);
+  COLLIE_RETURN_IF_ERROR(rd.integer(doc, "max_bytes", 0, INT64_MAX, false, INT64_MAX, "", &v));
+  f.maxBytes = v == INT64_MAX ? UINT64_MAX : static_cast<uint64_t>(v);
+  if (f.maxBytes < f.minBytes)
+    return rd.fail("", "\"max_bytes\" " + std::to_string(f.maxBytes) + " is below \"min_bytes\" " +
+                           std::to_string(f.minBytes) + ": the file would serve no call");
+  auto protocol = doc.find("protocol");
+  if (protocol != doc.end()) {
+    const std::string p = protocol->is_string() ? protocol->get<std::string>() : "";
+    if (p == "auto") {
+      f.protocol = FileProtocol::kAuto;
+    } else if (p == "simple") {
+      f.protocol = FileProtocol::kSimple;
+    } else if (p == "ll") {
+      f.protocol = FileProtocol::kLL;
+    } else {
+      return rd.fail("", "\"protocol\" must be \"auto\", \"simple\" or \"ll\", not " + protocol->dump());
+    }
+  }
   auto ranks = doc.find("ranks");
   if (ranks == doc.end() || !ranks->is_array() || ranks->size() != static_cast<size_t>(f.nranks))
     return rd.fail("", "\"ranks\" must be an array of nranks (" + std::to_string(f.nranks) + ") programs");
@@ -485,6 +507,18 @@ std::string programFileText(const std::vector<Program>& programs, uint64_t chunk
   }
   t += "\n  ]\n}\n";
   return t;
+}
+
+uint64_t fileCallBytes(Collective c, uint64_t bytes, int nranks) {
+  const bool perRank = c == Collective::kAllGather || c == Collective::kReduceScatter || c == Collective::kAllToAll ||
+                       c == Collective::kGather || c == Collective::kScatter;
+  if (!perRank || nranks <= 1) return bytes;
+  const uint64_t n = static_cast<uint64_t>(nranks);
+  return bytes > UINT64_MAX / n ? UINT64_MAX : bytes * n;
+}
+
+bool fileServes(const ProgramFile& file, uint64_t callBytes) {
+  return callBytes >= file.minBytes && callBytes <= file.maxBytes;
 }
 
 Status exportAlgorithm(const AlgorithmInfo& algo, int nranks, int root, int ranksPerNode, std::string* text,

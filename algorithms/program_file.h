@@ -10,6 +10,8 @@
 //   {
 //     "collie_program": 1,
 //     "collective": "allreduce", "name": "my_ring", "nranks": 2, "root": 0, "chunks": 2,
+//     "min_bytes": 0, "max_bytes": 1048576,        (optional: the call sizes it serves, fileCallBytes)
+//     "protocol": "auto",                          (optional: "simple" or "ll" on the CUDA backend)
 //     "ranks": [
 //       {"rank": 0, "scratch": 0, "steps": [
 //         {"op": "send", "send": 1, "src": ["input", 0], "count": 1},
@@ -32,6 +34,10 @@
 
 namespace collie {
 
+/// The protocol a file asks for on the CUDA backend (JSON "protocol", MSCCL's proto): kAuto is Collie's choice by
+/// size (COLLIE_PROTO), kSimple never LL, kLL the LL protocol wherever a call fits one round of LL slots.
+enum class FileProtocol { kAuto, kSimple, kLL };
+
 /// The programs of a file, in chunks (each program built for count == chunks).
 struct ProgramFile {
   Collective collective = Collective::kAllReduce;
@@ -43,6 +49,11 @@ struct ProgramFile {
   uint64_t maxStepChunks = 0;     // the most chunks one step sends or receives
   bool crossesBlocks = false;     // a range spans two ranks' blocks of a block-structured buffer
   uint64_t hash = 0;              // of the file's text: ranks must run the same file, whatever its path
+  // The calls the file serves, by fileCallBytes, both ends included (JSON min_bytes/max_bytes, MSCCL's
+  // minBytes/maxBytes); for other sizes the tuner picks, as if no file were named.
+  uint64_t minBytes = 0;
+  uint64_t maxBytes = UINT64_MAX;
+  FileProtocol protocol = FileProtocol::kAuto;
 };
 
 /// The largest `chunks` a file may declare, and the largest offset + count of a step in chunks: enough for any
@@ -68,6 +79,14 @@ Program fileProgram(const ProgramFile& file, const ProgramArgs& args);
 /// its chunks at which no step moves more than a slot, as rounds of built-in algorithms do (registry.h,
 /// RoundRule). One round (UINT64_MAX) for a file with a range across rank blocks, which rounds cannot cut.
 uint64_t fileRoundCount(const ProgramFile& file, uint64_t slotElems);
+
+/// A call's size as a file's byte range measures it, as MSCCL does: the count argument times the element size
+/// (`bytes`, as the tuner has it), times the rank count for the collectives whose count is one rank's block
+/// (allgather, reduce_scatter, alltoall, gather, scatter), so that it is the size of the call's larger buffer.
+uint64_t fileCallBytes(Collective c, uint64_t bytes, int nranks);
+
+/// Whether `file` serves a call of `callBytes` (fileCallBytes): minBytes <= callBytes <= maxBytes.
+bool fileServes(const ProgramFile& file, uint64_t callBytes);
 
 /// Proves that the file's programs, cut into rounds by fileRoundCount, cannot deadlock on `nslots` slots per
 /// connection: with every step at most one slice, or, for a file run in one round, with one slot and every step

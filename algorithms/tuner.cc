@@ -125,7 +125,8 @@ const AlgorithmInfo* tunedAlgorithm(Collective c, uint64_t bytes, int nranks, co
   return best;
 }
 
-Status parseAlgorithmOverrides(const std::string& spec, std::map<Collective, const AlgorithmInfo*>* out) {
+Status parseAlgorithmOverrides(const std::string& spec, std::map<Collective, const AlgorithmInfo*>* out,
+                               const char* source) {
   std::map<Collective, const AlgorithmInfo*> result;
   size_t start = 0;
   while (start <= spec.size()) {
@@ -136,20 +137,19 @@ Status parseAlgorithmOverrides(const std::string& spec, std::map<Collective, con
     if (entry.empty()) continue;
     const size_t colon = entry.find(':');
     if (colon == std::string::npos)
-      return Status::error(collieInvalidArgument,
-                           "COLLIE_ALGO: entry '%s' is not COLLECTIVE:ALGORITHM (e.g. allreduce:ring)",
-                           shown(entry).c_str());
+      return Status::error(collieInvalidArgument, "%s: entry '%s' is not COLLECTIVE:ALGORITHM (e.g. allreduce:ring)",
+                           source, shown(entry).c_str());
     const std::string collective = trim(entry.substr(0, colon));
     const std::string name = trim(entry.substr(colon + 1));
     Collective c;
     if (!collectiveFromName(collective, &c) || defaultAlgorithm(c) == nullptr)
-      return Status::error(collieInvalidArgument, "COLLIE_ALGO: unknown collective '%s' (valid: %s)",
+      return Status::error(collieInvalidArgument, "%s: unknown collective '%s' (valid: %s)", source,
                            shown(collective).c_str(), collectiveNames().c_str());
     const AlgorithmInfo* a = nullptr;
     if (name.rfind("file:", 0) == 0) {
       // A program file (program_file.h): loaded, checked and proved here, so a bad file fails init.
       const Status st = fileAlgorithm(name.substr(5), c, &a);
-      if (!st.ok()) return Status::error(st.code(), "COLLIE_ALGO: %s", st.message().c_str());
+      if (!st.ok()) return Status::error(st.code(), "%s: %s", source, st.message().c_str());
       result[c] = a;
       continue;
     }
@@ -157,8 +157,8 @@ Status parseAlgorithmOverrides(const std::string& spec, std::map<Collective, con
     for (const AlgorithmInfo& candidate : algorithms())
       if (a == nullptr && candidate.collective == c && squash(candidate.name) == squash(name)) a = &candidate;
     if (a == nullptr || name.empty())
-      return Status::error(collieInvalidArgument, "COLLIE_ALGO: %s has no algorithm '%s' (valid: %s)",
-                           collectiveName(c), shown(name).c_str(), algorithmNames(c).c_str());
+      return Status::error(collieInvalidArgument, "%s: %s has no algorithm '%s' (valid: %s)", source, collectiveName(c),
+                           shown(name).c_str(), algorithmNames(c).c_str());
     result[c] = a;
   }
   *out = std::move(result);

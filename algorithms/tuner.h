@@ -39,7 +39,9 @@ std::string collectiveNames();
 /// separated by ';' or ',', whitespace around names is ignored, empty entries
 /// are skipped, a later entry for the same collective replaces an earlier one.
 /// An empty spec overrides nothing. An unknown collective or algorithm is an
-/// error naming the valid ones; `out` is left untouched on error.
-Status parseAlgorithmOverrides(const std::string& spec, std::map<Collective, const AlgorithmInfo*>* out);
+/// error naming the valid ones; `out` is left untouched on error. Errors begin with `source`, where the spec came
+/// from.
+Status parseAlgorithmOverrides(const std::string& spec, std::map<Collective, const AlgorithmInfo*>* out,
+                               const char* source = "COLLIE_ALGO");
 
 }  // namespace collie

@@ -10,6 +10,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "algorithms/program_file.h"
 #include "algorithms/registry.h"
 #include "algorithms/tuner.h"
 #include "base/cuda_check.h"
@@ -65,13 +66,24 @@ int configField(const collieConfig_t* config, size_t offset, int fallback) {
   return v == COLLIE_CONFIG_UNDEF_INT ? fallback : v;
 }
 
+// The same for a string field: nullptr when the caller's struct ends before it.
+const char* configString(const collieConfig_t* config, size_t offset) {
+  if (config == nullptr || config->size < offset + sizeof(const char*)) return nullptr;
+  const char* v;
+  memcpy(&v, reinterpret_cast<const char*>(config) + offset, sizeof(v));
+  return v;
+}
+
 }  // namespace
 
 }  // namespace collie
 
 const collie::AlgorithmInfo* collieComm::algorithmFor(collie::Collective c, uint64_t bytes) {
   auto it = algoOverrides.find(c);
-  if (it != algoOverrides.end()) return it->second;
+  // A program file may serve only part of the sizes (min_bytes/max_bytes): the tuner picks for the rest.
+  if (it != algoOverrides.end() &&
+      (it->second->file == nullptr || collie::fileServes(*it->second->file, collie::fileCallBytes(c, bytes, nranks))))
+    return it->second;
   // All-to-all-v's byte count differs between ranks, and every rank must pick
   // the same algorithm, so only collectives whose size all ranks share are tuned.
   if (c == collie::Collective::kAllToAllv) return collie::defaultAlgorithm(c);
@@ -213,6 +225,12 @@ Status resolveConfig(const collieConfig_t* config, InitOptions* out) {
     COLLIE_RETURN_IF_ERROR(parseAlgorithmOverrides(*algo, &o.algoOverrides));
     o.algoSpec = *algo;
   }
+  if (const char* algo = configString(config, offsetof(collieConfig_t, algo))) {
+    std::map<Collective, const AlgorithmInfo*> chosen;
+    COLLIE_RETURN_IF_ERROR(parseAlgorithmOverrides(algo, &chosen, "config.algo"));
+    for (const auto& c : chosen) o.algoOverrides[c.first] = c.second;
+    o.algoSpec += (o.algoSpec.empty() ? "" : ";") + std::string(algo);
+  }
   *out = o;
   return Status();
 }
@@ -261,7 +279,14 @@ Status readProtocol(bool spansHosts, uint64_t* llMaxBytes) {
 bool takesLowLatency(const collieComm& comm, const AlgorithmInfo& algo, Collective collective, uint64_t count,
                      size_t elemSize) {
   const uint64_t llElems = comm.executor->roundElemsLL(elemSize);
-  return llElems > 0 && count * elemSize <= comm.llMaxBytes && collective != Collective::kAllToAllv &&
+  // A program file may ask for a protocol (MSCCL's proto): Simple never takes LL, LL takes it at any size that
+  // fits one round of LL slots. LL never where the communicator has none (llMaxBytes 0: across hosts,
+  // COLLIE_PROTO=simple).
+  const FileProtocol asked = algo.file != nullptr ? algo.file->protocol : FileProtocol::kAuto;
+  const uint64_t most = asked == FileProtocol::kSimple
+                            ? 0
+                            : (asked == FileProtocol::kLL && comm.llMaxBytes > 0 ? UINT64_MAX : comm.llMaxBytes);
+  return llElems > 0 && count * elemSize <= most && collective != Collective::kAllToAllv &&
          count <= roundCount(algo, comm.nranks, llElems, comm.topology.ranksPerNode);
 }
 

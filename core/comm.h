@@ -132,7 +132,8 @@ Status readLLLayout(WindowLayout* layout);
 /// COLLIE_PROTO, checked: calls up to *llMaxBytes take the LL protocol (0 across hosts).
 Status readProtocol(bool spansHosts, uint64_t* llMaxBytes);
 /// Whether `comm` runs a call of `count` elements of `elemSize` bytes with `algo` on the LL protocol: calls up to
-/// comm.llMaxBytes that fit one LL slice per chunk on every channel (one round), never all-to-all-v.
+/// comm.llMaxBytes that fit one LL slice per chunk on every channel (one round), never all-to-all-v; a program
+/// file's protocol (ProgramFile::protocol) replaces the size limit.
 bool takesLowLatency(const collieComm& comm, const AlgorithmInfo& algo, Collective collective, uint64_t count,
                      size_t elemSize);
 

@@ -119,12 +119,15 @@ typedef struct {
   int backend;          /* a collieBackend_t; default COLLIE_DEVICE, then auto */
   int timeoutMs;        /* bound on every wait; default COLLIE_TIMEOUT */
   int initTimeoutMs;    /* bound on init; default COLLIE_INIT_TIMEOUT */
+  /* Algorithms, in COLLIE_ALGO's syntax ("allreduce:ring;allgather:file:PATH"); its entries replace
+     COLLIE_ALGO's for the same collective. NULL (default): COLLIE_ALGO's alone. Read during the call only. */
+  const char* algo;
 } collieConfig_t;
 
 #define COLLIE_CONFIG_INITIALIZER                                                              \
   {                                                                                            \
     sizeof(collieConfig_t), COLLIE_CONFIG_MAGIC, COLLIE_VERSION_CODE, COLLIE_CONFIG_UNDEF_INT, \
-        COLLIE_CONFIG_UNDEF_INT, COLLIE_CONFIG_UNDEF_INT, COLLIE_CONFIG_UNDEF_INT              \
+        COLLIE_CONFIG_UNDEF_INT, COLLIE_CONFIG_UNDEF_INT, COLLIE_CONFIG_UNDEF_INT, NULL        \
   }
 
 /* ---------------------------------------------------------------- version, errors */

@@ -96,11 +96,12 @@ COLLIE_FAKE_NODES=2 COLLIE_TEST_EMULATE_KERNELS=3 UCX_TLS=sm,self COLLIE_CHANNEL
 # as more than half of this part's time: the staged path's sweep of every collective to 2^20 elements (its
 # copies and events on the fake's streams run here in DestroyOfAStagedCommunicatorBesideAWaitingKernel; the host
 # executor under it is part 1's) and the tiny slots over 3 channels (the kernels' code so, part 1 too); both run
-# without TSan in scripts/fake_gpu.sh.
+# without TSan in scripts/fake_gpu.sh, as do the program files' tests (files become the programs the other
+# cases run; what they add is the choice of algorithm and protocol, made before any thread starts).
 unset COLLIE_TEST_FAKE_CUDA_DEVICES
 # The CudaBackend cases all run in scripts/fake_gpu.sh each time; here they are sampled as the sweeps are.
 GTEST_TOTAL_SHARDS=$sweep_parts GTEST_SHARD_INDEX=$sweep_part COLLIE_TIMEOUT=120 every_test "$build/tests/collectives_gpu_test" \
-  --gtest_filter="CudaBackend.*:Pinned*:*allreduce_ring_n3:*alltoall_pairwise_n3:PreMulSumGpu.*-$two_gpus:CudaBackend.P2POffStagesThroughHostMemory:CudaBackend.TinySlotsAndUnevenChannels$(no_ucx $build)"
+  --gtest_filter="CudaBackend.*:Pinned*:*allreduce_ring_n3:*alltoall_pairwise_n3:PreMulSumGpu.*-$two_gpus:CudaBackend.P2POffStagesThroughHostMemory:CudaBackend.TinySlotsAndUnevenChannels:CudaBackend.*ProgramFile*$(no_ucx $build)"
 COLLIE_TIMEOUT=120 every_test "$build/tests/program_cache_gpu_test" --gtest_filter='*LongPrograms*:*Queued*:*GlobalCapture*:*Gone*'
 # Random cases on CUDA communicators (about 100 in the 30 s here), every send that may be read in place so read.
 COLLIE_TIMEOUT=120 COLLIE_DIRECT_READ_BYTES=0 COLLIE_TEST_SOAK_MEMORY=device COLLIE_TEST_LL_FLAG_PERIOD=16 \

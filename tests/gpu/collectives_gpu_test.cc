@@ -10,7 +10,8 @@
 // parameters: see program_cache_gpu_test.cc. Wrong buffers, streams and
 // devices, the staged path and a rank that never joins:
 // cuda_backend_setup_test.cc (the same binary).
-// Pre-multiplied sums: premulsum_gpu_test.cc. Every test skips, saying why, when no GPU is usable.
+// Pre-multiplied sums: premulsum_gpu_test.cc; program files: program_files_gpu_test.cc. Every test skips,
+// saying why, when no GPU is usable.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 

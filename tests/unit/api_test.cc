@@ -129,8 +129,15 @@ TEST(ApiStatic, ConfigIsCheckedAndHonoured) {
   badBlocking.blocking = 7;
   EXPECT_EQ(collieCommInitRankConfig(&comm, 1, id, 0, &badBlocking), collieInvalidArgument);
   EXPECT_NE(std::string(collieGetLastError(nullptr)).find("config.blocking 7"), std::string::npos);
+  collieConfig_t badAlgo = COLLIE_CONFIG_INITIALIZER;
+  badAlgo.algo = "allreduce:warp";
+  EXPECT_EQ(collieCommInitRankConfig(&comm, 1, id, 0, &badAlgo), collieInvalidArgument);
+  EXPECT_NE(std::string(collieGetLastError(nullptr)).find("config.algo: allreduce has no algorithm 'warp'"),
+            std::string::npos)
+      << collieGetLastError(nullptr);
   collieConfig_t host = COLLIE_CONFIG_INITIALIZER;
   host.backend = collieBackendHost;
+  host.algo = "allreduce:ring";
   host.timeoutMs = 5000;
   ASSERT_EQ(collieCommInitRankConfig(&comm, 1, id, 0, &host), collieSuccess) << collieGetLastError(nullptr);
   EXPECT_EQ(collieCommDestroy(comm), collieSuccess);

@@ -280,6 +280,35 @@ TEST(MscclXml, RingAllReduceIsCollieRing) {
   }
 }
 
+// minBytes/maxBytes bound the calls the file serves, both ends included; maxBytes 0 is no bound, as in MSCCL.
+TEST(MscclXml, MinAndMaxBytesBoundTheCallsServed) {
+  EXPECT_EQ(load(ringAllReduce(Ring{})).maxBytes, UINT64_MAX);  // maxBytes="0"
+  std::string x = ringAllReduce(Ring{});
+  x.replace(x.find("minBytes=\"0\" maxBytes=\"0\""), 25, "minBytes=\"1024\" maxBytes=\"65536\"");
+  const ProgramFile f = load(x);
+  EXPECT_EQ(f.minBytes, 1024u);
+  EXPECT_EQ(f.maxBytes, 65536u);
+  EXPECT_FALSE(fileServes(f, 1023));
+  EXPECT_TRUE(fileServes(f, 65536));
+  EXPECT_FALSE(fileServes(f, 65537));
+  x.replace(x.find("minBytes=\"1024\""), 15, "minBytes=\"99999\"");
+  ProgramFile bad;
+  const Status st = parseMscclXml(x, "range.xml", &bad);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("maxBytes 65536 is below minBytes 99999"), std::string::npos) << st.message();
+}
+
+// proto becomes the file's protocol: Simple and LL their own, LL128 (which Collie lacks) Collie's choice by size.
+TEST(MscclXml, ProtoIsTheFilesProtocol) {
+  for (const auto& [proto, protocol] : {std::pair<const char*, FileProtocol>{"Simple", FileProtocol::kSimple},
+                                        {"LL", FileProtocol::kLL},
+                                        {"LL128", FileProtocol::kAuto}}) {
+    std::string x = ringAllReduce(Ring{});
+    x.replace(x.find("proto=\"Simple\""), 14, std::string("proto=\"") + proto + "\"");
+    EXPECT_EQ(load(x).protocol, protocol) << proto;
+  }
+}
+
 TEST(MscclXml, RingVariantsProve) {
   for (int n : {2, 3, 4, 5}) {
     Ring o;

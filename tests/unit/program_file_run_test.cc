@@ -7,6 +7,7 @@
 // count or collective, a file the verifier refutes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -20,6 +21,7 @@
 #include "common/collective_case.h"
 #include "common/rank_threads.h"
 #include "common/test_util.h"
+#include "core/comm.h"
 #include "executor/reduce_ops.h"
 
 namespace {
@@ -174,6 +176,60 @@ TEST(ProgramFileRun, AFileTheVerifierRefutesIsRefusedAtInit) {
   EXPECT_EQ(comms.result, collieInvalidArgument);
   const std::string why = collieGetLastError(nullptr);
   EXPECT_NE(why.find("output was never finalized"), std::string::npos) << why;
+}
+
+// A file with max_bytes serves the calls up to that size; above it the tuner picks, so a count the file's chunks
+// do not divide runs there, and fails (naming the file) inside the range.
+TEST(ProgramFileRun, AFileServesOnlyItsByteRange) {
+  std::string text = exported("allreduce", "ring", 3);  // 3 chunks
+  const size_t at = text.find("\"chunks\": 3,\n");
+  ASSERT_NE(at, std::string::npos) << text;
+  text.insert(at, "\"max_bytes\": 120,\n  ");  // 30 floats
+  TempFile file(text, ".json");
+  const std::string spec = "allreduce:file:" + file.path;
+  ScopedEnv algo("COLLIE_ALGO", spec.c_str());
+  collie::test::Comms comms(3);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  EXPECT_STREQ(comms[0]->algorithmFor(collie::Collective::kAllReduce, 120)->name, "file:ring");
+  EXPECT_STRNE(comms[0]->algorithmFor(collie::Collective::kAllReduce, 124)->name, "file:ring");
+  std::vector<float*> bufs(3, nullptr);
+  for (float*& b : bufs) ASSERT_EQ(collieMemAlloc(reinterpret_cast<void**>(&b), 301 * sizeof(float)), collieSuccess);
+  auto allreduce = [&](size_t count) {
+    for (float* b : bufs) std::fill(b, b + count, 1.0f);
+    EXPECT_EQ(collieGroupStart(), collieSuccess);
+    for (int r = 0; r < 3; ++r)
+      (void)collieAllReduce(bufs[static_cast<size_t>(r)], bufs[static_cast<size_t>(r)], count, collieFloat32, collieSum,
+                            comms[r], nullptr);
+    return collieGroupEnd();
+  };
+  EXPECT_NE(allreduce(7), collieSuccess);  // 28 bytes: the file's, and 7 is not a multiple of its 3 chunks
+  const std::string why = collieGetLastError(comms[0]);
+  EXPECT_NE(why.find("count 7 is not a multiple of the 3 chunks of program file " + file.path), std::string::npos)
+      << why;
+  ASSERT_EQ(allreduce(301), collieSuccess) << collieGetLastError(comms[0]);  // 1204 bytes: the tuner's
+  for (float* b : bufs)
+    for (size_t i = 0; i < 301; ++i) ASSERT_EQ(b[i], 3.0f) << i;
+  for (float* b : bufs) collieMemFree(b);
+}
+
+// collieConfig_t.algo names a file as COLLIE_ALGO does, and its entry replaces the variable's.
+TEST(ProgramFileRun, TheConfigNamesAFile) {
+  TempFile file(exported("allreduce", "ring", 3), ".json");
+  const std::string spec = "allreduce:file:" + file.path;
+  ScopedEnv algo("COLLIE_ALGO", "allreduce:rd;broadcast:chain");
+  collieUniqueId id;
+  ASSERT_EQ(collieGetUniqueId(&id), collieSuccess);
+  std::vector<collieComm_t> made(3, nullptr);
+  std::vector<collieResult_t> results(3, collieSuccess);
+  collie::test::onRanks(3, [&](int r) {
+    collieConfig_t config = COLLIE_CONFIG_INITIALIZER;
+    config.algo = spec.c_str();
+    results[static_cast<size_t>(r)] = collieCommInitRankConfig(&made[static_cast<size_t>(r)], 3, id, r, &config);
+  });
+  collie::test::Comms comms(made);
+  for (collieResult_t r : results) ASSERT_EQ(r, collieSuccess) << collieGetLastError(nullptr);
+  EXPECT_STREQ(comms[1]->algorithmFor(collie::Collective::kAllReduce, 1 << 20)->name, "file:ring");
+  EXPECT_STREQ(comms[1]->algorithmFor(collie::Collective::kBroadcast, 1 << 20)->name, "chain");
 }
 
 }  // namespace

@@ -128,6 +128,46 @@ TEST(ProgramFile, AFileWrittenByHandLoadsAndItsMistakeIsFound) {
   }
 }
 
+// min_bytes/max_bytes bound the calls a file serves, measured as MSCCL does (fileCallBytes): a rank's block times
+// the rank count for the collectives whose count is one block.
+TEST(ProgramFile, AByteRangeBoundsTheCallsServed) {
+  ProgramFile file;
+  ASSERT_TRUE(parseProgramFile(kTwoRankAllReduce, "by_hand.json", &file).ok());
+  EXPECT_EQ(file.minBytes, 0u);
+  EXPECT_EQ(file.maxBytes, UINT64_MAX);
+  std::string text = kTwoRankAllReduce;
+  text.replace(text.find("\"chunks\": 2"), 11, "\"chunks\": 2, \"min_bytes\": 64, \"max_bytes\": 4096");
+  const Status st = parseProgramFile(text, "ranged.json", &file);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(file.minBytes, 64u);
+  EXPECT_EQ(file.maxBytes, 4096u);
+  EXPECT_FALSE(fileServes(file, 63));
+  EXPECT_TRUE(fileServes(file, 64));
+  EXPECT_TRUE(fileServes(file, 4096));
+  EXPECT_FALSE(fileServes(file, 4097));
+  EXPECT_EQ(fileCallBytes(Collective::kAllReduce, 1000, 8), 1000u);
+  EXPECT_EQ(fileCallBytes(Collective::kBroadcast, 1000, 8), 1000u);
+  EXPECT_EQ(fileCallBytes(Collective::kAllGather, 1000, 8), 8000u);
+  EXPECT_EQ(fileCallBytes(Collective::kReduceScatter, 1000, 8), 8000u);
+  EXPECT_EQ(fileCallBytes(Collective::kAllToAll, 1000, 8), 8000u);
+  EXPECT_EQ(fileCallBytes(Collective::kAllGather, UINT64_MAX / 2, 8), UINT64_MAX);  // saturates
+}
+
+TEST(ProgramFile, AProtocolIsRead) {
+  ProgramFile file;
+  ASSERT_TRUE(parseProgramFile(kTwoRankAllReduce, "by_hand.json", &file).ok());
+  EXPECT_EQ(file.protocol, FileProtocol::kAuto);
+  for (const auto& [name, protocol] : {std::pair<const char*, FileProtocol>{"auto", FileProtocol::kAuto},
+                                       {"simple", FileProtocol::kSimple},
+                                       {"ll", FileProtocol::kLL}}) {
+    std::string text = kTwoRankAllReduce;
+    text.replace(text.find("\"chunks\": 2"), 11, std::string("\"chunks\": 2, \"protocol\": \"") + name + "\"");
+    const Status st = parseProgramFile(text, "protocol.json", &file);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(file.protocol, protocol) << name;
+  }
+}
+
 TEST(ProgramFile, ACountItsChunksDoNotDivideIsRefused) {
   ProgramFile file;
   ASSERT_TRUE(parseProgramFile(kTwoRankAllReduce, "by_hand.json", &file).ok());
@@ -174,6 +214,13 @@ TEST(ProgramFile, BadFilesAreRefusedWithASentence) {
       {"a flag that is not a boolean", "\"recv_count\": 1}]},\n    {\"rank\": 1",
        "\"recv_count\": 1, \"joined\": 1}]},\n    {\"rank\": 1", "\"joined\" must be true or false"},
       {"ranks out of order", "{\"rank\": 1, \"steps\"", "{\"rank\": 0, \"steps\"", "rank 1: \"rank\" is 0"},
+      {"a byte range that serves nothing", "\"chunks\": 2", "\"chunks\": 2, \"min_bytes\": 100, \"max_bytes\": 99",
+       "\"max_bytes\" 99 is below \"min_bytes\" 100"},
+      {"a negative min_bytes", "\"chunks\": 2", "\"chunks\": 2, \"min_bytes\": -1", "\"min_bytes\" is -1"},
+      {"an unknown protocol", "\"chunks\": 2", "\"chunks\": 2, \"protocol\": \"LL128\"",
+       "\"protocol\" must be \"auto\", \"simple\" or \"ll\", not \"LL128\""},
+      {"a max_bytes that is text", "\"chunks\": 2", "\"chunks\": 2, \"max_bytes\": \"1M\"",
+       "\"max_bytes\" must be a whole number"},
   };
   for (const BadFile& c : cases) {
     std::string text = kTwoRankAllReduce;
