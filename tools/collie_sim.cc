@@ -52,9 +52,10 @@ void printUsage(FILE* out) {
                "  predict COLLECTIVE ALGO --topo T [-n N] --bytes B [--type TYPE] [--root R]\n"
                "                                         predicted time and bandwidth of one call; ALGO may be\n"
                "                                         file:PATH, a program file (-n must be its rank count)\n"
-               "  compare COLLECTIVE --topo T [-n N] [-b MIN] [-e MAX] [-f FACTOR] [--type TYPE]\n"
-               "                                         predicted time of every algorithm per size, the winner,\n"
-               "                                         and the sizes where the winner changes\n"
+               "  compare COLLECTIVE [file:PATH...] --topo T [-n N] [-b MIN] [-e MAX] [-f FACTOR] [--type TYPE]\n"
+               "                                         predicted time of every algorithm (and of the program\n"
+               "                                         files named) per size, the winner, and the sizes where\n"
+               "                                         the winner changes\n"
                "  topo [NAME|FILE]                       the built-in topologies, or one in the file format\n"
                "  export COLLECTIVE ALGO -n N [--root R] [--ranks-per-node L]\n"
                "                                         the algorithm's programs as a program file (JSON, in\n"
@@ -576,7 +577,8 @@ int cmdPredict(const Options& o) {
 }
 
 int cmdCompare(const Options& o) {
-  if (o.args.size() != 1) return usageError("compare takes COLLECTIVE, e.g. 'compare allreduce --topo h100-nvlink'");
+  if (o.args.empty())
+    return usageError("compare takes COLLECTIVE [file:PATH...], e.g. 'compare allreduce --topo h100-nvlink'");
   Collective c;
   if (int rc = findCollective(o.args[0], &c)) return rc;
   SimSetup s;
@@ -586,6 +588,15 @@ int cmdCompare(const Options& o) {
   std::vector<const AlgorithmInfo*> algos;
   for (const AlgorithmInfo& a : collie::algorithms())
     if (a.collective == c) algos.push_back(&a);
+  // Program files beside the built-in algorithms, each for this rank count and root.
+  for (size_t i = 1; i < o.args.size(); ++i) {
+    if (o.args[i].rfind("file:", 0) != 0)
+      return usageError("compare takes program files as file:PATH after the collective, not '" + o.args[i] + "'");
+    const AlgorithmInfo* a = nullptr;
+    if (int rc = findAlgo(c, o.args[i], &a)) return rc;
+    if (int rc = fileFits(*a, s.n, o.root)) return rc;
+    algos.push_back(a);
+  }
   // Algorithms of direct steps are marked: they run only where ranks map each other's buffers, and the tuner
   // never picks them.
   auto label = [](const AlgorithmInfo* a) { return std::string(a->name) + (a->mapsPeers ? "*" : ""); };
@@ -613,6 +624,12 @@ int cmdCompare(const Options& o) {
     std::string line;
     char buf[64];
     for (const AlgorithmInfo* a : algos) {
+      // A file runs only the counts its chunks divide, as collie-bench skips the others.
+      if (a->file != nullptr && countFor(c, size, s) % a->file->chunks != 0) {
+        std::snprintf(buf, sizeof(buf), "%*s", width, "n/a");
+        line += buf;
+        continue;
+      }
       collie::Prediction p;
       const collie::Status st = predictBytes(*a, size, s, static_cast<int>(o.root), &p);
       if (!st.ok()) {

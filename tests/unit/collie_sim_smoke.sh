@@ -38,6 +38,13 @@ trap 'rm -f "$file"' EXIT
 [ "$("$sim" predict allreduce "file:$file" --topo h100-nvlink -n 4 --bytes 64M | sed -n 2p)" = \
   "$("$sim" predict allreduce ring --topo h100-nvlink -n 4 --bytes 64M | sed -n 2p)" ] ||
   { echo "collie-sim predict file: not the built-in ring's time"; exit 1; }
+# compare puts the file in a column of its own beside the built-in algorithms, with the ring's time; n/a at a
+# size whose count its 4 chunks do not divide (8 bytes: 2 floats).
+row=$("$sim" compare allreduce "file:$file" --topo h100-nvlink -n 4 -b 64M -e 64M | sed -n 3p)
+[ "$(echo "$row" | awk '{print $2}')" = "$(echo "$row" | awk '{print $(NF-2)}')" ] ||
+  { echo "collie-sim compare file: not the built-in ring's time: $row"; exit 1; }
+"$sim" compare allreduce "file:$file" --topo h100-nvlink -n 4 -b 8 -e 8 | sed -n 3p | grep -q ' n/a ' ||
+  { echo "collie-sim compare file: a count the chunks do not divide is not n/a"; exit 1; }
 set +e
 "$sim" predict allreduce "file:$file" --topo h100-nvlink -n 8 --bytes 64M >/dev/null 2>&1
 rc=$?
