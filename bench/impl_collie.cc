@@ -142,6 +142,13 @@ class CollieImpl : public Impl {
     const AlgorithmInfo* algo = comms_.empty() ? nullptr : chosenAlgorithm(comms_[0], c);
     if (algo != nullptr && algo->file != nullptr && c.count % algo->file->chunks != 0)
       return "count not a multiple of the program file's " + std::to_string(algo->file->chunks) + " chunks";
+    // And only the sizes of its byte range: elsewhere the tuner's pick would run under the file's name.
+    if (!comms_.empty() && c.coll != Coll::kSendRecv && c.nranks > 1) {
+      auto named = comms_[0]->algoOverrides.find(toCollective(c.coll));
+      if (named != comms_[0]->algoOverrides.end() && named->second->file != nullptr && named->second != algo)
+        return "outside the program file's sizes (" + std::to_string(named->second->file->minBytes) + ".." +
+               std::to_string(named->second->file->maxBytes) + " bytes)";
+    }
     return "";
   }
 

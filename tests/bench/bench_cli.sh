@@ -3,11 +3,12 @@
 # reason), --vs nccl without a GPU or without NCCL (a note, the table still
 # runs), --backend cuda before the CUDA executor works (a clear error naming
 # collieCommInitRankConfig), --vs mpi in a build without MPI, a traffic file
-# that does not fit. $1 = collie-bench, $2 = 1 when built with MPI.
+# that does not fit, the sizes outside a program file's byte range.
+# $1 = collie-bench, $2 = 1 when built with MPI.
 set -uo pipefail
 bench=$1 withMpi=$2
 out=$(mktemp)
-trap 'rm -f "$out" "$out.t"' EXIT
+trap 'rm -f "$out" "$out.t" "$out.f"' EXIT
 expect() {  # expect CODE TEXT ARGS...: exit status CODE and TEXT in stdout+stderr
   local code=$1 text=$2
   shift 2
@@ -73,3 +74,27 @@ if [ "$withMpi" = 1 ] && [ -x "$run" ]; then
   grep -q "MPI is not running in these processes" "$out" || { echo "FAIL: no MPI message"; cat "$out"; exit 1; }
   echo "PASS: --vs mpi under collie-run explains why MPI did not run"
 fi
+
+# A program file with a byte range (max_bytes): its sizes run, the others are n/a rather than the tuner's pick
+# under the file's name; so is a count its 2 chunks do not divide (4 bytes: one float).
+cat >"$out.f" <<'JSON'
+{"collie_program": 1, "collective": "allreduce", "name": "halves", "nranks": 2, "chunks": 2, "max_bytes": 64,
+ "ranks": [
+  {"rank": 0, "steps": [
+   {"op": "copy", "src": ["input", 0], "dst": ["output", 0], "count": 1},
+   {"op": "sendRecvReduce", "send": 1, "recv": 1, "src": ["input", 1], "count": 1, "dst": ["output", 0],
+    "recv_count": 1, "finalize": true},
+   {"op": "sendRecv", "send": 1, "recv": 1, "src": ["output", 0], "count": 1, "dst": ["output", 1], "recv_count": 1}]},
+  {"rank": 1, "steps": [
+   {"op": "copy", "src": ["input", 1], "dst": ["output", 1], "count": 1},
+   {"op": "sendRecvReduce", "send": 0, "recv": 0, "src": ["input", 0], "count": 1, "dst": ["output", 1],
+    "recv_count": 1, "finalize": true},
+   {"op": "sendRecv", "send": 0, "recv": 0, "src": ["output", 1], "count": 1, "dst": ["output", 0], "recv_count": 1}]}
+ ]}
+JSON
+"$bench" allreduce -t 2 -b 4 -e 256 -f 4 -n 1 -w 0 --algo "file:$out.f" >"$out" 2>&1 ||
+  { echo "FAIL: collie-bench --algo file with a byte range exited non-zero"; cat "$out"; exit 1; }
+row() { grep -E "^ +$1 " "$out"; }
+{ row 4 | grep -q "n/a" && row 16 | grep -vq "n/a" && row 64 | grep -vq "n/a" && row 256 | grep -q "n/a"; } ||
+  { echo "FAIL: want 4 and 256 bytes n/a, 16 and 64 run"; cat "$out"; exit 1; }
+echo "PASS: a program file runs the sizes of its byte range only"
