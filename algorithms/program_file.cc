@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "algorithms/msccl_xml.h"
+#include "algorithms/simulator.h"
 #include "algorithms/verifier.h"
 #include "algorithms/verify_sweep.h"
 #include "base/hash.h"
@@ -510,9 +511,8 @@ std::string programFileText(const std::vector<Program>& programs, uint64_t chunk
 }
 
 uint64_t fileCallBytes(Collective c, uint64_t bytes, int nranks) {
-  const bool perRank = c == Collective::kAllGather || c == Collective::kReduceScatter || c == Collective::kAllToAll ||
-                       c == Collective::kGather || c == Collective::kScatter;
-  if (!perRank || nranks <= 1) return bytes;
+  // The collectives whose count is one rank's block (alltoallv among them, which no file can be).
+  if (!hasRankBlocks(c) || nranks <= 1) return bytes;
   const uint64_t n = static_cast<uint64_t>(nranks);
   return bytes > UINT64_MAX / n ? UINT64_MAX : bytes * n;
 }
