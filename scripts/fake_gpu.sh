@@ -68,12 +68,12 @@ done
 # Random cases on long-lived CUDA communicators (tests/unit/soak_test.cc), every buffer in device memory: the
 # CUDA executor's launches, program cache, scratch and rounds under any mix of collective, algorithm, type,
 # count and 1-8 ranks, with LL flags coming round every 16 slices (the counters kept in device memory between
-# launches). 30 s here.
-COLLIE_TEST_SOAK_SECONDS=30 COLLIE_TEST_SOAK_MEMORY=device COLLIE_TEST_LL_FLAG_PERIOD=16 every_test "$build/tests/soak_test"
+# launches): about 200 cases in 20 s here.
+COLLIE_TEST_SOAK_SECONDS=20 COLLIE_TEST_SOAK_MEMORY=device COLLIE_TEST_LL_FLAG_PERIOD=16 every_test "$build/tests/soak_test"
 # The same with every stream in one hardware queue: nothing is queued behind a rank's call before its peers
 # have queued theirs, so every call, grouped send/recv included, must be one launch per rank that holds back
-# no peer (a launch per exchange times out). About 250 cases in 30 s.
-COLLIE_TEST_FAKE_CUDA_QUEUES=1 COLLIE_TEST_SOAK_MEMORY=device COLLIE_TEST_LL_FLAG_PERIOD=16 COLLIE_TEST_SOAK_SECONDS=30 \
+# no peer (a launch per exchange times out). About 170 cases in 20 s.
+COLLIE_TEST_FAKE_CUDA_QUEUES=1 COLLIE_TEST_SOAK_MEMORY=device COLLIE_TEST_LL_FLAG_PERIOD=16 COLLIE_TEST_SOAK_SECONDS=20 \
   every_test "$build/tests/soak_test"
 # Uploaded programs reused across changing counts, kept while queued launches or captured graphs read them; 22
 # ranks with the streams dealt to 32 hardware queues, as run.sh runs them on a GPU. A program copy the enqueue

@@ -88,8 +88,8 @@ bounded "$build/tests/ll_flags_test" --gtest_brief=1
 COLLIE_TEST_EMULATE_KERNELS=3 COLLIE_DIRECT_READ_BYTES=0 sampled "$build/tests/algorithms_api_test" --gtest_brief=1 \
   --gtest_filter='*_n5_tinyslots_3channels'
 # Random cases on long-lived communicators (tests/unit/soak_test.cc), LL and Simple mixed, flags coming round
-# every 16 slices, line ages checked after each case: about 1000 cases in the 30 s.
-COLLIE_TEST_EMULATE_KERNELS=2 COLLIE_TEST_LL_FLAG_PERIOD=16 COLLIE_TEST_SOAK_SECONDS=30 bounded "$build/tests/soak_test" --gtest_brief=1
+# every 16 slices, line ages checked after each case: about 200 cases in 20 s.
+COLLIE_TEST_EMULATE_KERNELS=2 COLLIE_TEST_LL_FLAG_PERIOD=16 COLLIE_TEST_SOAK_SECONDS=20 bounded "$build/tests/soak_test" --gtest_brief=1
 COLLIE_FAKE_NODES=2 COLLIE_TEST_EMULATE_KERNELS=3 UCX_TLS=sm,self COLLIE_CHANNELS=3 COLLIE_SLOT_BYTES=4096 COLLIE_SLOTS=2 \
   sampled "$build/tests/p2p_test" --gtest_brief=1
 # Part 2: the CUDA executor's host code on one fake GPU (two-GPU tests run in scripts/fake_gpu.sh). Left out,
@@ -103,7 +103,7 @@ unset COLLIE_TEST_FAKE_CUDA_DEVICES
 GTEST_TOTAL_SHARDS=$sweep_parts GTEST_SHARD_INDEX=$sweep_part COLLIE_TIMEOUT=120 every_test "$build/tests/collectives_gpu_test" \
   --gtest_filter="CudaBackend.*:Pinned*:*allreduce_ring_n3:*alltoall_pairwise_n3:PreMulSumGpu.*-$two_gpus:CudaBackend.P2POffStagesThroughHostMemory:CudaBackend.TinySlotsAndUnevenChannels:CudaBackend.*ProgramFile*$(no_ucx $build)"
 COLLIE_TIMEOUT=120 every_test "$build/tests/program_cache_gpu_test" --gtest_filter='*LongPrograms*:*Queued*:*GlobalCapture*:*Gone*'
-# Random cases on CUDA communicators (about 100 in the 30 s here), every send that may be read in place so read.
+# Random cases on CUDA communicators (about 20 in the 30 s here), every send that may be read in place so read.
 COLLIE_TIMEOUT=120 COLLIE_DIRECT_READ_BYTES=0 COLLIE_TEST_SOAK_MEMORY=device COLLIE_TEST_LL_FLAG_PERIOD=16 \
   COLLIE_TEST_SOAK_SECONDS=30 every_test "$build/tests/soak_test"
 echo "thread sanitizer: clean in $(( $(date +%s) - start )) s"

@@ -7,9 +7,9 @@ cd "$(dirname "$0")/.."
 
 # clang and libclang-rt-14-dev (libFuzzer and the sanitizer runtimes) build the fuzz targets: scripts/fuzz.sh.
 # nlohmann-json3-dev reads program files (algorithms/program_file.h), libpugixml-dev MSCCL's XML
-# (algorithms/msccl_xml.h).
+# (algorithms/msccl_xml.h). ccache lets CI's fake-CUDA build reuse the main build's objects (.ci/run).
 packages=(cmake ninja-build g++ pkg-config clang-format googletest libgtest-dev libopenmpi-dev openmpi-bin libucx-dev ucx-utils iproute2
-  clang libclang-rt-14-dev nlohmann-json3-dev libpugixml-dev)
+  clang libclang-rt-14-dev nlohmann-json3-dev libpugixml-dev ccache)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
