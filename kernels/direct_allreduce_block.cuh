@@ -26,7 +26,7 @@
 // Two-shot allreduce and reduce-scatter (large calls): a grid of many blocks.
 //
 //   entry  block b of each rank announces to block b of every peer that this call has begun on it (its input is
-//          ready, its output free), and waits for theirs
+//          ready, its output free), with the addresses of its input and output, and waits for theirs
 //   move   rank r's chunk, from all n inputs reduced in rank order, into all n outputs (reduce-scatter: into its
 //          own only); 16-byte vectors, U of them per thread in flight at once (8 loads or more at any rank count)
 //   exit   the same announcement and wait: no rank's stream moves on while a peer still reads its input or
@@ -41,6 +41,13 @@
 // once all its blocks have. An epoch is the call's number (entry 2 seq - 1, exit 2 seq) in a slot [block][sender]
 // of the receiver's flags that only that sender writes, so a wait is "at least this epoch": a block may skip
 // calls (launched with fewer blocks) without a stale slot ever passing.
+//
+// Peers' buffers. A rank learns its peers' input and output of the call at the entry barrier: each sender writes
+// them into its record [block][sender] of the receiver's flags before the entry epoch (release), and the receiver
+// reads them from its own flags after it (acquire). A sender rewrites them only at its next call's entry, which
+// comes after its exit wait of this call, so after the receiver's exit announcement, after its reads. So the host
+// hands a launch its own buffers only, and a call whose peers' buffers change from call to call (a rank's stream
+// moving on, a caching allocator) needs no host exchange before it.
 //
 // Allgather: the same barriers and move, one source (rank r's input) and n destinations (block r of every
 // output), by the element size only.
@@ -262,8 +269,8 @@ __device__ void oneShotAllReduce(const DirectArgs& a, int block, int nblocks) {
   const uint32_t lines = static_cast<uint32_t>(directLines(a.count * sizeof(T)));
   const uint32_t g = static_cast<uint32_t>(block) * dev::nthreads() + dev::tid();
   const uint32_t stride = static_cast<uint32_t>(nblocks) * dev::nthreads();
-  const T* const in = static_cast<const T*>(a.inputs[r]);
-  T* const out = static_cast<T*>(a.outputs[r]);
+  const T* const in = static_cast<const T*>(a.input);
+  T* const out = static_cast<T*>(a.output);
   const uint64_t flag = static_cast<uint64_t>(a.seq) << 32;
   // Slot of sender s in any rank's scratch, for this call's parity, in bytes.
   const uint64_t slotBytes = static_cast<uint64_t>(a.slotLines) * kDirectLineBytes;
@@ -328,17 +335,25 @@ __device__ void oneShotAllReduce(const DirectArgs& a, int block, int nblocks) {
 
 // ---------------------------------------------------------------- barriers among ranks, per block
 
+/// Block `block`'s record of sender `sender` in rank `owner`'s barrier flags.
+__device__ inline uint8_t* barrierRecord(const DirectArgs& a, int owner, int sender, int block) {
+  return a.barriers[owner] + (static_cast<uint64_t>(block) * kDirectMaxRanks + sender) * kDirectBarrierRecord;
+}
+
 /// Block `block`'s barrier with the same block of every peer at `epoch`: all threads call it together. It announces
-/// (release: the block's loads and stores before it are done first), then waits for every peer's announcement
-/// (acquire: what the peers did before theirs is seen after it). False, with the failure recorded, when a wait gave
-/// up; the whole block then agrees.
-__device__ inline bool rankBarrier(const DirectArgs& a, int n, int block, uint64_t epoch) {
-  auto flagAt = [&](int owner, int sender) {
-    return a.barriers[owner] + (static_cast<uint64_t>(block) * kDirectMaxRanks + sender) * 8;
-  };
+/// (release: the block's loads and stores before it are done first; with `publish`, the entry barrier's, this rank's
+/// input and output addresses go first), then waits for every peer's announcement (acquire: what the peers did
+/// before theirs is seen after it). False, with the failure recorded, when a wait gave up; the whole block then
+/// agrees.
+__device__ inline bool rankBarrier(const DirectArgs& a, int n, int block, uint64_t epoch, bool publish) {
+  auto flagAt = [&](int owner, int sender) { return barrierRecord(a, owner, sender, block); };
   dev::sync();  // every thread's moves are done before any announces them
   for (int p = dev::tid(); p < n; p += dev::nthreads()) {
     if (p == a.rank) continue;
+    if (publish) {
+      storeAs<uint64_t>(flagAt(p, a.rank) + 8, static_cast<uint64_t>(reinterpret_cast<uintptr_t>(a.input)));
+      storeAs<uint64_t>(flagAt(p, a.rank) + 16, static_cast<uint64_t>(reinterpret_cast<uintptr_t>(a.output)));
+    }
     if (a.gpuScope != 0)
       dev::storeReleaseGpu(flagAt(p, a.rank), epoch);
     else
@@ -359,6 +374,26 @@ __device__ inline bool rankBarrier(const DirectArgs& a, int n, int block, uint64
       }
   }
   return !dev::syncOr(failed);
+}
+
+/// After block `block`'s entry barrier: every rank's input and output of the call, this rank's from its arguments,
+/// its peers' from their records in this rank's flags. N: the rank count, or a bound on n.
+template <int N>
+__device__ inline void peerBuffers(const DirectArgs& a, int n, int block, const uint8_t* (&in)[N], uint8_t* (&out)[N]) {
+  COLLIE_UNROLL
+  for (int p = 0; p < N; ++p) {
+    if (p >= n) {
+      in[p] = nullptr;
+      out[p] = nullptr;
+    } else if (p == a.rank) {
+      in[p] = static_cast<const uint8_t*>(a.input);
+      out[p] = static_cast<uint8_t*>(a.output);
+    } else {
+      const uint8_t* rec = barrierRecord(a, a.rank, p, block);
+      in[p] = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(loadAs<uint64_t>(rec + 8)));
+      out[p] = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(loadAs<uint64_t>(rec + 16)));
+    }
+  }
 }
 
 // ---------------------------------------------------------------- moves over many blocks
@@ -439,7 +474,10 @@ template <typename T, ReduceOp Op, int N, bool Exact>
 __device__ void reduceStore(const DirectArgs& a, bool scatter, int block, int nblocks) {
   const int n = Exact ? N : a.nranks;
   const int r = a.rank;
-  if (!rankBarrier(a, n, block, 2 * static_cast<uint64_t>(a.seq) - 1)) return;
+  if (!rankBarrier(a, n, block, 2 * static_cast<uint64_t>(a.seq) - 1, true)) return;
+  const uint8_t* ins[N];
+  uint8_t* outs[N];
+  peerBuffers<N>(a, n, block, ins, outs);
   uint64_t srcAt = 0, dstAt = 0;
   uint32_t len = static_cast<uint32_t>(a.count);
   if (scatter) {
@@ -448,28 +486,31 @@ __device__ void reduceStore(const DirectArgs& a, bool scatter, int block, int nb
     twoShotChunk(a.count, n, r, &srcAt, &len);
     dstAt = srcAt;
   }
-  T* const ownOut = static_cast<T*>(a.outputs[r]);
-  auto src = [&](int p) { return static_cast<const T*>(a.inputs[p]) + srcAt; };
-  auto dst = [&](int q) { return scatter ? ownOut : static_cast<T*>(a.outputs[q]) + dstAt; };
+  T* const ownOut = static_cast<T*>(a.output);
+  auto src = [&](int p) { return reinterpret_cast<const T*>(ins[p]) + srcAt; };
+  auto dst = [&](int q) { return scatter ? ownOut : reinterpret_cast<T*>(outs[q]) + dstAt; };
   moveRange<T, Op, N, N>(src, n, dst, scatter ? 1 : n, len, a.divisor,
                          static_cast<uint32_t>(block) * dev::nthreads() + dev::tid(),
                          static_cast<uint32_t>(nblocks) * dev::nthreads());
-  (void)rankBarrier(a, n, block, 2 * static_cast<uint64_t>(a.seq));
+  (void)rankBarrier(a, n, block, 2 * static_cast<uint64_t>(a.seq), false);
 }
 
 /// Block `block` of `nblocks` of rank a.rank's allgather, elements moved as words W of their size.
 template <typename W, int N>
 __device__ void allGather(const DirectArgs& a, int block, int nblocks) {
   const int r = a.rank;
-  if (!rankBarrier(a, N, block, 2 * static_cast<uint64_t>(a.seq) - 1)) return;
-  const W* const in = static_cast<const W*>(a.inputs[r]);
+  if (!rankBarrier(a, N, block, 2 * static_cast<uint64_t>(a.seq) - 1, true)) return;
+  const uint8_t* ins[N];
+  uint8_t* outs[N];
+  peerBuffers<N>(a, N, block, ins, outs);
+  const W* const in = static_cast<const W*>(a.input);
   const uint64_t dstAt = static_cast<uint64_t>(r) * a.count;
   auto src = [&](int) { return in; };
-  auto dst = [&](int q) { return static_cast<W*>(a.outputs[q]) + dstAt; };
+  auto dst = [&](int q) { return reinterpret_cast<W*>(outs[q]) + dstAt; };
   moveRange<W, ReduceOp::kSum, 1, N>(src, 1, dst, N, static_cast<uint32_t>(a.count), 0,
                                      static_cast<uint32_t>(block) * dev::nthreads() + dev::tid(),
                                      static_cast<uint32_t>(nblocks) * dev::nthreads());
-  (void)rankBarrier(a, N, block, 2 * static_cast<uint64_t>(a.seq));
+  (void)rankBarrier(a, N, block, 2 * static_cast<uint64_t>(a.seq), false);
 }
 
 }  // namespace direct

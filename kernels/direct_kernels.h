@@ -18,7 +18,11 @@
 //  * scratch, one-shot only: per rank, directScratchBytes(nranks, slotLines) bytes of device memory its peers can
 //    write, laid out [parity 2][sender n][slotLines lines of 16 bytes];
 //  * barrier flags, the others: per rank, kDirectBarrierBytes of device memory its peers can write, laid out
-//    [block kDirectMaxBlocks][sender kDirectMaxRanks] 8-byte epochs;
+//    [block kDirectMaxBlocks][sender kDirectMaxRanks] records of kDirectBarrierRecord bytes: the sender's epoch, and
+//    from its entry announcement the addresses of its input and output for the call;
+//  * the rank's own input and output for the call. Its peers' arrive with their entry announcements (the barrier
+//    kernels), so a launch needs no peer's buffers from the host: each rank learns them on the device, as the call
+//    starts (the one-shot kernel reaches peers only through their scratch);
 //  * a DirectError per rank, which the host reads after the call (nonzero code: the call failed; the record stays
 //    raised, and every later call of this rank fails at its first wait check, until the host clears it).
 // Zero never equals a flag or epoch a call waits for, since calls are numbered from 1.
@@ -50,8 +54,14 @@ constexpr int kDirectMaxThreads = 512;
 constexpr uint64_t kDirectLineBytes = 16;
 /// Data bytes one line carries.
 constexpr uint64_t kDirectLinePayload = 8;
-/// Each rank's barrier flags: [block][sender] 8-byte epochs.
-constexpr uint64_t kDirectBarrierBytes = uint64_t{kDirectMaxBlocks} * kDirectMaxRanks * 8;
+/// One [block][sender] record of a rank's barrier flags: the epoch (8 bytes), the sender's input and output
+/// addresses (8 bytes each, written before the entry epoch), 8 bytes unused.
+constexpr uint64_t kDirectBarrierRecord = 32;
+/// Each rank's barrier flags: [block][sender] records.
+constexpr uint64_t kDirectBarrierBytes = uint64_t{kDirectMaxBlocks} * kDirectMaxRanks * kDirectBarrierRecord;
+/// Lines of a communicator's one-shot slots (executor/protocol.h, WindowLayout::directSlotLines): one-shot calls of
+/// up to 64 KiB per rank; each rank's scratch is then 256 KiB per rank of the communicator.
+constexpr uint32_t kDirectSlotLines = 8192;
 /// The most bytes per rank one launch moves (a count of elements: times the element size): indices within a
 /// launch are 32-bit, and a grid-stride step past the end must not wrap. Larger calls go in several launches.
 constexpr uint64_t kDirectMaxBytes = (uint64_t{1} << 31) - 1;
@@ -62,6 +72,7 @@ enum class DirectKind : int {
   kReduceScatter = 2,
   kAllGather = 3,
 };
+constexpr int kDirectKinds = 4;
 
 /// Where a rank's call failed. Written once, by the first of its threads that gives up, and read by the host once
 /// the call has finished. `code` is written last (after a system fence): nonzero, the other fields are complete.
@@ -75,8 +86,9 @@ struct DirectError {
 };
 
 /// One launch's arguments; the same struct for every kernel and rank count. Pointers are as this rank addresses
-/// them (peers' buffers mapped), each already at the call's first element: buffers at any offset are fine (an
-/// offset beside each would add nothing, as each rank's buffer may sit anywhere in its mapping), and where every
+/// them (peers' scratch and flags mapped; peers' buffers, learnt at the entry barrier, are addressed as the peer
+/// gave them, so they must be valid in this rank's address space too: ranks that are threads of one process), the
+/// input and output each already at the call's first element: buffers at any offset are fine, and where every
 /// buffer of a call sits at the same address modulo 16 (the common case) the moves go by 16-byte vectors,
 /// otherwise element by element. Entries past nranks are ignored.
 struct DirectArgs {
@@ -87,14 +99,14 @@ struct DirectArgs {
   // allreduce: the count; reduce-scatter: each rank's output count (inputs hold nranks x count);
   // allgather: each rank's input count (outputs hold nranks x count)
   uint64_t count = 0;
-  const void* inputs[kDirectMaxRanks] = {};  // one-shot and allgather read only their own
-  void* outputs[kDirectMaxRanks] = {};       // one-shot and reduce-scatter write only their own
-  uint8_t* scratch[kDirectMaxRanks] = {};    // one-shot: every rank's packet scratch
-  uint8_t* barriers[kDirectMaxRanks] = {};   // the others: every rank's barrier flags
-  const uint32_t* abortFlag = nullptr;       // raised by the host: every wait gives up; null: none
-  DirectError* error = nullptr;              // this rank's record (device or mapped host memory)
-  uint64_t timeoutNs = 10000000000ull;       // how long one wait may last
-  int divisor = 0;                           // avg: nranks (a sum, then one division); else 0
+  const void* input = nullptr;              // this rank's
+  void* output = nullptr;                   // this rank's
+  uint8_t* scratch[kDirectMaxRanks] = {};   // one-shot: every rank's packet scratch
+  uint8_t* barriers[kDirectMaxRanks] = {};  // the others: every rank's barrier flags
+  const uint32_t* abortFlag = nullptr;      // raised by the host: every wait gives up; null: none
+  DirectError* error = nullptr;             // this rank's record (device or mapped host memory)
+  uint64_t timeoutNs = 10000000000ull;      // how long one wait may last
+  int divisor = 0;                          // avg: nranks (a sum, then one division); else 0
   int gpuScope = 0;  // 1: every rank runs on this GPU, so the barriers' flags are released at GPU scope
   // One-shot, pre-multiplied sum (Op kSum): each rank multiplies its own input by its own scalar before the sum,
   // read from scalarDevice when not null (when the kernel runs), else from scalarBits' low bytes. The two-shot

@@ -23,7 +23,8 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 cmake --build "$build" --target allreduce_test collectives_test bootstrap_test shm_window_test p2p_test algorithms_api_test \
   comm_create_test shrink_test revoke_test premulsum_test call_check_test call_signature_test abort_test remote_proxy_test \
-  emulator_test giving_up_test ll_flags_test direct_sends_test soak_test collectives_gpu_test program_cache_gpu_test
+  emulator_test giving_up_test ll_flags_test direct_sends_test soak_test collectives_gpu_test program_cache_gpu_test \
+  direct_kernels_test
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 # The tests link UCX, whose libucm patches mmap at load time; under TSan, which
 # intercepts mmap too, every test then crashes at start. Collie registers no
@@ -82,6 +83,10 @@ bounded "$build/tests/emulator_test" --gtest_brief=1
 bounded "$build/tests/giving_up_test" --gtest_brief=1
 # LL flags through many wraps: the sender's rewrites of its LL slots race with the receiver's polls by design.
 bounded "$build/tests/ll_flags_test" --gtest_brief=1
+# The direct kernels (kernels/direct_allreduce_block.cuh) on 2-8 ranks, every kernel, type and operator in a mixed
+# order: the one-shot's packets and parities, the barriers' epochs and the peers' buffers they carry, and each rank
+# preparing its next call while its peers may still be in their launch of the last.
+bounded "$build/tests/direct_kernels_test" --gtest_brief=1
 # Every algorithm on the kernels' code, every Simple send that may be read in place so read, as ranks as threads
 # on one GPU do: the windows' one mapping per process lets TSan see the flags order those reads.
 # 5 ranks with 3 channels of tiny slots (not 6 ranks with one channel as well: 2 minutes more).
@@ -99,9 +104,12 @@ COLLIE_FAKE_NODES=2 COLLIE_TEST_EMULATE_KERNELS=3 UCX_TLS=sm,self COLLIE_CHANNEL
 # without TSan in scripts/fake_gpu.sh, as do the program files' tests (files become the programs the other
 # cases run; what they add is the choice of algorithm and protocol, made before any thread starts).
 unset COLLIE_TEST_FAKE_CUDA_DEVICES
-# The CudaBackend cases all run in scripts/fake_gpu.sh each time; here they are sampled as the sweeps are.
+# The CudaBackend cases all run in scripts/fake_gpu.sh each time; here they are sampled as the sweeps are. The
+# direct algorithms' cases (CudaBackend.Direct*, PreMulSumGpu.OnTheDirectKernels) are left out: their kernels'
+# bodies run under TSan in direct_kernels_test above, and their launches take the program kernel's path through the
+# executor, which the cases here run.
 GTEST_TOTAL_SHARDS=$sweep_parts GTEST_SHARD_INDEX=$sweep_part COLLIE_TIMEOUT=120 every_test "$build/tests/collectives_gpu_test" \
-  --gtest_filter="CudaBackend.*:Pinned*:*allreduce_ring_n3:*alltoall_pairwise_n3:PreMulSumGpu.*-$two_gpus:CudaBackend.P2POffStagesThroughHostMemory:CudaBackend.TinySlotsAndUnevenChannels:CudaBackend.*ProgramFile*$(no_ucx $build)"
+  --gtest_filter="CudaBackend.*:Pinned*:*allreduce_ring_n3:*alltoall_pairwise_n3:PreMulSumGpu.*-$two_gpus:CudaBackend.P2POffStagesThroughHostMemory:CudaBackend.TinySlotsAndUnevenChannels:CudaBackend.*ProgramFile*:CudaBackend.Direct*:PreMulSumGpu.OnTheDirectKernels$(no_ucx $build)"
 COLLIE_TIMEOUT=120 every_test "$build/tests/program_cache_gpu_test" --gtest_filter='*LongPrograms*:*Queued*:*GlobalCapture*:*Gone*'
 # Random cases on CUDA communicators (about 20 in the 30 s here), every send that may be read in place so read.
 COLLIE_TIMEOUT=120 COLLIE_DIRECT_READ_BYTES=0 COLLIE_TEST_SOAK_MEMORY=device COLLIE_TEST_LL_FLAG_PERIOD=16 \

@@ -248,10 +248,12 @@ class World {
     a.seq = seq;
     a.slotLines = slotLines_;
     a.count = c.count;
+    // Its own buffers only: the peers' it learns at the entry barrier.
+    Rank& me = ranks_[static_cast<size_t>(r)];
+    a.input = (c.inPlace ? me.out.get() : me.in.get()) + inAt(c, r);
+    a.output = me.out.get() + outAt(c, r);
     for (int p = 0; p < n_; ++p) {
       Rank& k = ranks_[static_cast<size_t>(p)];
-      a.inputs[p] = (c.inPlace ? k.out.get() : k.in.get()) + inAt(c, p);
-      a.outputs[p] = k.out.get() + outAt(c, p);
       a.scratch[p] = k.scratch.get();
       a.barriers[p] = k.barriers.get();
     }

@@ -187,9 +187,9 @@ TEST(DirectKernels, LaunchesOutsideTheirLimitsAreRefused) {
   a.error = &error;
   a.count = 4;
   a.slotLines = 2;
+  a.input = buf;
+  a.output = buf;
   for (int p = 0; p < 2; ++p) {
-    a.inputs[p] = buf;
-    a.outputs[p] = buf;
     a.scratch[p] = buf;
     a.barriers[p] = buf;
   }
@@ -216,6 +216,9 @@ TEST(DirectKernels, LaunchesOutsideTheirLimitsAreRefused) {
   x.seq = 0;
   EXPECT_NE(check(x, DirectKind::kAllGather, collie::ReduceOp::kSum, 1), 0);
   EXPECT_NE(check(a, DirectKind::kAllGather, collie::ReduceOp::kSum, collie::kDirectMaxBlocks + 1), 0);
+  x = a;
+  x.input = nullptr;
+  EXPECT_NE(check(x, DirectKind::kAllGather, collie::ReduceOp::kSum, 1), 0);
   x = a;
   x.barriers[1] = nullptr;
   EXPECT_NE(check(x, DirectKind::kReduceScatter, collie::ReduceOp::kSum, 1), 0);
