@@ -142,6 +142,14 @@ class CollieImpl : public Impl {
     const AlgorithmInfo* algo = comms_.empty() ? nullptr : chosenAlgorithm(comms_[0], c);
     if (algo != nullptr && algo->file != nullptr && c.count % algo->file->chunks != 0)
       return "count not a multiple of the program file's " + std::to_string(algo->file->chunks) + " chunks";
+    // A direct algorithm runs where the executor has a kernel for it (executor/cuda_executor.h, "Direct
+    // algorithms"): elsewhere each call would fail.
+    if (algo != nullptr && algo->mapsPeers && c.nranks > 1) {
+      ReduceOp op = ReduceOp::kSum;
+      toReduceOp(c.op, &op);
+      const Status runs = comms_[0]->executor->runsDirect(algo->collective, algo->name, c.count, c.type, op);
+      if (!runs.ok()) return runs.message();
+    }
     // And only the sizes of its byte range: elsewhere the tuner's pick would run under the file's name.
     if (!comms_.empty() && c.coll != Coll::kSendRecv && c.nranks > 1) {
       auto named = comms_[0]->algoOverrides.find(toCollective(c.coll));
@@ -356,7 +364,7 @@ std::vector<std::string> collieAlgorithms(const Options& o, std::string* err) {
   if (o.algo == "all") {
     out.push_back("auto");
     for (const AlgorithmInfo& a : algorithms())
-      if (a.collective == c && !a.mapsPeers) out.push_back(a.name);  // direct ones: no executor runs them yet
+      if (a.collective == c && !a.mapsPeers) out.push_back(a.name);  // direct ones run where --algo names them
     return out;
   }
   for (const std::string& name : split(o.algo, ",")) {

@@ -195,8 +195,17 @@ Status executeCall(collieComm_t comm, const Call& call) {
   // After full rounds the last one is cut in the full rounds' parts: its full parts reuse their program, so a
   // launch carries two or three programs, which stay inline in the launch (kInlineSteps) for rings up to ten.
   const uint64_t lastCount = call.count - (plan.rounds - 1) * plan.stride;
-  if (plan.rounds > 1) cut(roundCount, partOf(roundCount), &plan.full);
-  cut(lastCount, plan.rounds > 1 ? partOf(roundCount) : partOf(lastCount), &plan.last);
+  if (algo.mapsPeers) {
+    // A direct algorithm's call goes whole to the executor, which runs it as a kernel written for it or refuses it
+    // (executor/cuda_executor.h, "Direct algorithms"): its programs use no slots, so no rounds, and no channel parts.
+    args.count = call.count;
+    plan.rounds = 1;
+    plan.stride = 0;
+    plan.last.push_back(collie::ChannelWork{&programFor(comm, algo, args), 0});
+  } else {
+    if (plan.rounds > 1) cut(roundCount, partOf(roundCount), &plan.full);
+    cut(lastCount, plan.rounds > 1 ? partOf(roundCount) : partOf(lastCount), &plan.last);
+  }
   exec.input = call.input;
   exec.output = call.output;
   Status st = comm->executor->runRounds(plan, exec);

@@ -222,6 +222,9 @@ Status setupCudaBackend(collieComm* comm, const InitOptions& options, const std:
   COLLIE_RETURN_IF_ERROR(deviceLayout(comm, &layout));
   const bool spans = std::find(otherHost.begin(), otherHost.end(), true) != otherHost.end();
   COLLIE_RETURN_IF_ERROR(readProtocol(spans, &comm->llMaxBytes));
+  // Every window mapped (one host, P2P) and a rank count the direct kernels take: the windows end with their
+  // region (kernels/direct_kernels.h), which the direct algorithms' launches address in every peer's window.
+  if (!spans && comm->nranks >= 2 && comm->nranks <= kDirectMaxRanks) layout.directSlotLines = kDirectSlotLines;
   // All device memory of the communicator comes from here, and no call of init or destroy waits for the device
   // (base/device_memory.h). Init's own waits (for the pool's stream) all come before its last barrier, at the
   // end: a peer that is through may launch a kernel of another communicator that waits for us, and work of any

@@ -2,6 +2,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 
@@ -86,6 +87,28 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
   void* host = nullptr;
   COLLIE_RETURN_IF_ERROR(takePinnedBlock(&host, &p));
   e->status_ = static_cast<DeviceStatus*>(host);
+  if (layout.directSlotLines > 0) {
+    static_assert(sizeof(DirectError) <= kPinnedBlockBytes, "the direct kernels' record must fit a pinned block");
+    void* dev = nullptr;
+    COLLIE_RETURN_IF_ERROR(takePinnedBlock(&host, &dev));
+    e->directError_ = static_cast<DirectError*>(host);
+    e->directErrorDevice_ = static_cast<DirectError*>(dev);
+    COLLIE_RETURN_IF_ERROR(
+        cudaStatus(static_cast<cudaError_t>(preloadDirectKernels(static_cast<int>(n))), "loading the direct kernels"));
+    // Every block of every rank's launch must be resident at once (direct_kernels.h, "Grids"), those of the
+    // other ranks of this process on this GPU too: how many fit, per kernel and type, known before any call.
+    const int sharing = static_cast<int>(windows.colocatedPeers().size()) + 1;
+    for (int k = 0; k < kDirectKinds; ++k)
+      for (int t = 0; t < collieNumTypes; ++t) {
+        int fit = 0;
+        COLLIE_RETURN_IF_ERROR(cudaStatus(
+            static_cast<cudaError_t>(directResidentBlocks(static_cast<DirectKind>(k), static_cast<collieDataType_t>(t),
+                                                          static_cast<int>(n), kDirectMaxThreads, sharing, &fit)),
+            "sizing the direct kernels' grids"));
+        e->directFit_[k][t] = std::clamp(fit, 1, kDirectMaxBlocks);
+      }
+    e->directGpuScope_ = sharing == static_cast<int>(n);
+  }
   // What every launch points at (device addresses).
   LaunchTables& t = e->tables_;
   t.rank = rank;
@@ -175,6 +198,7 @@ CudaExecutor::~CudaExecutor() {
   blocks.push_back(phaseNs_);
   for (void* b : blocks) pool_->release(b);
   givePinnedBlockBack(status_);
+  if (directError_ != nullptr) givePinnedBlockBack(directError_);
   for (auto& c : checkpoints_) spareEvents_.push_back(c.second);
   for (void* ev : spareEvents_) (void)cudaEventDestroy(static_cast<cudaEvent_t>(ev));
   if (lastDone_ != nullptr) (void)cudaEventDestroy(static_cast<cudaEvent_t>(lastDone_));
@@ -423,7 +447,14 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
       if (peers != nullptr && seq != ExecArgs::kNotACollective) peers->queuedCollective(seq);
     }
   } markQueued{colocated_.get(), args.collectiveSeq};
-  COLLIE_RETURN_IF_ERROR(refuseDirectSteps(plan, "cuda"));
+  // A direct algorithm's call runs as a direct kernel (the file comment); any other program with direct steps is
+  // refused.
+  const bool direct = !plan.last.empty() && plan.last[0].program != nullptr && hasDirectSteps(*plan.last[0].program);
+  DirectKind directKind = DirectKind::kOneShotAllReduce;
+  if (direct)
+    COLLIE_RETURN_IF_ERROR(directKindOf(plan, args, &directKind));
+  else
+    COLLIE_RETURN_IF_ERROR(refuseDirectSteps(plan, "cuda"));
   COLLIE_RETURN_IF_ERROR(asyncStatus());
   DeviceGuard guard(device_);
   // An enqueue should take microseconds. One that blocks (a CUDA call waiting for the device) while
@@ -486,6 +517,13 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   unpinGone();
   if (programs_->overLimit()) pollCheckpoints();
   slowLog.done(SlowEnqueueLog::kCapture);
+  // A direct kernel's call number travels in its arguments: a replay of a captured launch would take its
+  // capture's number again, and its one-shot lines from the replay before would pass for this one's.
+  if (direct && capturing_)
+    return Status::error(collieInvalidUsage,
+                         "%s %s cannot be captured into a CUDA graph yet: choose another algorithm in COLLIE_ALGO for "
+                         "captured calls",
+                         collectiveName(plan.last[0].program->collective), plan.last[0].program->algorithm.c_str());
   // Before anything of this call enters a hardware queue (colocated_streams.h says why). A capture queues
   // nothing now; its replays are the caller's to order.
   // (A group of sends and receives waited before its first copy: queueAfterPeers.)
@@ -504,12 +542,18 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
     const Status recorded = recordDone(args.stream, capturing_);
     return why.ok() ? recorded : why;
   };
-  if (args.scale.active) {
+  // The one-shot kernel multiplies its own input by the scalar itself (DirectArgs::premul); the others read
+  // peers' inputs, so the scaled copy is what they publish.
+  if (args.scale.active && !(direct && directKind == DirectKind::kOneShotAllReduce)) {
     Status scaled = scaleInput(&args);
     if (!scaled.ok()) return withoutLaunch(scaled);
   }
   slowLog.done(SlowEnqueueLog::kScale);
-  Status planned = planLaunch(plan, args, tables_, this, &a, &empty);
+  DirectArgs d;
+  int directBlocks = 1;
+  Status planned = direct ? planDirect(*plan.last[0].program, directKind, args, &d, &directBlocks)
+                          : planLaunch(plan, args, tables_, this, &a, &empty);
+  if (direct) empty = false;
   slowLog.done(SlowEnqueueLog::kPlan);
   if (!planned.ok() || empty) return withoutLaunch(planned);
   const bool captured = capturing_;
@@ -521,13 +565,16 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   launches_.record(args.seq, *plan.last[0].program, args);
   COLLIE_RETURN_IF_ERROR(orderPlannedLaunch());
   slowLog.done(SlowEnqueueLog::kOrder);
-  const int rc = launchProgram(a, args.type, args.op, args.stream);
+  const int rc = direct ? launchDirect(d, directKind, args.type, args.op, directBlocks, kDirectMaxThreads, args.stream)
+                        : launchProgram(a, args.type, args.op, args.stream);
   slowLog.done(SlowEnqueueLog::kLaunch);
   // From here the kernel may be queued, even after an error: it counts as a launch (the programs it read stay
   // until a later checkpoint), and the next launch waits for the event whatever its stream.
   ++launchSeq_;
   enqueued(args.stream);
-  if (rc != 0) return cudaStatus(static_cast<cudaError_t>(rc), "launching the program kernel");
+  if (rc != 0)
+    return cudaStatus(static_cast<cudaError_t>(rc),
+                      direct ? "launching the direct kernel" : "launching the program kernel");
   COLLIE_RETURN_IF_ERROR(recordDone(args.stream, captured));
   // Over the cache's limits: learn later when this launch (and every one before it) has finished.
   if (!captured && programs_->overLimit()) recordCheckpoint(args.stream);
@@ -641,6 +688,17 @@ void CudaExecutor::watchPeerProcesses(std::vector<int> pids) {
 }
 
 Status CudaExecutor::asyncStatus() const {
+  if (directError_ != nullptr) {
+    // Written before the code (the kernel's system fence), and not again.
+    const uint32_t code = __atomic_load_n(&directError_->code, __ATOMIC_ACQUIRE);
+    if (code != 0)
+      return Status::error(static_cast<collieResult_t>(code),
+                           "rank %d waiting on rank %d in direct call #%u (block %d) on the GPU: %s",
+                           directError_->rank, directError_->peer, directError_->call, directError_->block,
+                           code == collieTimeout ? "the wait timed out (COLLIE_TIMEOUT)"
+                                                 : "the communicator was aborted, or another of the call's waits gave "
+                                                   "up first");
+  }
   if (status_ == nullptr || __atomic_load_n(&status_->code, __ATOMIC_ACQUIRE) == 0) return Status();
   // Said only where the rank waited on is the one gone; waits on the others failed for reasons of their own.
   // Written before the code (acquired above), and not again.

@@ -10,6 +10,13 @@
 // captured into a CUDA graph waits for and records the same event through
 // external event nodes, so every replay of the graph is ordered the same way
 // with the launches around it, and synchronize() waits for replays too.
+//
+// Direct algorithms (AlgorithmInfo::mapsPeers, whose programs load and store peers' memory) run as the direct
+// kernels written for them (kernels/direct_kernels.h), where every rank's window is mapped and so holds the
+// kernels' region (WindowLayout::directSlotLines): allreduce direct_oneshot everywhere there; direct_twoshot,
+// reducescatter direct and allgather direct, which load and store peers' buffers, where every rank is a thread of
+// this process on this GPU. Their launches are ordered like the program kernel's; they number their calls apart
+// (DirectArgs::seq).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +31,7 @@
 #include "executor/peer_watch.h"
 #include "executor/program_cache.h"
 #include "executor/protocol.h"
+#include "kernels/direct_kernels.h"
 #include "kernels/launch.h"
 
 namespace collie {
@@ -83,6 +91,8 @@ class CudaExecutor : public Executor, private LaunchStorage {
   /// A pre-multiplied sum's scaling is a kernel of the launch, into a buffer of the executor's own: no
   /// allocation before the call and no free after it on the caller's stream (see scaleInput).
   bool scalesInput() const override { return true; }
+  Status runsDirect(Collective c, const std::string& algorithm, uint64_t count, collieDataType_t type,
+                    ReduceOp op) const override;
   bool directSends(const Program& p, void* const* bufs, size_t elemSize, int divisor,
                    std::vector<uint8_t>* marks) const override {
     return directSendsOf(tables_, p, bufs, elemSize, divisor, marks);
@@ -104,6 +114,11 @@ class CudaExecutor : public Executor, private LaunchStorage {
   Status program(const Program& program, const Step** out) override;
   Status scratch(size_t bytes, void** out) override;
   Status uploadWindowTable();
+  // A direct algorithm's call (the file comment): which kernel runs `plan` (one program of the whole call), or why
+  // none does here.
+  Status directKindOf(const RoundPlan& plan, const ExecArgs& args, DirectKind* kind) const;
+  // The direct kernel's arguments for `program` on args' buffers (the next direct call's number taken), and its grid.
+  Status planDirect(const Program& program, DirectKind kind, const ExecArgs& args, DirectArgs* d, int* blocks);
   // Device memory for the launch being planned, without waiting for the device: from pool_, in the order of the
   // launch's stream (during a capture, of the pool's stream); with no pool, cudaMalloc. Freed at destroy.
   Status deviceBlock(size_t bytes, void** out);
@@ -154,7 +169,14 @@ class CudaExecutor : public Executor, private LaunchStorage {
   uint64_t enqueueNs_ = 0, planNs_ = 0, enqueues_ = 0;
   uint32_t* failed_ = nullptr;      // device
   DeviceStatus* status_ = nullptr;  // mapped pinned host memory (host address)
-  LaunchTables tables_;             // what every launch points at: the members above, the proxy's tables
+  // The direct kernels' failure record, in mapped pinned host memory (as the host and the device address it), and
+  // their calls so far (DirectArgs::seq of the last); null and 0 where the windows hold no direct region.
+  DirectError* directError_ = nullptr;
+  DirectError* directErrorDevice_ = nullptr;
+  uint32_t directSeq_ = 0;
+  int directFit_[kDirectKinds][collieNumTypes] = {};  // blocks of each kernel and type that are resident at once
+  bool directGpuScope_ = false;  // every rank is a thread of this process on this GPU (DirectArgs::gpuScope)
+  LaunchTables tables_;          // what every launch points at: the members above, the proxy's tables
   void* lastStream_ = nullptr;
   bool lastStreamKnown_ = false;  // false after a captured launch: its replays may come on any stream
   bool everCaptured_ = false;     // a launch was captured: a replay may come between any two launches

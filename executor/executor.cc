@@ -33,6 +33,13 @@ Status refuseDirectSteps(const std::vector<ChannelWork>& work, const char* backe
   return Status();
 }
 
+Status Executor::runsDirect(Collective c, const std::string& algorithm, uint64_t, collieDataType_t, ReduceOp) const {
+  return Status::error(collieInvalidUsage,
+                       "%s %s needs ranks that map each other's buffers and a kernel written for it; not available "
+                       "on this backend: choose another %s algorithm in COLLIE_ALGO",
+                       collectiveName(c), algorithm.c_str(), collectiveName(c));
+}
+
 Status refuseDirectSteps(const RoundPlan& plan, const char* backend) {
   COLLIE_RETURN_IF_ERROR(refuseDirectSteps(plan.full, backend));
   return refuseDirectSteps(plan.last, backend);

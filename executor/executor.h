@@ -129,6 +129,11 @@ class Executor {
   /// A cudaMemPool_t of the executor's own for the device memory a call takes in stream order (core/redop.cc's
   /// staging), or null: the device's default pool.
   virtual void* devicePool() const { return nullptr; }
+  /// OK where this executor runs a call of direct algorithm `algorithm` (AlgorithmInfo::mapsPeers) of `count`
+  /// elements of `type` and `op` as a kernel written for it, else the sentence saying why not. This one refuses
+  /// them all: only the CUDA executor has such kernels (cuda_executor.h, "Direct algorithms").
+  virtual Status runsDirect(Collective c, const std::string& algorithm, uint64_t count, collieDataType_t type,
+                            ReduceOp op) const;
   /// Whether runRounds honours ExecArgs::scale, scaling the input as part of the launch. Otherwise core scales
   /// into staging of its own before the call and frees it after (core/collectives.cc, executeScaled).
   virtual bool scalesInput() const { return false; }

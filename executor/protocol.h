@@ -22,6 +22,9 @@
 //                            slice belongs to, which R compares with its own before it reads the slice (the
 //                            kernels: the first slice of a launch from each peer); 0: a sender that does not sign
 //   slotsBase()              slots[c][p][k]: nslots slots of slotBytes for the connection p -> R
+//   llBase()                 the LL slots, as many (CUDA windows only)
+//   directBase()             with directSlotLines > 0, the direct kernels' region (kernels/direct_kernels.h): R's
+//                            barrier flags, written by its peers, then R's one-shot scratch, written by its peers
 //
 // Each flag sits on its own cache line, and every rank polls only flags in its
 // own window (a sender waits on credit[q] in its window; a receiver on
@@ -36,15 +39,17 @@
 
 #include <cstdint>
 
-#include "executor/reduce_ops.h"  // COLLIE_HD
+#include "executor/reduce_ops.h"     // COLLIE_HD
+#include "kernels/direct_kernels.h"  // the direct region's sizes
 
 namespace collie {
 
-// "colliew" and the version of the window's format (9: an LL post marks its ready counter, kFlagLL, and LL flags
+// "colliew" and the version of the window's format (10, ':': the direct kernels' region, WindowHeader::directSlotLines;
+// 9: an LL post marks its ready counter, kFlagLL, and LL flags
 // carry 16 bits of their call's signature; 8: LL flags carry 8 bits of it, llTag;
 // 7: counters carry kFlagWithdrawn and kFlagInPlace, and reading[][] sits beside each credit; 6: slices carry their
 // call's signature, signature[][][]; 5: slices may be read in place, source[][][]), which peers check at init.
-constexpr uint64_t kWindowMagic = 0x636f6c6c69657739ull;
+constexpr uint64_t kWindowMagic = 0x636f6c6c6965773aull;
 constexpr uint64_t kLine = 64;
 
 struct WindowHeader {
@@ -55,7 +60,7 @@ struct WindowHeader {
   uint32_t nchannels;
   uint32_t llSlotBytes;
   uint32_t llFlagPeriod;
-  uint32_t reserved;
+  uint32_t directSlotLines;
 };
 
 /// LL flags repeat after this many slices of a connection (a power of two; COLLIE_TEST_LL_FLAG_PERIOD shrinks it in
@@ -77,6 +82,9 @@ struct WindowLayout {
   uint32_t nchannels = 1;
   uint32_t llSlotBytes = 0;  // > 0: LL slots follow the Simple ones (CUDA windows only)
   uint32_t llFlagPeriod = kLLFlagPeriod;
+  // > 0: the window ends with the direct kernels' region, one-shot slots of this many lines (CUDA windows of ranks
+  // that all map each other's: one host, P2P, 2..kDirectMaxRanks ranks)
+  uint32_t directSlotLines = 0;
 
   COLLIE_HD uint64_t connection(int channel, int peer) const {
     return static_cast<uint64_t>(channel) * nranks + static_cast<uint64_t>(peer);
@@ -114,8 +122,16 @@ struct WindowLayout {
   COLLIE_HD uint64_t llSlotOffset(int channel, int peer, uint64_t seq) const {
     return llBase() + (connection(channel, peer) * nslots + seq % nslots) * llSlotBytes;
   }
-  COLLIE_HD uint64_t totalBytes() const {
+  COLLIE_HD uint64_t llEnd() const {
     return llBase() + static_cast<uint64_t>(nchannels) * nranks * nslots * llSlotBytes;
+  }
+  COLLIE_HD uint64_t directBase() const { return (llEnd() + 4095) & ~uint64_t{4095}; }
+  /// The owner's barrier flags, [block][sender] (kDirectBarrierBytes).
+  COLLIE_HD uint64_t directBarriersOffset() const { return directBase(); }
+  /// The owner's one-shot scratch, [parity][sender][directSlotLines lines].
+  COLLIE_HD uint64_t directScratchOffset() const { return directBase() + kDirectBarrierBytes; }
+  COLLIE_HD uint64_t totalBytes() const {
+    return directSlotLines == 0 ? llEnd() : directScratchOffset() + directScratchBytes(nranks, directSlotLines);
   }
 };
 
@@ -161,12 +177,14 @@ inline uint64_t launchSignature(uint64_t signature) {
 
 /// The header a rank writes at the start of its window (and gathers for peers it cannot map).
 inline WindowHeader windowHeader(const WindowLayout& l) {
-  return WindowHeader{kWindowMagic, l.nranks, l.nslots, l.slotBytes, l.nchannels, l.llSlotBytes, l.llFlagPeriod, 0};
+  return WindowHeader{kWindowMagic, l.nranks,      l.nslots,       l.slotBytes,
+                      l.nchannels,  l.llSlotBytes, l.llFlagPeriod, l.directSlotLines};
 }
 /// Whether a peer's window header is of this format and describes the layout `l` (checked by every rank at init).
 inline bool sameLayout(const WindowHeader& h, const WindowLayout& l) {
   return h.magic == kWindowMagic && h.nranks == l.nranks && h.nslots == l.nslots && h.slotBytes == l.slotBytes &&
-         h.nchannels == l.nchannels && h.llSlotBytes == l.llSlotBytes && h.llFlagPeriod == l.llFlagPeriod;
+         h.nchannels == l.nchannels && h.llSlotBytes == l.llSlotBytes && h.llFlagPeriod == l.llFlagPeriod &&
+         h.directSlotLines == l.directSlotLines;
 }
 /// The layout a window's header describes (for tools and tests that read a peer's window).
 inline WindowLayout layoutOf(const WindowHeader& h) {
@@ -177,6 +195,7 @@ inline WindowLayout layoutOf(const WindowHeader& h) {
   l.nchannels = h.nchannels;
   l.llSlotBytes = h.llSlotBytes;
   l.llFlagPeriod = h.llFlagPeriod;
+  l.directSlotLines = h.directSlotLines;
   return l;
 }
 

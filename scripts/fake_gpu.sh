@@ -134,9 +134,10 @@ bounded "$build/tests/exchange_floor" --sizes 8,1000 20 1 3
 # summary and logs packed into $OUT, the deadline) is tested before a lent GPU's minutes are spent on it.
 rehearsal=$(mktemp -d)
 OUT=$rehearsal GPU_BUILD=$build bounded tests/gpu/run.sh \
-  --only 'gpu_processes_np2,gpu_nccl,bench_small_t2_graphs,tune_algos_small_t4' test bench tune
+  --only 'gpu_processes_np2,gpu_nccl,bench_small_t2_graphs,bench_direct_oneshot_t2,tune_algos_small_t4' test bench tune
 grep -q '^gpu_nccl  *pass' "$rehearsal/summary.txt"
 grep -q '^tune_algos_small_t4  *pass' "$rehearsal/summary.txt"
+grep -q '^bench_direct_oneshot_t2  *pass' "$rehearsal/summary.txt"
 tar -tzf "$rehearsal/gpu-logs.tar.gz" | grep -q 'gpu-logs/small_t2_graphs.json'
 tar -tzf "$rehearsal/gpu-logs.tar.gz" | grep -q 'gpu-logs/tune_algos_small_t4.json'
 # The tuner's picks against the fastest algorithm, a line per size (-b 8 -e 64K -f 8: 8 B to 32 KiB, 5 sizes).

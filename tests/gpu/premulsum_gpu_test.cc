@@ -156,6 +156,41 @@ TEST(PreMulSumGpu, EveryTypeCollectiveAndPlacement) {
   }
 }
 
+// The same on the direct kernels (COLLIE_ALGO; executor/cuda_executor.h, "Direct algorithms"): the one-shot scales
+// each rank's input inside its kernel (DirectArgs::premul), the two-shot allreduce and the reduce-scatter read the
+// executor's scaled copies of their peers' inputs, whose addresses the peers publish at the entry barrier.
+TEST(PreMulSumGpu, OnTheDirectKernels) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
+  const uint64_t seed = collie::test::testSeed();
+  const int n = 3;
+  int cases = 0;
+  for (const char* spec : {"allreduce:direct_oneshot;reducescatter:direct", "allreduce:direct_twoshot"}) {
+    ScopedEnv algo("COLLIE_ALGO", spec);
+    collie::test::Comms comms(n);
+    ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+    std::vector<cudaStream_t> streams(n);
+    for (int r = 0; r < n; ++r) ASSERT_EQ(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking), cudaSuccess);
+    for (collieDataType_t type : collie::test::sweepTypes())
+      for (Kind kind : {Kind::kAllReduce, Kind::kReduceScatter})
+        for (size_t count : {size_t{0}, size_t{1013}})
+          for (bool inPlace : {false, true}) {
+            const collieScalarResidence_t residence = ++cases % 2 == 0 ? collieScalarHostImmediate : collieScalarDevice;
+            std::string err;
+            collie::visitType(type, [&](auto tag) {
+              using T = typename decltype(tag)::type;
+              err = runCase<T>(comms, streams, type, kind, count, inPlace, residence, seed);
+            });
+            ASSERT_EQ(err, "") << spec << ": " << kindName(kind) << " " << collie::typeName(type) << " count " << count
+                               << (inPlace ? " in-place" : "")
+                               << (residence == collieScalarDevice ? " device scalar" : " host scalar") << " (seed "
+                               << seed << ")";
+          }
+    for (int r = 0; r < n; ++r) cudaStreamDestroy(streams[r]);
+  }
+}
+
 // A captured pre-multiplied sum with a device scalar: each replay scales with the scalar's value at that
 // replay, and an eager call on another stream after the replays still scales its own input.
 TEST(PreMulSumGpu, ADeviceScalarIsReadAtEachGraphReplay) {

@@ -270,6 +270,22 @@ part_bench() {
   # What LL buys for small calls: the same sizes with Simple forced (bench_allreduce_t4 picks LL up to 64 KiB).
   step bench_small_t4_simple env COLLIE_PROTO=simple "$bench" allreduce -t 4 --backend cuda -b 8 -e 64K -f 4 \
     --json "$logs/small_t4_simple.json"
+  # The one-shot direct kernel (allreduce direct_oneshot, kernels/direct_allreduce_block.cuh) beside Collie's own
+  # pick and the interpreted one-shot, at 2, 4 and 8 ranks: what decides whether the tuner takes it for small calls.
+  for t in 2 4 8; do
+    step "bench_direct_oneshot_t$t" "$bench" allreduce -t "$t" --backend cuda -b 8 -e 64K -f 4 \
+      --algo auto,oneshot,direct_oneshot --json "$logs/direct_oneshot_t$t.json"
+  done
+  # The barrier kernels (direct_twoshot, reducescatter and allgather direct) beside Collie's pick, 64 KiB to
+  # 256 MiB, with the copy limit (--limit): the large calls' share of the floor, and where they win.
+  for t in 2 4 8; do
+    step "bench_direct_twoshot_t$t" "$bench" allreduce -t "$t" --backend cuda -b 64K -e 256M -f 16 -n 5 -w 2 \
+      --algo auto,direct_twoshot --limit --json "$logs/direct_twoshot_t$t.json"
+  done
+  for c in reducescatter allgather; do
+    step "bench_direct_${c}_t4" "$bench" "$c" -t 4 --backend cuda -b 64K -e 256M -f 16 -n 5 -w 2 \
+      --algo auto,direct --limit --json "$logs/direct_${c}_t4.json"
+  done
   for c in allgather reducescatter alltoall; do
     step "bench_${c}_t4" "$bench" "$c" -t 4 --backend cuda -b 256 -e 256M -f 16 --limit --json "$logs/${c}_t4.json"
   done
