@@ -72,7 +72,7 @@ done
 COLLIE_TEST_SOAK_SECONDS=20 COLLIE_TEST_SOAK_MEMORY=device COLLIE_TEST_LL_FLAG_PERIOD=16 every_test "$build/tests/soak_test"
 # The same with every stream in one hardware queue: nothing is queued behind a rank's call before its peers
 # have queued theirs, so every call, grouped send/recv included, must be one launch per rank that holds back
-# no peer (a launch per exchange times out). About 170 cases in 20 s.
+# no peer (a launch per exchange times out). About 190 cases in 20 s.
 COLLIE_TEST_FAKE_CUDA_QUEUES=1 COLLIE_TEST_SOAK_MEMORY=device COLLIE_TEST_LL_FLAG_PERIOD=16 COLLIE_TEST_SOAK_SECONDS=20 \
   every_test "$build/tests/soak_test"
 # Uploaded programs reused across changing counts, kept while queued launches or captured graphs read them; 22
