@@ -59,12 +59,12 @@ Status CudaExecutor::runsDirect(Collective c, const std::string& algorithm, uint
                            "other processes or on other GPUs are not mapped yet): choose another %s algorithm in "
                            "COLLIE_ALGO",
                            coll, algorithm.c_str(), coll);
-    const uint64_t per = kind == DirectKind::kTwoShotAllReduce ? 1 : layout_.nranks;  // buffers of n blocks
-    if (bytes > kDirectMaxBytes / per)
+    const uint64_t most = directMaxCount(kind, typeSize(type), static_cast<int>(layout_.nranks));
+    if (count > most)
       return Status::error(collieInvalidUsage,
                            "%s %s takes at most %llu bytes per rank in one launch, not %llu: choose another %s "
                            "algorithm in COLLIE_ALGO for larger calls",
-                           coll, algorithm.c_str(), static_cast<unsigned long long>(kDirectMaxBytes / per),
+                           coll, algorithm.c_str(), static_cast<unsigned long long>(most * typeSize(type)),
                            static_cast<unsigned long long>(bytes), coll);
   } else if (directLines(bytes) > layout_.directSlotLines)
     return Status::error(collieInvalidUsage,
@@ -73,8 +73,7 @@ Status CudaExecutor::runsDirect(Collective c, const std::string& algorithm, uint
                          coll, algorithm.c_str(),
                          static_cast<unsigned long long>(uint64_t{layout_.directSlotLines} * kDirectLinePayload),
                          static_cast<unsigned long long>(bytes), coll);
-  if (kind != DirectKind::kAllGather &&
-      !visitDirect(type, op, static_cast<int>(layout_.nranks), [](auto, auto, auto, auto) {}))
+  if (!hasDirectKernel(kind, type, op, static_cast<int>(layout_.nranks)))
     return Status::error(collieInvalidUsage, "%s %s has no kernel for %s on %u ranks", coll, algorithm.c_str(),
                          typeName(type), layout_.nranks);
   return Status();

@@ -24,10 +24,7 @@ int checkDirectLaunch(const DirectArgs& a, DirectKind kind, collieDataType_t typ
   if (blocks < 1 || blocks > kDirectMaxBlocks) return refuse("blocks outside 1..kDirectMaxBlocks");
   if (threads < 1 || threads > kDirectMaxThreads) return refuse("threads outside 1..kDirectMaxThreads");
   if (a.error == nullptr) return refuse("no error record");
-  const uint64_t n = static_cast<uint64_t>(a.nranks);
-  // The largest buffer a rank's indices reach: reduce-scatter's input and allgather's output hold n x count.
-  const bool perRank = kind == DirectKind::kReduceScatter || kind == DirectKind::kAllGather;
-  if (a.count > kDirectMaxBytes / size / (perRank ? n : 1)) return refuse("count over kDirectMaxBytes");
+  if (a.count > directMaxCount(kind, size, a.nranks)) return refuse("count over kDirectMaxBytes");
   if (a.premul != 0 && (kind != DirectKind::kOneShotAllReduce || op != ReduceOp::kSum))
     return refuse("a pre-multiplied sum is a one-shot allreduce's only");
   if (a.divisor < 0) return refuse("negative divisor");
@@ -40,8 +37,7 @@ int checkDirectLaunch(const DirectArgs& a, DirectKind kind, collieDataType_t typ
   }
   if (kind == DirectKind::kOneShotAllReduce && directLines(a.count * size) > a.slotLines)
     return refuse("a one-shot call larger than its scratch slots");
-  if (kind != DirectKind::kAllGather && !visitDirect(type, op, a.nranks, [](auto, auto, auto, auto) {}))
-    return refuse("no kernel for this type, operator and rank count");
+  if (!hasDirectKernel(kind, type, op, a.nranks)) return refuse("no kernel for this type, operator and rank count");
   return 0;
 }
 

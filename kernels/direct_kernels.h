@@ -170,6 +170,21 @@ bool visitDirect(collieDataType_t type, ReduceOp op, int nranks, F&& f) {
   return found;
 }
 
+/// The most elements of `size` bytes per rank one launch of `kind` takes on `nranks` ranks: indices within a launch
+/// are 32-bit (kDirectMaxBytes), and reduce-scatter's input and allgather's output hold nranks x count. (A one-shot
+/// call must also fit its slots: directLines.)
+inline uint64_t directMaxCount(DirectKind kind, size_t size, int nranks) {
+  const bool perRank = kind == DirectKind::kReduceScatter || kind == DirectKind::kAllGather;
+  if (size == 0 || nranks < 1) return 0;  // an unknown type: no call
+  return kDirectMaxBytes / size / (perRank ? static_cast<uint64_t>(nranks) : 1);
+}
+
+/// Whether `kind` has a kernel for (type, op) on `nranks` ranks: visitDirect's list, or for the allgather, which
+/// moves words and takes no operator, any type.
+inline bool hasDirectKernel(DirectKind kind, collieDataType_t type, ReduceOp op, int nranks) {
+  return kind == DirectKind::kAllGather || visitDirect(type, op, nranks, [](auto, auto, auto, auto) {});
+}
+
 /// Why a launch is refused before it starts (collieInvalidArgument, with *why set), or 0: rank and nranks,
 /// pointers the kind needs, sizes (kDirectMaxBytes; a one-shot call must fit its slots), blocks and threads.
 int checkDirectLaunch(const DirectArgs& a, DirectKind kind, collieDataType_t type, ReduceOp op, int blocks, int threads,

@@ -113,6 +113,18 @@ std::string runCase(const collie::test::Comms& comms, const std::vector<cudaStre
   return err;
 }
 
+// runCase for the C++ type of `type`.
+std::string runTypeCase(const collie::test::Comms& comms, const std::vector<cudaStream_t>& streams,
+                        collieDataType_t type, Kind kind, size_t count, bool inPlace, collieScalarResidence_t residence,
+                        uint64_t seed) {
+  std::string err;
+  collie::visitType(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    err = runCase<T>(comms, streams, type, kind, count, inPlace, residence, seed);
+  });
+  return err;
+}
+
 TEST(PreMulSumGpu, EveryTypeCollectiveAndPlacement) {
   SKIP_WITHOUT_GPU();
   ScopedEnv device("COLLIE_DEVICE", "cuda");
@@ -136,11 +148,8 @@ TEST(PreMulSumGpu, EveryTypeCollectiveAndPlacement) {
         for (bool inPlace : {false, true}) {
           const collieScalarResidence_t residence =
               (count + (inPlace ? 1 : 0)) % 2 == 0 ? collieScalarHostImmediate : collieScalarDevice;
-          std::string err;
-          collie::visitType(type, [&](auto tag) {
-            using T = typename decltype(tag)::type;
-            err = runCase<T>(comms, cases % 2 == 0 ? first : second, type, kind, count, inPlace, residence, seed);
-          });
+          const std::string err =
+              runTypeCase(comms, cases % 2 == 0 ? first : second, type, kind, count, inPlace, residence, seed);
           ++cases;
           ASSERT_EQ(err, "") << kindName(kind) << " " << collie::typeName(type) << " n " << n << " count " << count
                              << (inPlace ? " in-place" : "")
@@ -177,11 +186,7 @@ TEST(PreMulSumGpu, OnTheDirectKernels) {
         for (size_t count : {size_t{0}, size_t{1013}})
           for (bool inPlace : {false, true}) {
             const collieScalarResidence_t residence = ++cases % 2 == 0 ? collieScalarHostImmediate : collieScalarDevice;
-            std::string err;
-            collie::visitType(type, [&](auto tag) {
-              using T = typename decltype(tag)::type;
-              err = runCase<T>(comms, streams, type, kind, count, inPlace, residence, seed);
-            });
+            const std::string err = runTypeCase(comms, streams, type, kind, count, inPlace, residence, seed);
             ASSERT_EQ(err, "") << spec << ": " << kindName(kind) << " " << collie::typeName(type) << " count " << count
                                << (inPlace ? " in-place" : "")
                                << (residence == collieScalarDevice ? " device scalar" : " host scalar") << " (seed "
