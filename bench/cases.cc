@@ -59,6 +59,26 @@ double busFactor(Coll c, int nranks) {
   return 1.0;
 }
 
+double floorBytes(Coll c, int nranks, size_t rowBytes) {
+  const double n = nranks, s = static_cast<double>(rowBytes);
+  switch (c) {
+    case Coll::kAllReduce:
+    case Coll::kAllToAll:
+    case Coll::kAllToAllv:
+    case Coll::kSendRecv:
+      return 2 * s;
+    case Coll::kAllGather:
+    case Coll::kReduceScatter:
+    case Coll::kBroadcast:
+    case Coll::kReduce:
+      return (n + 1) * s / n;
+    case Coll::kGather:
+    case Coll::kScatter:
+      return 2 * s / n;
+  }
+  return -1;
+}
+
 size_t Case::typeBytes() const { return collie::typeSize(type); }
 
 bool Case::hasOutput() const {

@@ -44,6 +44,13 @@ bool collFromName(const std::string& name, Coll* out);
 /// broadcast, reduce and send/recv.
 double busFactor(Coll c, int nranks);
 
+/// The byte floor per rank of a call whose size column is `rowBytes` (S): the bytes a collective of `nranks` ranks
+/// on one GPU must read and write in its memory, every input read once and every output written once, over the
+/// ranks: allreduce, all-to-all(v) and send/recv 2S, reduce-scatter, allgather, broadcast and reduce (n+1)S/n,
+/// gather and scatter 2S/n. Placement does not change it. At the rate of device-to-device copies with every rank
+/// copying at once (--limit) it is the floor time of docs/PERFORMANCE.md, "Floors and ceilings".
+double floorBytes(Coll c, int nranks, size_t rowBytes);
+
 /// One call on one rank. Counts are in elements of `type`.
 struct Case {
   Coll coll = Coll::kAllReduce;

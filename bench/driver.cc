@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -267,22 +268,29 @@ Figure Sweep::measure(Impl& impl, bool inPlace) {
   if (err.empty()) err = impl.sync();
   if (!err.empty()) fail(impl.label(), err);
   team_.barrier(worker_);
-  double sec = 0;
-  if (o_.graphIters > 0 && impl.mem() == MemKind::kDevice &&
-      impl.graphSeconds(call, o_.iters, o_.graphIters, &sec, &err)) {
-    if (!err.empty()) fail(impl.label() + " (CUDA graph)", err);
-  } else {
-    const Clock::time_point t0 = Clock::now();
-    for (int i = 0; i < o_.iters && err.empty(); ++i) {
-      err = impl.issue(call);
-      if (err.empty() && o_.blocking) err = impl.sync();
+  // --reps: the timed loop again and again; each loop's time per call is reduced over ranks on its own.
+  std::vector<double> samples;
+  for (int rep = 0; rep < o_.reps; ++rep) {
+    double sec = 0;
+    if (o_.graphIters > 0 && impl.mem() == MemKind::kDevice &&
+        impl.graphSeconds(call, o_.iters, o_.graphIters, &sec, &err)) {
+      if (!err.empty()) fail(impl.label() + " (CUDA graph)", err);
+    } else {
+      const Clock::time_point t0 = Clock::now();
+      for (int i = 0; i < o_.iters && err.empty(); ++i) {
+        err = impl.issue(call);
+        if (err.empty() && o_.blocking) err = impl.sync();
+      }
+      if (err.empty()) err = impl.sync();
+      sec = std::chrono::duration<double>(Clock::now() - t0).count() / o_.iters;
+      if (!err.empty()) fail(impl.label(), err);
     }
-    if (err.empty()) err = impl.sync();
-    sec = std::chrono::duration<double>(Clock::now() - t0).count() / o_.iters;
-    if (!err.empty()) fail(impl.label(), err);
+    samples.push_back(reduceTime(sec));
   }
+  std::sort(samples.begin(), samples.end());
   f.ran = true;
-  f.sec = reduceTime(sec);
+  f.sec = samples[samples.size() / 2];
+  f.p90 = samples[(samples.size() * 9 + 9) / 10 - 1];
   f.traffic = impl.trafficBytes(call);
   f.algorithm = impl.algorithmName(call);
   team_.allreduce(worker_, &f.traffic, 1, RedKind::kMax);
@@ -311,6 +319,7 @@ void Sweep::runSize(collieDataType_t type, collieRedOp_t op, size_t bytes, Row* 
   row->type = typeName(type);
   row->op = collInfo(o_.coll).reduces ? opName(op) : "none";
   row->root = c0.root;
+  row->floorBytes = floorBytes(o_.coll, n, c0.rowBytes);
 
   int ndev = 0;
   gpuUsable(&ndev, nullptr);
@@ -395,6 +404,7 @@ int Sweep::run() {
                                                        : "max"});
     add("blocking", num(o_.blocking));
     add("graph_iters", num(o_.graphIters));
+    add("reps", num(o_.reps));
     add("seed", {"", std::to_string(seed_)});
     if (o_.coll == Coll::kAllToAllv) add("traffic", {"", traffic_.describe(team_.nranks())});
     for (const auto& impl : impls_)
@@ -404,7 +414,8 @@ int Sweep::run() {
     report_.bare = o_.bare;
     report_.notes.insert(report_.notes.begin(),
                          "seed " + std::to_string(seed_) + "; " + std::to_string(o_.iters) + " iterations after " +
-                             std::to_string(o_.warmup) + " warm-up; time = mean per call, " +
+                             std::to_string(o_.warmup) + " warm-up; time = mean per call" +
+                             (o_.reps > 1 ? ", median of " + std::to_string(o_.reps) + " such loops, " : ", ") +
                              (o_.average == Average::kMax ? "of the slowest rank" : "reduced over ranks by -a"));
     if (o_.coll == Coll::kAllToAllv) report_.notes.push_back("traffic " + traffic_.describe(team_.nranks()));
     printTableHeader(report_, stdout);
@@ -430,6 +441,8 @@ int Sweep::run() {
         }
         progress.finish();
         printTableRow(report_, row, stdout);
+        std::string err;
+        if (!o_.jsonlPath.empty() && !appendJsonLines(report_, row, o_.jsonlPath, &err)) fail("--jsonl", err);
         progress.step(done, row.bytes, typeName(type));
         report_.rows.push_back(std::move(row));
       }
@@ -444,6 +457,7 @@ int Sweep::run() {
     std::string err;
     if (!o_.jsonPath.empty() && !writeJson(report_, o_.jsonPath, &err)) rc = 1;
     if (!o_.csvPath.empty() && !writeCsv(report_, o_.csvPath, &err)) rc = 1;
+    if (!o_.jsonlPath.empty() && !appendJsonNotes(report_, o_.jsonlPath, &err)) rc = 1;
     if (!o_.plotPath.empty() && !writeSvg(report_, o_.plotPath, &err)) rc = 1;
     if (!err.empty()) fprintf(stderr, "collie-bench: %s\n", err.c_str());
   }

@@ -37,6 +37,8 @@ const char kUsage[] =
     "  -a 0|1|2|3     time of a row: rank 0's, mean, min or max over ranks (default 3: the slowest rank)\n"
     "  -z 0|1         wait for each call before issuing the next (device backends; host calls always do)\n"
     "  -G ITERS       launch the timed calls as CUDA graphs of ITERS calls (device backends; default 0)\n"
+    "  --reps R       time R loops of -n calls each: a figure is the median loop's time per call, with the\n"
+    "                 90th percentile beside it in --json and --jsonl (default 1)\n"
     "\n"
     "Side by side:\n"
     "  --algo A       Collie algorithm(s): NAME[,NAME...], auto (the tuner) or all (auto and every algorithm);\n"
@@ -54,6 +56,8 @@ const char kUsage[] =
     "Output (the table always goes to stdout):\n"
     "  --json FILE    every figure and the run's settings, machine, versions and command\n"
     "  --csv FILE     the same as one CSV table\n"
+    "  --jsonl FILE   appends a JSON line per figure as the rows go: median and p90 time, busbw, #wrong and,\n"
+    "                 with --limit, the share of the byte floor (docs/PERFORMANCE.md, \"Floors and ceilings\")\n"
     "  --plot FILE    SVG plot of busbw against size, one line per implementation and for the limit\n"
     "  --summary      after the table, per size range: Collie against each baseline and the copy limit\n"
     "  --progress     progress lines on stderr (on by itself when stderr is a terminal)\n";
@@ -235,6 +239,10 @@ int parseOptions(int argc, char** argv, Options* o) {
       o->seedSet = true;
     } else if (a == "--json") {
       o->jsonPath = v;
+    } else if (a == "--reps") {
+      ok = parseInt(v, 1, 1000, &o->reps);
+    } else if (a == "--jsonl") {
+      o->jsonlPath = v;
     } else if (a == "--csv") {
       o->csvPath = v;
     } else if (a == "--plot") {
@@ -254,8 +262,8 @@ int parseOptions(int argc, char** argv, Options* o) {
   if (o->minBytes > o->maxBytes) return fail("-b is larger than -e");
   if (o->traffic != "uniform" && o->coll != Coll::kAllToAllv && !o->initMode)
     return fail("--traffic applies to alltoallv");
-  if (o->initMode && (o->limit || o->bare || o->summary || !o->plotPath.empty()))
-    return fail("--limit, --bare, --summary and --plot apply to collectives, not to init");
+  if (o->initMode && (o->limit || o->bare || o->summary || !o->plotPath.empty() || !o->jsonlPath.empty()))
+    return fail("--limit, --bare, --summary, --plot and --jsonl apply to collectives, not to init");
   return -1;
 }
 

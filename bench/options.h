@@ -37,6 +37,7 @@ struct Options {
   Average average = Average::kMax;
   bool blocking = false;  // -z: wait for each call (device backends)
   int graphIters = 0;     // -G: iterations per CUDA graph (device backends)
+  int reps = 1;           // --reps: timed loops per figure; the median's time, the p90 beside it
   std::vector<collieDataType_t> types = {collieFloat32};
   std::vector<collieRedOp_t> ops = {collieSum};
 
@@ -52,7 +53,7 @@ struct Options {
   unsigned long long seed = 0;
 
   // Output.
-  std::string jsonPath, csvPath, plotPath;
+  std::string jsonPath, csvPath, plotPath, jsonlPath;
   bool progress = false;
   bool summary = false;  // --summary: a few lines after the table (output_summary.cc)
 

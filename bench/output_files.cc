@@ -62,8 +62,8 @@ std::string settingsObject(const std::vector<Setting>& list) {
 
 std::string figureObject(const Figure& f) {
   if (!f.ran) return "{\"skipped\": " + jsonString(f.why) + "}";
-  return "{\"time_us\": " + num(f.sec * 1e6) + ", \"algbw_gbps\": " + num(f.algbw) +
-         ", \"busbw_gbps\": " + num(f.busbw) +
+  return "{\"time_us\": " + num(f.sec * 1e6) + ", \"p90_us\": " + num(f.p90 * 1e6) +
+         ", \"algbw_gbps\": " + num(f.algbw) + ", \"busbw_gbps\": " + num(f.busbw) +
          ", \"wrong\": " + (f.wrong < 0 ? std::string("null") : std::to_string(f.wrong)) +
          ", \"traffic_bytes_per_rank\": " + num(f.traffic < 0 ? NAN : f.traffic) +
          (f.algorithm.empty() ? std::string() : ", \"algorithm\": " + jsonString(f.algorithm)) + "}";
@@ -158,6 +158,14 @@ bool writeJson(const Report& r, const std::string& path, std::string* err) {
       };
       percents("busbw_percent_of_limit", percent);
       percents("traffic_percent_of_limit", trafficPercent);
+      o << "},\n     \"floor_percent\": {";
+      for (size_t i = 0; i < r.impls.size(); ++i) {
+        const int k = r.limitOf(i);
+        const double l = k >= 0 ? row.limit[static_cast<size_t>(k)] : 0;
+        o << (i ? ", " : "") << jsonString(r.impls[i].label)
+          << ": {\"out_of_place\": " << num(floorPercent(row.impls[i].oop, row, l))
+          << ", \"in_place\": " << num(floorPercent(row.impls[i].ip, row, l)) << "}";
+      }
       o << "}";
     }
     o << "}";
@@ -176,6 +184,58 @@ bool writeJson(const Report& r, const std::string& path, std::string* err) {
   o << "  \"summary\": {\"wrong\": " << r.totalWrong
     << ", \"avg_busbw_gbps\": " << num(r.busbwCount ? r.busbwSum / r.busbwCount : 0.0) << "}\n}\n";
   return save(path, o.str(), err);
+}
+
+namespace {
+
+// The settings every JSON line repeats, so that each stands alone.
+std::string jsonLineLead(const Report& r) {
+  std::string lead = "{\"tool\": \"collie-bench\"";
+  for (const char* key : {"collective", "nranks", "threads_per_process", "backend", "graph_iters", "reps"})
+    for (const Setting& s : r.settings)
+      if (s.key == key) lead += ", " + jsonString(s.key) + ": " + (s.number ? s.value : jsonString(s.value));
+  return lead;
+}
+
+bool append(const std::string& path, const std::string& text, std::string* err) {
+  std::ofstream file(path, std::ios::app);
+  file << text;
+  file.close();
+  if (!file) {
+    *err = "cannot append to " + path;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool appendJsonNotes(const Report& r, const std::string& path, std::string* err) {
+  std::string text;
+  for (const std::string& note : r.notes) text += jsonLineLead(r) + ", \"note\": " + jsonString(note) + "}\n";
+  for (const Setting& v : r.versions)
+    text += jsonLineLead(r) + ", \"version\": " + jsonString(v.key) + ", \"value\": " + jsonString(v.value) + "}\n";
+  return append(path, text, err);
+}
+
+bool appendJsonLines(const Report& r, const Row& row, const std::string& path, std::string* err) {
+  std::string lead = jsonLineLead(r);
+  lead += ", \"size\": " + std::to_string(row.bytes) + ", \"count\": " + std::to_string(row.count) +
+          ", \"type\": " + jsonString(row.type) + ", \"redop\": " + jsonString(row.op);
+  std::ostringstream o;
+  for (size_t i = 0; i < r.impls.size(); ++i) {
+    const int k = r.limitOf(i);
+    const double l = k >= 0 && static_cast<size_t>(k) < row.limit.size() ? row.limit[static_cast<size_t>(k)] : 0;
+    for (int ip = 0; ip < 2; ++ip) {
+      const Figure& f = ip ? row.impls[i].ip : row.impls[i].oop;
+      o << lead << ", \"implementation\": " << jsonString(r.impls[i].label)
+        << ", \"placement\": " << (ip ? "\"in_place\"" : "\"out_of_place\"") << ", \"figure\": " << figureObject(f)
+        << ", \"limit_gbps\": " << num(l > 0 ? l : NAN)
+        << ", \"floor_us\": " << num(row.floorBytes >= 0 && l > 0 ? row.floorBytes / (l * 1e9) * 1e6 : NAN)
+        << ", \"floor_percent\": " << num(floorPercent(f, row, l)) << "}\n";
+    }
+  }
+  return append(path, o.str(), err);
 }
 
 bool writeCsv(const Report& r, const std::string& path, std::string* err) {

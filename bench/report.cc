@@ -70,6 +70,11 @@ double trafficPercent(const Figure& f, double limit) {
   return f.traffic / f.sec / 1e9 / limit * 100;
 }
 
+double floorPercent(const Figure& f, const Row& row, double limit) {
+  if (!f.ran || row.floorBytes < 0 || f.sec <= 0 || limit <= 0) return NAN;
+  return row.floorBytes / (limit * 1e9) / f.sec * 100;
+}
+
 void describeRun(const Options& o, Report* r) {
   r->command = o.launchedAs.empty() ? commandLine(o.argv) : o.launchedAs;
   char date[64];

@@ -21,9 +21,10 @@ struct Setting {
 /// One measurement: a placement (out-of-place or in-place) of one implementation at one size.
 struct Figure {
   bool ran = false;
-  std::string why;  // why it did not run
-  double sec = 0, algbw = 0, busbw = 0;
-  long long wrong = -1;  // -1: not checked (-c 0)
+  std::string why;                       // why it did not run
+  double sec = 0, algbw = 0, busbw = 0;  // sec: per call (with --reps, the median loop's)
+  double p90 = 0;                        // seconds per call of the 90th-percentile loop (--reps; else sec)
+  long long wrong = -1;                  // -1: not checked (-c 0)
   // Collie: the most bytes any rank's program reads and writes in memory per call (algorithms/memory_traffic.h);
   // negative: not known (baselines, send/recv).
   double traffic = -1;
@@ -46,7 +47,12 @@ struct Row {
   std::vector<ImplFigures> impls;    // in the order of Report::impls
   double bareOop = -1, bareIp = -1;  // seconds of the bare loop; negative: not measured
   std::vector<double> limit;         // GB/s (bytes read + written) per Report::limitKinds
+  double floorBytes = -1;            // the byte floor per rank (cases.h, floorBytes); negative: none
 };
+
+/// The byte floor's time (row.floorBytes at `limit` GB/s) as a percentage of the figure's: 100 is the floor. NaN
+/// when the figure, the floor or the limit is missing.
+double floorPercent(const Figure& f, const Row& row, double limit);
 
 struct ImplDesc {
   std::string label;
@@ -96,6 +102,10 @@ void printInitTable(const Report& r, FILE* out);
 /// --summary: per size range, Collie against each baseline and the copy limit (output_summary.cc).
 void printSummary(const Report& r, FILE* out);
 bool writeJson(const Report& r, const std::string& path, std::string* err);
+/// --jsonl: the run's notes and versions, a line each (after the last row).
+bool appendJsonNotes(const Report& r, const std::string& path, std::string* err);
+/// --jsonl: one line per figure of `row` (implementation and placement), appended to `path` as the rows go.
+bool appendJsonLines(const Report& r, const Row& row, const std::string& path, std::string* err);
 bool writeCsv(const Report& r, const std::string& path, std::string* err);
 bool writeSvg(const Report& r, const std::string& path, std::string* err);
 

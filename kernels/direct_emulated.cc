@@ -1,9 +1,10 @@
 // The direct kernels' launch checks, and their CPU emulation (kernels/direct_kernels.h): the bodies of
 // direct_allreduce_block.cuh compiled by g++ over kernels/device_ops.cuh's host operations, each block a group of
-// the emulator's host threads. Built in every configuration, like emulator.cc: tests/unit/direct_kernels_test.cc
-// and the fake-CUDA launchers run it.
+// the emulator's host threads. The same for the ceiling kernels (kernels/ceiling_kernels.h), whose move is theirs.
+// Built in every configuration, like emulator.cc: tests/unit/direct_kernels_test.cc and the fake-CUDA launchers run it.
 #include <cstdint>
 
+#include "kernels/ceiling_block.cuh"
 #include "kernels/direct_allreduce_block.cuh"
 #include "kernels/direct_kernels.h"
 #include "kernels/emulator.h"
@@ -41,7 +42,27 @@ int checkDirectLaunch(const DirectArgs& a, DirectKind kind, collieDataType_t typ
   return 0;
 }
 
+const char* ceilingRefusal(const CeilingArgs& a, int blocks, int threads) {
+  if (a.nsrc < 1 || a.nsrc > kCeilingMaxSources) return "sources outside 1..8";
+  if (a.ndst < 1 || a.ndst > a.nsrc) return "destinations outside 1..sources";
+  if (a.count > kDirectMaxBytes / sizeof(float)) return "count over kDirectMaxBytes";
+  if (blocks < 1) return "no block";
+  if (threads < 1 || threads > kDirectMaxThreads) return "threads outside 1..kDirectMaxThreads";
+  for (int p = 0; p < a.nsrc && a.count > 0; ++p)
+    if (a.src[p] == nullptr || (p < a.ndst && a.dst[p] == nullptr)) return "a source or destination is missing";
+  return nullptr;
+}
+
 namespace emu {
+
+int launchCeiling(const CeilingArgs& args, Launcher* launcher) {
+  if (ceilingRefusal(args, launcher->blocks(), launcher->threadsPerBlock()) != nullptr) return collieInvalidArgument;
+  const int blocks = launcher->blocks();
+  direct::visitCeilingSources(args.nsrc, [&](auto nc) {
+    launcher->run([&](int b) { direct::ceilingMove<decltype(nc)::value>(args, b, blocks); });
+  });
+  return 0;
+}
 
 int launchDirect(const DirectArgs& args, DirectKind kind, collieDataType_t type, ReduceOp op, Launcher* launcher) {
   const char* why = nullptr;

@@ -1,10 +1,11 @@
-// The launcher headers (launch.h, scale.h, reduce_check.h, exchange_floor.h, direct_kernels.h) in a fake-CUDA
-// build (COLLIE_FAKE_CUDA, tests/fake_cuda): instead of a kernel, each launch
+// The launcher headers (launch.h, scale.h, reduce_check.h, exchange_floor.h, direct_kernels.h, ceiling_kernels.h)
+// in a fake-CUDA build (COLLIE_FAKE_CUDA, tests/fake_cuda): instead of a kernel, each launch
 // enqueues host work on the fake runtime's stream, so it runs in stream order,
 // is recorded by a stream capture and replayed by a graph, like a kernel. The
 // program kernel is the real one's body run by kernels/emulator.h; scale and
 // reduce-check are plain loops over the shared operators (executor/reduce_ops.h); the exchange floor's body
-// (exchange_floor_block.cuh) and the direct kernels' (direct_allreduce_block.cuh) run emulated too.
+// (exchange_floor_block.cuh), the direct kernels' (direct_allreduce_block.cuh) and the ceilings'
+// (ceiling_block.cuh) run emulated too.
 //
 // Host threads per emulated block: COLLIE_TEST_FAKE_CUDA_THREADS (default 2: enough
 // for the block barrier and the threads' split of a slice to matter).
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "executor/reduce_ops.h"
+#include "kernels/ceiling_kernels.h"
 #include "kernels/direct_kernels.h"
 #include "kernels/emulator.h"
 #include "kernels/exchange_floor_block.cuh"
@@ -142,6 +144,19 @@ int launchDirect(const DirectArgs& args, DirectKind kind, collieDataType_t type,
   auto copy = std::make_shared<DirectArgs>(args);
   return static_cast<int>(fakecuda::enqueue(static_cast<cudaStream_t>(stream), [copy, kind, type, op, blocks]() {
     return emu::launchDirect(*copy, kind, type, op, launcherFor(blocks)) == 0 ? cudaSuccess : cudaErrorLaunchFailure;
+  }));
+}
+
+int ceilingBlocks(int, int, int sharers, int* blocks) {
+  *blocks = sharers >= 1 && sharers < 8 ? 8 / sharers : 1;  // as directResidentBlocks above
+  return static_cast<int>(cudaSuccess);
+}
+
+int launchCeiling(const CeilingArgs& args, int blocks, int threads, void* stream) {
+  if (ceilingRefusal(args, blocks, threads) != nullptr) return static_cast<int>(cudaErrorInvalidValue);
+  auto copy = std::make_shared<CeilingArgs>(args);
+  return static_cast<int>(fakecuda::enqueue(static_cast<cudaStream_t>(stream), [copy, blocks]() {
+    return emu::launchCeiling(*copy, launcherFor(blocks)) == 0 ? cudaSuccess : cudaErrorLaunchFailure;
   }));
 }
 

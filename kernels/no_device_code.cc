@@ -1,4 +1,4 @@
-// The launcher headers (launch.h, scale.h, reduce_check.h, direct_kernels.h) in a build without
+// The launcher headers (launch.h, scale.h, reduce_check.h, direct_kernels.h, ceiling_kernels.h) in a build without
 // device code (COLLIE_DEVICE_CODE=OFF): the sanitizer builds of CI, which run
 // on machines without a GPU and never launch a kernel. nvcc's share of such a
 // build is about three minutes of CPU for one architecture, spent on code
@@ -11,6 +11,7 @@
 // available", the error CUDA gives for a build without code for the device.
 #include <cuda_runtime_api.h>
 
+#include "kernels/ceiling_kernels.h"
 #include "kernels/direct_kernels.h"
 #include "kernels/exchange_floor.h"
 #include "kernels/launch.h"
@@ -42,5 +43,11 @@ int directResidentBlocks(DirectKind, collieDataType_t, int, int, int, int* block
   return kNoImage;
 }
 int launchDirect(const DirectArgs&, DirectKind, collieDataType_t, ReduceOp, int, int, void*) { return kNoImage; }
+
+int ceilingBlocks(int, int, int, int* blocks) {
+  *blocks = 0;
+  return kNoImage;
+}
+int launchCeiling(const CeilingArgs&, int, int, void*) { return kNoImage; }
 
 }  // namespace collie

@@ -18,7 +18,7 @@ if [ ! -f "$build/build.ninja" ]; then
     -DCOLLIE_FAKE_CUDA=ON -DCOLLIE_WITH_MPI=OFF >/dev/null
 fi
 cmake --build "$build" --target fake_cudart_test collectives_gpu_test program_cache_gpu_test collectives_gpu_mp \
-  faults_gpu_mp collie-run nccl_gpu_test collie-bench soak_test exchange_floor collectives_mp
+  faults_gpu_mp collie-run nccl_gpu_test collie-bench soak_test exchange_floor ceilings launch_floor collectives_mp
 start=$(date +%s)
 # The fake's device memory is POSIX shared memory, unlinked by cudaFree and at exit; a process that ends
 # by _exit or a signal leaves its objects behind. Remove those of processes that are gone.
@@ -143,6 +143,13 @@ tar -tzf "$rehearsal/gpu-logs.tar.gz" | grep -q 'gpu-logs/tune_algos_small_t4.js
 # The tuner's picks against the fastest algorithm, a line per size (-b 8 -e 64K -f 8: 8 B to 32 KiB, 5 sizes).
 [ "$(tar -xzOf "$rehearsal/gpu-logs.tar.gz" gpu-logs/tune_algos_small_t4.log | sed -n '/^# Picks/,/^#$/p' |
   grep -cE '^# +[0-9]+  [a-z]+ +[a-z]+ +[0-9.]+$')" = 5 ]
+# The perf part (the direct kernels' figures) at small sizes, and its table: every section the run feeds is there.
+OUT=$rehearsal GPU_BUILD=$build PERF_LARGE="64K 256K" PERF_SMALL_MAX=1K bounded tests/gpu/run.sh --only \
+  'perf_ceilings,perf_launch_floor,perf_small_t2,perf_large_allreduce_t2,perf_large_allgather_t4,perf_nccl_t2' perf
+python3 tests/gpu/perf_table.py "$rehearsal/perf.jsonl" >"$rehearsal/perf.md"
+for section in Machine Ceilings 'Launch floor' 'Large calls' 'Small allreduce' Notes; do
+  grep -q "^## $section" "$rehearsal/perf.md" || { echo "perf_table.py: no $section section" >&2; exit 1; }
+done
 # A deadline already reached: every step is reported as not run, and the call fails.
 if OUT=$rehearsal GPU_BUILD=$build tests/gpu/run.sh --deadline 5 --only gpu_nccl test; then
   echo "tests/gpu/run.sh passed with its only step not run" >&2

@@ -22,7 +22,7 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_
   -DCOLLIE_WITH_MPI=OFF -DCMAKE_BUILD_RPATH_USE_ORIGIN=ON -DCMAKE_PREFIX_PATH="$prefix" \
   -DGTest_DIR="$prefix/lib/x86_64-linux-gnu/cmake/GTest" >/dev/null
 targets=(collectives_gpu_test program_cache_gpu_test reduce_ops_gpu_test collectives_gpu_mp faults_gpu_mp collie-run
-  nccl_gpu_test collie-bench soak_test launch_floor exchange_floor collectives_mp)
+  nccl_gpu_test collie-bench soak_test launch_floor exchange_floor ceilings collectives_mp)
 cmake --build build-gpu -j "$(nproc)" --target "${targets[@]}"
 rm -rf .gpurun
 mkdir -p .gpurun/build-gpu
@@ -30,7 +30,7 @@ cp build-gpu/CMakeCache.txt .gpurun/build-gpu/
 # The programs, and every library of ours they load (found through their run paths).
 files=(tests/collectives_gpu_test tests/program_cache_gpu_test tests/reduce_ops_gpu_test tests/collectives_gpu_mp
   tests/faults_gpu_mp tools/collie-run tests/nccl/nccl_gpu_test bench/collie-bench tests/soak_test tests/launch_floor
-  tests/exchange_floor tests/collectives_mp)
+  tests/exchange_floor tests/ceilings tests/collectives_mp)
 for f in "${files[@]}"; do
   for lib in $(ldd "build-gpu/$f" 2>/dev/null | awk -v b="$PWD/build-gpu/" 'index($3, b) == 1 {print $3}'); do
     files+=("${lib#"$PWD"/build-gpu/}")

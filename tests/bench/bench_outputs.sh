@@ -101,3 +101,26 @@ grep -Eq '^#   small  \(< 64 KiB\), 64 B to 2 KiB: collie:tuner [0-9.]+x (faster
   grep -Eq '^#   medium \(64 KiB - 4 MiB\), 64 KiB: collie:tuner [0-9.]+x (faster|slower) than collie:ring; busbw [0-9]+% of the copy limit$' "$dir/out.txt" &&
   grep -q '^#   results checked: 0 wrong (OK)$' "$dir/out.txt" || { echo "FAIL: no summary by size range"; cat "$dir/out.txt"; exit 1; }
 echo "PASS: the summary gives each size range"
+# --reps and --jsonl: two runs append to one file, a line per (size, implementation, placement), then the notes
+# and versions; each figure is the median of its loops, the p90 at least as long, and with --limit the byte floor
+# is 2 x size per rank for allreduce and 3/2 x size for a 2-rank allgather (bench/cases.h, floorBytes).
+if [ -x /usr/bin/python3 ]; then
+  "$bench" allreduce -np 3 -b 1K -e 4K -f 4 -n 2 -w 1 --reps 3 --limit --jsonl "$dir/l.jsonl" >/dev/null
+  "$bench" allgather -t 2 -b 2K -e 2K -n 2 -w 1 --reps 2 --limit --jsonl "$dir/l.jsonl" >/dev/null
+  /usr/bin/python3 - "$dir/l.jsonl" <<'PY'
+import json, sys
+lines = [json.loads(x) for x in open(sys.argv[1])]
+figures = [x for x in lines if "figure" in x]
+assert len(figures) == 2 * 2 + 1 * 2, len(figures)
+assert any("note" in x for x in lines) and any(x.get("version") == "collie" for x in lines)
+for x in figures:
+    f = x["figure"]
+    assert f["wrong"] == 0 and f["time_us"] > 0 and f["p90_us"] >= f["time_us"], x
+    want = {"allreduce": 2.0, "allgather": 1.5}[x["collective"]] * x["size"]
+    got = x["floor_us"] * 1e-6 * x["limit_gbps"] * 1e9
+    assert abs(got - want) < 1e-6 * want, (got, want, x)
+    assert abs(x["floor_percent"] - x["floor_us"] / f["time_us"] * 100) < 1e-6 * x["floor_percent"], x
+    assert x["reps"] == (3 if x["collective"] == "allreduce" else 2), x
+print("PASS: --reps and --jsonl")
+PY
+fi

@@ -12,8 +12,10 @@
 //   as collie     what an enqueue of Collie's CUDA executor adds around its launch:
 //                 cudaStreamIsCapturing before, cudaEventRecord after
 //   graph         the kernel captured once, then one cudaGraphLaunch per call
-// Run by tests/gpu/run.sh as bench_launch_floor; needs a GPU (exits 77 with the
-// reason otherwise). Usage: launch_floor [ITERS [T ...]]
+// With --jsonl FILE, each figure is also appended to FILE as a JSON line
+// ({"kind": "launch_floor", "threads", "way", "us_per_call"}).
+// Run by tests/gpu/run.sh as bench_launch_floor and perf_launch_floor; needs a GPU (exits 77 with the
+// reason otherwise). Usage: launch_floor [--jsonl FILE] [ITERS [T ...]]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -99,9 +101,18 @@ double run(Way way, int iters, std::atomic<int>* ready, int threads) {
 int main(int argc, char** argv) {
   const int probe = collie::test::gpuProbe(argc, argv);  // 77, "skipped: ..." without a usable GPU
   if (probe >= 0) return probe;
-  const int iters = argc > 1 ? std::max(1, atoi(argv[1])) : 2000;
+  FILE* jsonl = nullptr;
+  int first = 1;
+  if (argc > 2 && std::string(argv[1]) == "--jsonl") {
+    if ((jsonl = fopen(argv[2], "a")) == nullptr) {
+      fprintf(stderr, "launch_floor: cannot append to %s\n", argv[2]);
+      return 1;
+    }
+    first = 3;
+  }
+  const int iters = argc > first ? std::max(1, atoi(argv[first])) : 2000;
   std::vector<int> counts;
-  for (int i = 2; i < argc; ++i) counts.push_back(std::max(1, atoi(argv[i])));
+  for (int i = first + 1; i < argc; ++i) counts.push_back(std::max(1, atoi(argv[i])));
   if (counts.empty()) counts = {1, 2, 4, 8};
   cudaDeviceProp prop;
   cudaGetDeviceProperties(&prop, 0);
@@ -126,8 +137,12 @@ int main(int argc, char** argv) {
       const double worst = *std::max_element(sec.begin(), sec.end());
       if (*std::min_element(sec.begin(), sec.end()) < 0) rc = 1;
       printf(" %12.2f", worst * 1e6);
+      if (jsonl != nullptr)
+        fprintf(jsonl, "{\"kind\": \"launch_floor\", \"threads\": %d, \"way\": \"%s\", \"us_per_call\": %.3f}\n", t,
+                kWayNames[static_cast<int>(way)], worst * 1e6);
     }
     printf("\n");
   }
+  if (jsonl != nullptr) fclose(jsonl);
   return rc;
 }

@@ -11,13 +11,17 @@
 #   sanitize   compute-sanitizer memcheck and racecheck on a subset;
 #   bench      a short benchmark of the CUDA backend against a device-to-device copy
 #              and, at one rank, NCCL;
+#   perf       only when named: the direct kernels' figures in one call, JSON lines in gpu-logs/perf.jsonl:
+#              the machine and its ceilings (tests/gpu/ceilings.cc), the launch floor at 1-8 threads, then
+#              Collie's paths side by side with median and p90 of 5 loops, #wrong and the share of the byte floor
+#              (docs/PERFORMANCE.md, "Floors and ceilings"); tests/gpu/perf_table.py turns it into the table;
 #   tune       only when named: the sweeps that choose defaults and settle open questions (every
 #              allreduce algorithm at small and large sizes, channels, slot sizes, the Simple
 #              post's fence, where a kernel's time goes), with the copy limit and the traffic per
 #              rank (docs/cuda-executor.md, "Memory traffic and the tuner");
 # and ends with a table of what passed and how long it took.
 #   tests/gpu/run.sh [--quick] [--deadline S] [--only GLOBS] [PART...]
-#     PART: build test sanitize bench tune (default: the first four, in that order; given parts run in the
+#     PART: build test sanitize bench perf tune (default: the first four, in that order; given parts run in the
 #           order given)
 #     --deadline S  no step starts after S seconds, and each is stopped when S is reached, so the call
 #                   always ends with its summary (a lent machine gives 15 minutes of device time in all)
@@ -40,7 +44,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 usage() {
-  echo "usage: tests/gpu/run.sh [--quick] [--deadline SECONDS] [--only GLOB,...] [build|test|sanitize|bench|tune]..." >&2
+  echo "usage: tests/gpu/run.sh [--quick] [--deadline SECONDS] [--only GLOB,...] [build|test|sanitize|bench|perf|tune]..." >&2
   exit 2
 }
 quick=0 deadline= only=
@@ -50,7 +54,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --deadline) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || usage; deadline=$2; shift ;;
     --only) [ -n "${2:-}" ] || usage; only=$2; shift ;;
-    build | test | sanitize | bench | tune) parts+=("$1") ;;
+    build | test | sanitize | bench | perf | tune) parts+=("$1") ;;
     *) usage ;;
   esac
   shift
@@ -144,7 +148,8 @@ part_build() {
   step configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_ARCHITECTURES="$arch" \
     -DCOLLIE_WITH_MPI=OFF -DCMAKE_PREFIX_PATH="$prefix" -DGTest_DIR="$prefix/lib/x86_64-linux-gnu/cmake/GTest"
   step build cmake --build "$build" -j 16 --target collectives_gpu_test program_cache_gpu_test reduce_ops_gpu_test \
-    collectives_gpu_mp faults_gpu_mp collie-run nccl_gpu_test collie-bench soak_test launch_floor exchange_floor
+    collectives_gpu_mp faults_gpu_mp collie-run nccl_gpu_test collie-bench soak_test launch_floor exchange_floor \
+    ceilings
 }
 part_test() {
   # First, with every stream in one hardware queue: calls of several rounds, a grouped send/recv and pre-multiplied
@@ -288,6 +293,62 @@ part_bench() {
   done
   for c in allgather reducescatter alltoall; do
     step "bench_${c}_t4" "$bench" "$c" -t 4 --backend cuda -b 256 -e 256M -f 16 --limit --json "$logs/${c}_t4.json"
+  done
+}
+
+# The figures the direct kernels are judged by (docs/PERFORMANCE.md, "Floors and ceilings"), each beside its
+# baseline from the same run, in one call of about 8 minutes (its command is in docs/PERFORMANCE.md). Every figure
+# is a line of $logs/perf.jsonl, copied to $OUT after each step, so a call cut short keeps the lines of the steps
+# that ended. Steps run most needed first. PERF_LARGE (default "64M 256M") and PERF_SMALL_MAX (default 256K)
+# shrink the sizes for scripts/fake_gpu.sh's rehearsal.
+part_perf() {
+  local bench=$build/bench/collie-bench jsonl=$logs/perf.jsonl t c
+  [ -x "$bench" ] || { echo "$bench not built"; record perf FAIL-not-built 0; return 0; }
+  local large small_max=${PERF_SMALL_MAX:-256K}
+  read -ra large <<<"${PERF_LARGE:-64M 256M}"
+  local big=(-b "${large[0]}" -e "${large[-1]}" -f 4 -n 5 -w 2 --reps 3 --limit --jsonl "$jsonl")
+  local few=(-b 8 -e "$small_max" -f 2 -n 20 -w 5 --reps 5 --jsonl "$jsonl")
+  perf_step() {  # the step, then its figures into $OUT
+    step "$@"
+    [ -z "${OUT:-}" ] || [ ! -f "$jsonl" ] || cp "$jsonl" "$OUT/perf.jsonl"
+  }
+  # First whether the direct kernels give the right bits on this GPU (every sweep type and operator, in and out of
+  # place, the refusals): the timed steps below check one type each.
+  step perf_direct_correct "$build/tests/collectives_gpu_test" \
+    --gtest_filter='CudaBackend.Direct*:PreMulSumGpu.OnTheDirectKernels'
+  # The machine, and what its memory allows: copies by the copy engine and by the SMs on 1 to 8 streams, and an
+  # allreduce with no synchronisation at all (kernels/ceiling_kernels.h).
+  perf_step perf_ceilings "$build/tests/ceilings" --jsonl "$jsonl" --bytes "$(IFS=,; echo "${large[*]}")"
+  perf_step perf_launch_floor "$build/tests/launch_floor" --jsonl "$jsonl" 2000 1 2 3 4 5 6 7 8
+  # Small allreduces: the tuner's pick, the interpreted one-shot and the direct one (n/a over 64 KiB).
+  for t in 2 4 8; do
+    perf_step "perf_small_t$t" "$bench" allreduce -t "$t" --backend cuda "${few[@]}" \
+      --algo auto,oneshot,direct_oneshot
+  done
+  # Large calls: the tuner's pick beside the direct kernels, with the copy limit, so the byte floor's share.
+  for t in 2 4 8; do
+    perf_step "perf_large_allreduce_t$t" "$bench" allreduce -t "$t" --backend cuda "${big[@]}" \
+      --algo auto,twoshot,direct_twoshot
+  done
+  for c in reducescatter allgather; do
+    perf_step "perf_large_${c}_t4" "$bench" "$c" -t 4 --backend cuda "${big[@]}" --algo auto,direct
+  done
+  perf_step perf_large_alltoall_t4 "$bench" alltoall -t 4 --backend cuda "${big[@]}"
+  # One rank against NCCL at every size; then whether this machine's NCCL takes 2 ranks on one GPU (it says
+  # which version refused, as a note of the run).
+  perf_step perf_one_rank_vs_nccl "$bench" allreduce --backend cuda -b 8 -e "${large[-1]}" -f 4 -n 20 -w 5 \
+    --reps 3 --vs nccl --jsonl "$jsonl"
+  perf_step perf_nccl_t2 "$bench" allreduce -t 2 --backend cuda -b 1M -e 1M -n 5 -w 2 --vs nccl --jsonl "$jsonl"
+  # Small calls as CUDA graphs (a direct call is not captured: the executor refuses it).
+  for t in 2 4 8; do
+    perf_step "perf_small_t${t}_graphs" "$bench" allreduce -t "$t" --backend cuda "${few[@]}" -G 20 \
+      --algo auto,oneshot
+  done
+  for t in 2 8; do
+    for c in reducescatter allgather; do
+      perf_step "perf_large_${c}_t$t" "$bench" "$c" -t "$t" --backend cuda "${big[@]}" --algo auto,direct
+    done
+    perf_step "perf_large_alltoall_t$t" "$bench" alltoall -t "$t" --backend cuda "${big[@]}"
   done
 }
 

@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "common/test_util.h"
+#include "kernels/ceiling_kernels.h"
+#include "kernels/emulator.h"
 #include "tests/unit/direct_kernels_case.h"
 
 namespace {
@@ -226,6 +228,45 @@ TEST(DirectKernels, LaunchesOutsideTheirLimitsAreRefused) {
   x.count = collie::kDirectMaxBytes / 4;  // a reduce-scatter's input holds n x count
   EXPECT_NE(check(x, DirectKind::kReduceScatter, collie::ReduceOp::kSum, 1), 0);
   EXPECT_EQ(check(x, DirectKind::kTwoShotAllReduce, collie::ReduceOp::kSum, 1), 0);
+}
+
+// The ceilings' kernel (kernels/ceiling_kernels.h), which tests/gpu/ceilings.cc times: n sources summed in source
+// order into n destinations, at an odd count and at sources off 16-byte boundaries (a scalar head, then vectors).
+TEST(CeilingKernels, SumEverySourceIntoEveryDestination) {
+  const uint64_t seed = collie::test::testSeed();
+  std::mt19937_64 rng(seed + 29);
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  collie::emu::Launcher launcher(3, 4);
+  for (int n : {1, 2, 5, 8})
+    for (size_t offset : {size_t{0}, size_t{1}}) {
+      const size_t count = 1001;
+      std::vector<std::vector<float>> in(n, std::vector<float>(count + 1)), out(n, std::vector<float>(count + 1, -1));
+      collie::CeilingArgs a;
+      a.nsrc = a.ndst = n;
+      a.count = count;
+      for (int p = 0; p < n; ++p) {
+        for (float& v : in[p]) v = static_cast<float>(rng() % 1000);
+        a.src[p] = in[p].data() + offset;
+        a.dst[p] = out[p].data() + offset;
+      }
+      ASSERT_EQ(collie::emu::launchCeiling(a, &launcher), 0);
+      for (size_t i = 0; i < count; ++i) {
+        float want = in[0][i + offset];
+        for (int p = 1; p < n; ++p) want = in[p][i + offset] + want;
+        for (int q = 0; q < n; ++q) ASSERT_EQ(out[q][i + offset], want) << "n " << n << " element " << i;
+      }
+      for (int q = 0; q < n; ++q) EXPECT_EQ(out[q][offset == 0 ? count : 0], -1) << "a store outside the range";
+    }
+  collie::CeilingArgs bad;
+  bad.nsrc = 9;
+  EXPECT_NE(collie::ceilingRefusal(bad, 1, 64), nullptr);
+  bad.nsrc = 2;
+  bad.ndst = 3;
+  EXPECT_NE(collie::ceilingRefusal(bad, 1, 64), nullptr);
+  bad.ndst = 2;
+  bad.count = 4;  // sources missing
+  EXPECT_NE(collie::ceilingRefusal(bad, 1, 64), nullptr);
+  EXPECT_NE(collie::emu::launchCeiling(bad, &launcher), 0);
 }
 
 }  // namespace
