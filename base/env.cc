@@ -108,8 +108,8 @@ const std::vector<VarInfo>& knownVars() {
       // ---- developer: measurement switches; every rank must set them alike
       {"COLLIE_KERNEL_TIMING", kDev, "0",
        "CUDA backend and emulated kernels: 1 makes the kernels time their parts (setup, steps and the waiting in "
-       "them, the first four steps one by one, drain, store); each communicator logs the means per block when "
-       "destroyed"},
+       "them, the first four steps one by one, drain, store), and the direct kernels their time and their wait "
+       "for every peer to come; each communicator logs the means when destroyed"},
       {"COLLIE_DEV_SYSTEM_FENCE", kDev, "0",
        "CUDA backend and emulated kernels: 1 adds a full system-scope fence (membar.sys) before each Simple "
        "slice's release store, which needs none, to measure what the fence costs"},

@@ -117,6 +117,7 @@ Status CudaExecutor::planDirect(const Program& program, DirectKind kind, const E
   d->timeoutNs = static_cast<uint64_t>(tables_.timeoutSec * 1e9);
   d->divisor = args.divisor;
   d->gpuScope = directGpuScope_ ? 1 : 0;
+  d->timing = directTiming_;
   if (args.scale.active && kind == DirectKind::kOneShotAllReduce) {
     d->premul = 1;
     d->scalarDevice = args.scale.deviceScalar;

@@ -108,6 +108,13 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
         e->directFit_[k][t] = std::clamp(fit, 1, kDirectMaxBlocks);
       }
     e->directGpuScope_ = sharing == static_cast<int>(n);
+    if (switches.timing) {
+      const size_t bytes = kDirectTimingWords * sizeof(uint64_t);
+      void* sums = nullptr;  // (p still holds the status block's device address)
+      COLLIE_RETURN_IF_ERROR(e->pool_->allocate(bytes, &sums, "allocating the direct kernels' timing"));
+      e->directTiming_ = static_cast<uint64_t*>(sums);
+      COLLIE_RETURN_IF_ERROR(e->pool_->zero(sums, bytes, "zeroing the direct kernels' timing"));
+    }
   }
   // What every launch points at (device addresses).
   LaunchTables& t = e->tables_;
@@ -188,6 +195,15 @@ CudaExecutor::~CudaExecutor() {
           static_cast<double>(enqueueNs_) / static_cast<double>(enqueues_) / 1e3,
           static_cast<double>(planNs_) / static_cast<double>(enqueues_) / 1e3);
   }
+  if (directTiming_ != nullptr) {
+    uint64_t sums[kDirectTimingWords] = {};
+    if (pool_->copy(sums, directTiming_, sizeof(sums), "reading the direct kernels' timing").ok() && sums[0] > 0)
+      COLLIE_WARN(
+          "rank %d: direct kernels (COLLIE_KERNEL_TIMING=1), mean over %llu launches: %.2f us from start to end, "
+          "%.2f us of it until every peer had come (the launch skew this rank saw, plus one hop)",
+          rank_, static_cast<unsigned long long>(sums[0]), static_cast<double>(sums[1]) / sums[0] / 1e3,
+          static_cast<double>(sums[2]) / sums[0] / 1e3);
+  }
   // Back to the pool in the order of its stream (every launch that used them has finished); a cudaFree would wait
   // for the whole device (base/device_memory.h). The status block goes back to the process's pinned blocks.
   std::vector<void*> blocks = programs_ != nullptr ? programs_->blocks() : std::vector<void*>();
@@ -196,6 +212,7 @@ CudaExecutor::~CudaExecutor() {
   blocks.push_back(counters_);
   blocks.push_back(deviceWindows_);
   blocks.push_back(phaseNs_);
+  blocks.push_back(directTiming_);
   for (void* b : blocks) pool_->release(b);
   givePinnedBlockBack(status_);
   if (directError_ != nullptr) givePinnedBlockBack(directError_);

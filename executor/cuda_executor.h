@@ -175,8 +175,9 @@ class CudaExecutor : public Executor, private LaunchStorage {
   DirectError* directErrorDevice_ = nullptr;
   uint32_t directSeq_ = 0;
   int directFit_[kDirectKinds][collieNumTypes] = {};  // blocks of each kernel and type that are resident at once
-  bool directGpuScope_ = false;  // every rank is a thread of this process on this GPU (DirectArgs::gpuScope)
-  LaunchTables tables_;          // what every launch points at: the members above, the proxy's tables
+  bool directGpuScope_ = false;       // every rank is a thread of this process on this GPU (DirectArgs::gpuScope)
+  uint64_t* directTiming_ = nullptr;  // device: COLLIE_KERNEL_TIMING's sums for the direct kernels, or null
+  LaunchTables tables_;               // what every launch points at: the members above, the proxy's tables
   void* lastStream_ = nullptr;
   bool lastStreamKnown_ = false;  // false after a captured launch: its replays may come on any stream
   bool everCaptured_ = false;     // a launch was captured: a replay may come between any two launches

@@ -214,6 +214,28 @@ __device__ inline void recordFailure(const DirectArgs& a, int block, int peer, i
   dev::storeFlag(&a.error->code, static_cast<uint32_t>(code));
 }
 
+// ---------------------------------------------------------------- timing (COLLIE_KERNEL_TIMING)
+
+/// Thread 0 of block 0's stamps of one launch (direct_kernels.h, kDirectTimingWords); nothing when untimed.
+struct Stamps {
+  bool on = false;
+  uint64_t start = 0, arrived = 0;
+  __device__ Stamps(const DirectArgs& a, int block) : on(a.timing != nullptr && block == 0 && dev::tid() == 0) {
+    if (on) start = dev::globalTimerNs();
+  }
+  __device__ void peersCame() {
+    if (on && arrived == 0) arrived = dev::globalTimerNs();
+  }
+  /// The launch's end: its sums added (a rank's launches run one after another on its stream: one writer).
+  __device__ void end(const DirectArgs& a) {
+    if (!on) return;
+    const uint64_t now = dev::globalTimerNs();
+    a.timing[0] += 1;
+    a.timing[1] += now - start;
+    a.timing[2] += (arrived != 0 ? arrived : now) - start;
+  }
+};
+
 // ---------------------------------------------------------------- one-shot allreduce with packets
 
 /// Elements [first, first + 8 / sizeof(T)) of src as a line's 8 data bytes: those at or past `count` read as 0.
@@ -267,6 +289,7 @@ __device__ void oneShotAllReduce(const DirectArgs& a, int block, int nblocks) {
   const int r = a.rank;
   const uint32_t count = static_cast<uint32_t>(a.count);
   const uint32_t lines = static_cast<uint32_t>(directLines(a.count * sizeof(T)));
+  Stamps stamps(a, block);
   const uint32_t g = static_cast<uint32_t>(block) * dev::nthreads() + dev::tid();
   const uint32_t stride = static_cast<uint32_t>(nblocks) * dev::nthreads();
   const T* const in = static_cast<const T*>(a.input);
@@ -324,6 +347,7 @@ __device__ void oneShotAllReduce(const DirectArgs& a, int block, int nblocks) {
         return;  // no barrier follows: the other threads stop at their own next check
       }
     }
+    stamps.peersCame();
     uint64_t acc = got[0];
     COLLIE_UNROLL
     for (int p = 1; p < N; ++p)
@@ -331,6 +355,7 @@ __device__ void oneShotAllReduce(const DirectArgs& a, int block, int nblocks) {
     if (a.divisor > 0) acc = divideAll<T>(acc, a.divisor);
     storeLine(out, w * kPer, count, acc);
   }
+  stamps.end(a);
 }
 
 // ---------------------------------------------------------------- barriers among ranks, per block
@@ -474,7 +499,9 @@ template <typename T, ReduceOp Op, int N, bool Exact>
 __device__ void reduceStore(const DirectArgs& a, bool scatter, int block, int nblocks) {
   const int n = Exact ? N : a.nranks;
   const int r = a.rank;
+  Stamps stamps(a, block);
   if (!rankBarrier(a, n, block, 2 * static_cast<uint64_t>(a.seq) - 1, true)) return;
+  stamps.peersCame();
   const uint8_t* ins[N];
   uint8_t* outs[N];
   peerBuffers<N>(a, n, block, ins, outs);
@@ -492,14 +519,16 @@ __device__ void reduceStore(const DirectArgs& a, bool scatter, int block, int nb
   moveRange<T, Op, N, N>(src, n, dst, scatter ? 1 : n, len, a.divisor,
                          static_cast<uint32_t>(block) * dev::nthreads() + dev::tid(),
                          static_cast<uint32_t>(nblocks) * dev::nthreads());
-  (void)rankBarrier(a, n, block, 2 * static_cast<uint64_t>(a.seq), false);
+  if (rankBarrier(a, n, block, 2 * static_cast<uint64_t>(a.seq), false)) stamps.end(a);
 }
 
 /// Block `block` of `nblocks` of rank a.rank's allgather, elements moved as words W of their size.
 template <typename W, int N>
 __device__ void allGather(const DirectArgs& a, int block, int nblocks) {
   const int r = a.rank;
+  Stamps stamps(a, block);
   if (!rankBarrier(a, N, block, 2 * static_cast<uint64_t>(a.seq) - 1, true)) return;
+  stamps.peersCame();
   const uint8_t* ins[N];
   uint8_t* outs[N];
   peerBuffers<N>(a, N, block, ins, outs);
@@ -510,7 +539,7 @@ __device__ void allGather(const DirectArgs& a, int block, int nblocks) {
   moveRange<W, ReduceOp::kSum, 1, N>(src, 1, dst, N, static_cast<uint32_t>(a.count), 0,
                                      static_cast<uint32_t>(block) * dev::nthreads() + dev::tid(),
                                      static_cast<uint32_t>(nblocks) * dev::nthreads());
-  (void)rankBarrier(a, N, block, 2 * static_cast<uint64_t>(a.seq), false);
+  if (rankBarrier(a, N, block, 2 * static_cast<uint64_t>(a.seq), false)) stamps.end(a);
 }
 
 }  // namespace direct

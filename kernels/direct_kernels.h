@@ -66,6 +66,12 @@ constexpr uint32_t kDirectSlotLines = 8192;
 /// launch are 32-bit, and a grid-stride step past the end must not wrap. Larger calls go in several launches.
 constexpr uint64_t kDirectMaxBytes = (uint64_t{1} << 31) - 1;
 
+/// COLLIE_KERNEL_TIMING=1: thread 0 of block 0 of each launch adds to DirectArgs::timing, by the GPU's global timer:
+/// [0] the launches, [1] ns from its start to its end, [2] ns from its start until every peer had come (the barrier
+/// kernels: the end of the entry barrier; the one-shot: its first line from every peer): the launch skew as this
+/// rank sees it, plus one hop. The executor logs the means as the communicator goes.
+constexpr int kDirectTimingWords = 3;
+
 enum class DirectKind : int {
   kOneShotAllReduce = 0,
   kTwoShotAllReduce = 1,
@@ -115,6 +121,7 @@ struct DirectArgs {
   int premul = 0;
   uint64_t scalarBits = 0;
   const void* scalarDevice = nullptr;
+  uint64_t* timing = nullptr;  // kDirectTimingWords sums (device memory, this rank's launches only); null: untimed
 };
 
 // Kernel parameters are limited to 4 KiB on every architecture we build for.

@@ -145,9 +145,10 @@ tar -tzf "$rehearsal/gpu-logs.tar.gz" | grep -q 'gpu-logs/tune_algos_small_t4.js
   grep -cE '^# +[0-9]+  [a-z]+ +[a-z]+ +[0-9.]+$')" = 5 ]
 # The perf part (the direct kernels' figures) at small sizes, and its table: every section the run feeds is there.
 OUT=$rehearsal GPU_BUILD=$build PERF_LARGE="64K 256K" PERF_SMALL_MAX=1K bounded tests/gpu/run.sh --only \
-  'perf_ceilings,perf_launch_floor,perf_small_t2,perf_large_allreduce_t2,perf_large_allgather_t4,perf_nccl_t2' perf
+  'perf_ceilings,perf_launch_floor,perf_small_t2,perf_large_allreduce_t2,perf_large_allgather_t4,perf_timing_*,'\
+'perf_nccl_t2' perf
 python3 tests/gpu/perf_table.py "$rehearsal/perf.jsonl" >"$rehearsal/perf.md"
-for section in Machine Ceilings 'Launch floor' 'Large calls' 'Small allreduce' Notes; do
+for section in Machine Ceilings 'Launch floor' 'Large calls' 'Small allreduce' 'Inside the direct' Notes; do
   grep -q "^## $section" "$rehearsal/perf.md" || { echo "perf_table.py: no $section section" >&2; exit 1; }
 done
 # A deadline already reached: every step is reported as not run, and the call fails.

@@ -6,6 +6,7 @@
 Sections: the machine; the ceilings (copies by the copy engine and the SMs, the allreduce with no
 synchronisation); the launch floor; large calls against the byte floor (target: at least 80% of the floor
 rate); small allreduces (targets: 6 us at 2 ranks, 9 us at 4, without graphs; 8 ranks beside the launch floor);
+each rank's time inside the direct kernels and until its peers had come (the launch skew it saw);
 one rank against NCCL (target: NCCL/Collie at least 1.0); the tuner's pick against the fastest Collie path
 measured beside it. Every figure is the median of its loops, out of place unless named.
 """
@@ -30,7 +31,7 @@ def us(v):
 
 
 def main(path):
-    machine, ceilings, floors, figures, notes = None, [], [], [], []
+    machine, ceilings, floors, figures, notes, timings = None, [], [], [], [], []
     with open(path) as f:
         for line in f:
             line = line.strip()
@@ -43,6 +44,8 @@ def main(path):
                 ceilings.append(x)
             elif x.get("kind") == "launch_floor":
                 floors.append(x)
+            elif x.get("kind") == "direct_timing":
+                timings.append(x)
             elif "note" in x or "version" in x:
                 notes.append(x)
             elif "figure" in x:
@@ -125,6 +128,14 @@ def main(path):
                 verdict = "-" if target is None or g else ("meets" if worst <= target else "above")
                 out.append(f"| {n} | {'yes' if g else 'no'} | {impl} | " + " | ".join(cells) +
                            f" | {verdict} | {us(launch.get(n))} |")
+        out.append("")
+    if timings:
+        out += ["## Inside the direct kernels (COLLIE_KERNEL_TIMING; mean per launch, by the GPU's timer)", "",
+                "| step | rank | launches | start to end us | until every peer had come us |",
+                "| --- | ---: | ---: | ---: | ---: |"]
+        for x in sorted(timings, key=lambda x: (x["step"], x["rank"])):
+            out.append(f"| {x['step']} | {x['rank']} | {x['launches']} | {x['kernel_us']:.2f} "
+                       f"| {x['until_peers_us']:.2f} |")
         out.append("")
     one = [k for k in rows if k[1] == 1 and "nccl" in rows[k] and k[4] == "out_of_place"]
     if one:

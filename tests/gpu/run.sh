@@ -308,9 +308,19 @@ part_perf() {
   read -ra large <<<"${PERF_LARGE:-64M 256M}"
   local big=(-b "${large[0]}" -e "${large[-1]}" -f 4 -n 5 -w 2 --reps 3 --limit --jsonl "$jsonl")
   local few=(-b 8 -e "$small_max" -f 2 -n 20 -w 5 --reps 5 --jsonl "$jsonl")
+  publish() { [ -z "${OUT:-}" ] || [ ! -f "$jsonl" ] || cp "$jsonl" "$OUT/perf.jsonl"; }
   perf_step() {  # the step, then its figures into $OUT
     step "$@"
-    [ -z "${OUT:-}" ] || [ ! -f "$jsonl" ] || cp "$jsonl" "$OUT/perf.jsonl"
+    publish
+  }
+  timed_step() {  # NAME COMMAND...: the step with COLLIE_KERNEL_TIMING=1; each rank's direct-kernel means a line
+    local name=$1
+    shift
+    step "$name" env COLLIE_KERNEL_TIMING=1 "$@"
+    [ ! -f "$logs/$name.log" ] || sed -nE 's/.*rank ([0-9]+): direct kernels \(COLLIE_KERNEL_TIMING=1\), mean over ([0-9]+) '\
+'launches: ([0-9.]+) us from start to end, ([0-9.]+) us of it until .*/{"kind": "direct_timing", "step": '\
+'"'"$name"'", "rank": \1, "launches": \2, "kernel_us": \3, "until_peers_us": \4}/p' "$logs/$name.log" >>"$jsonl"
+    publish
   }
   # First whether the direct kernels give the right bits on this GPU (every sweep type and operator, in and out of
   # place, the refusals): the timed steps below check one type each.
@@ -334,6 +344,11 @@ part_perf() {
     perf_step "perf_large_${c}_t4" "$bench" "$c" -t 4 --backend cuda "${big[@]}" --algo auto,direct
   done
   perf_step perf_large_alltoall_t4 "$bench" alltoall -t 4 --backend cuda "${big[@]}"
+  # Inside the direct kernels, by the GPU's timer: each rank's time from its kernel's start to its end, and until
+  # every peer had come (the launch skew it saw), one size per run.
+  timed_step perf_timing_oneshot_t4 "$bench" allreduce -t 4 --backend cuda -b 8 -e 8 -n 200 -w 20 --algo direct_oneshot
+  timed_step perf_timing_twoshot_t4 "$bench" allreduce -t 4 --backend cuda -b "${large[0]}" -e "${large[0]}" -n 10 \
+    -w 2 --algo direct_twoshot
   # One rank against NCCL at every size; then whether this machine's NCCL takes 2 ranks on one GPU (it says
   # which version refused, as a note of the run).
   perf_step perf_one_rank_vs_nccl "$bench" allreduce --backend cuda -b 8 -e "${large[-1]}" -f 4 -n 20 -w 5 \

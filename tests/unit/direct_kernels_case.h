@@ -141,6 +141,9 @@ class World {
   /// Raised by a test to make every wait give up (DirectArgs::abortFlag).
   void raiseAbort() { __atomic_store_n(&abort_, 1u, __ATOMIC_RELEASE); }
   const DirectError& error(int r) const { return ranks_[static_cast<size_t>(r)].error; }
+  /// COLLIE_KERNEL_TIMING's sums (DirectArgs::timing) from now on: each rank's own, read by timing(r).
+  void timeLaunches() { timing_.assign(static_cast<size_t>(n_) * kDirectTimingWords, 0); }
+  const uint64_t* timing(int r) const { return timing_.data() + static_cast<size_t>(r) * kDirectTimingWords; }
   /// Rank r's one-shot scratch ([parity][sender][slotLines() lines]), for a test that plays a peer itself.
   uint8_t* scratch(int r) { return ranks_[static_cast<size_t>(r)].scratch.get(); }
   uint32_t slotLines() const { return slotLines_; }
@@ -260,6 +263,7 @@ class World {
     a.abortFlag = &abort_;
     a.error = &ranks_[static_cast<size_t>(r)].error;
     a.timeoutNs = timeoutNs_;
+    if (!timing_.empty()) a.timing = timing_.data() + static_cast<size_t>(r) * kDirectTimingWords;
     a.divisor = c.op == TestOp::kAvg ? n_ : 0;
     if (c.op == TestOp::kPreMulSum) {
       a.premul = 1;
@@ -317,6 +321,7 @@ class World {
   uint64_t timeoutNs_;
   uint32_t seq_ = 0;
   uint32_t abort_ = 0;
+  std::vector<uint64_t> timing_;
   std::vector<Rank> ranks_;
 };
 

@@ -108,6 +108,28 @@ TEST(DirectKernels, OneShotCallsOfChangingSizesTakeNoStaleLine) {
   }
 }
 
+// COLLIE_KERNEL_TIMING=1: each launch adds itself, its time and its time until every peer had come, once per rank
+// (thread 0 of block 0), and the results are untouched.
+TEST(DirectKernels, TimedLaunchesCountThemselvesOnce) {
+  std::mt19937_64 rng(collie::test::testSeed() + 23);
+  for (DirectKind kind : kKinds) {
+    SCOPED_TRACE(collie::test::direct::kindName(kind));
+    World world = worldOf(3);
+    world.timeLaunches();
+    std::vector<Call> calls;
+    for (uint64_t count : {1000, 0, 77})
+      calls.push_back(makeCall(kind, collieFloat32, TestOp::kSum, count, false, 3, &rng, true));
+    const std::vector<std::string> wrong = world.run(calls);
+    EXPECT_TRUE(wrong.empty()) << joined(wrong);
+    for (int r = 0; r < 3; ++r) {
+      const uint64_t* t = world.timing(r);
+      EXPECT_EQ(t[0], 3u) << "rank " << r;
+      EXPECT_GT(t[1], 0u) << "rank " << r;
+      EXPECT_LE(t[2], t[1]) << "rank " << r;
+    }
+  }
+}
+
 TEST(DirectKernels, AWaitForAPeerThatNeverComesGivesUpWithRankPeerAndCall) {
   std::mt19937_64 rng(5);
   for (DirectKind kind : kKinds) {
