@@ -23,6 +23,8 @@ bool kernelFor(Collective c, const std::string& algorithm, DirectKind* kind) {
       {Collective::kAllReduce, "direct_twoshot", DirectKind::kTwoShotAllReduce},
       {Collective::kReduceScatter, "direct", DirectKind::kReduceScatter},
       {Collective::kAllGather, "direct", DirectKind::kAllGather},
+      {Collective::kAllToAll, "direct", DirectKind::kAllToAll},
+      {Collective::kBroadcast, "direct", DirectKind::kBroadcast},
   };
   for (const Entry& e : kKernels)
     if (e.c == c && algorithm == e.algorithm) {
@@ -41,8 +43,8 @@ Status CudaExecutor::runsDirect(Collective c, const std::string& algorithm, uint
   if (!kernelFor(c, algorithm, &kind))
     return Status::error(collieInvalidUsage,
                          "%s %s has no direct kernel on the cuda backend yet (allreduce direct_oneshot and "
-                         "direct_twoshot, reducescatter direct and allgather direct have): choose another %s "
-                         "algorithm in COLLIE_ALGO",
+                         "direct_twoshot, and reducescatter, allgather, alltoall and broadcast direct have): choose "
+                         "another %s algorithm in COLLIE_ALGO",
                          coll, algorithm.c_str(), coll);
   if (layout_.directSlotLines == 0)
     return Status::error(collieInvalidUsage,
@@ -103,7 +105,9 @@ Status CudaExecutor::planDirect(const Program& program, DirectKind kind, const E
   d->seq = ++directSeq_;
   d->slotLines = layout_.directSlotLines;
   d->count = program.count;
-  d->input = args.input;
+  d->root = program.root;
+  // A broadcast's input is the root's only; a rank without one publishes its output in its place (never read).
+  d->input = args.input != nullptr ? args.input : args.output;
   d->output = args.output;
   for (int p = 0; p < n; ++p) {
     uint8_t* window = windows_[static_cast<size_t>(p)];
@@ -131,9 +135,11 @@ Status CudaExecutor::planDirect(const Program& program, DirectKind kind, const E
     want = (directLines(bytes) + kDirectMaxThreads - 1) / kDirectMaxThreads;
   } else {
     // A block per 64 KiB each rank loads (two-shot: its chunk of every input, count elements in all; reduce-scatter:
-    // block r of every input; allgather: its input, stored into every output), up to what fits at once. A first
-    // choice: no GPU has measured another yet.
-    const uint64_t moved = kind == DirectKind::kTwoShotAllReduce ? bytes : bytes * layout_.nranks;
+    // block r of every input; allgather: its input, stored into every output; all-to-all: every block of its input;
+    // broadcast: its chunk of the root's input, stored into every output), up to what fits at once. A first choice:
+    // no GPU has measured another yet.
+    const bool perRank = kind != DirectKind::kTwoShotAllReduce && kind != DirectKind::kBroadcast;
+    const uint64_t moved = perRank ? bytes * layout_.nranks : bytes;
     want = (moved + (64 << 10) - 1) >> 16;
   }
   *blocks = static_cast<int>(want < 1 ? 1 : want < static_cast<uint64_t>(most) ? want : most);

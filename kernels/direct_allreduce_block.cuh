@@ -50,7 +50,11 @@
 // moving on, a caching allocator) needs no host exchange before it.
 //
 // Allgather: the same barriers and move, one source (rank r's input) and n destinations (block r of every
-// output), by the element size only.
+// output), by the element size only. All-to-all: the same barriers; rank r stores block q of its input into block r
+// of rank q's output, for q from r on (so the ranks store into different peers at any moment). Broadcast: the same
+// barriers; rank r copies its chunk of the root's input (the two-shot's chunks) into every rank's output, so each
+// byte of the root's input is read once and each output written once, the byte floor (the direct broadcast program
+// the verifier proves has every rank read the whole of the root's input instead; the results are the same).
 //
 // The two-shot allreduce's chunks are the direct two-shot program's (balanced over elements), so that the kernel
 // moves what the verifier proved; a chunk off a 16-byte boundary starts with a scalar head of under 16 bytes, as
@@ -537,6 +541,52 @@ __device__ void allGather(const DirectArgs& a, int block, int nblocks) {
   auto src = [&](int) { return in; };
   auto dst = [&](int q) { return reinterpret_cast<W*>(outs[q]) + dstAt; };
   moveRange<W, ReduceOp::kSum, 1, N>(src, 1, dst, N, static_cast<uint32_t>(a.count), 0,
+                                     static_cast<uint32_t>(block) * dev::nthreads() + dev::tid(),
+                                     static_cast<uint32_t>(nblocks) * dev::nthreads());
+  if (rankBarrier(a, N, block, 2 * static_cast<uint64_t>(a.seq), false)) stamps.end(a);
+}
+
+/// Block `block` of `nblocks` of rank a.rank's all-to-all, elements moved as words W of their size: a.count per
+/// block, a.nranks blocks in the input and the output.
+template <typename W, int N>
+__device__ void allToAll(const DirectArgs& a, int block, int nblocks) {
+  const int r = a.rank;
+  Stamps stamps(a, block);
+  if (!rankBarrier(a, N, block, 2 * static_cast<uint64_t>(a.seq) - 1, true)) return;
+  stamps.peersCame();
+  const uint8_t* ins[N];
+  uint8_t* outs[N];
+  peerBuffers<N>(a, N, block, ins, outs);
+  const uint32_t g = static_cast<uint32_t>(block) * dev::nthreads() + dev::tid();
+  const uint32_t stride = static_cast<uint32_t>(nblocks) * dev::nthreads();
+  COLLIE_UNROLL
+  for (int k = 0; k < N; ++k) {
+    const int q = r + k < N ? r + k : r + k - N;
+    const W* const from = static_cast<const W*>(a.input) + static_cast<uint64_t>(q) * a.count;
+    W* const to = reinterpret_cast<W*>(outs[q]) + static_cast<uint64_t>(r) * a.count;
+    moveRange<W, ReduceOp::kSum, 1, 1>([&](int) { return from; }, 1, [&](int) { return to; }, 1,
+                                       static_cast<uint32_t>(a.count), 0, g, stride);
+  }
+  if (rankBarrier(a, N, block, 2 * static_cast<uint64_t>(a.seq), false)) stamps.end(a);
+}
+
+/// Block `block` of `nblocks` of rank a.rank's broadcast from rank a.root, elements moved as words W of their size.
+template <typename W, int N>
+__device__ void broadcast(const DirectArgs& a, int block, int nblocks) {
+  Stamps stamps(a, block);
+  if (!rankBarrier(a, N, block, 2 * static_cast<uint64_t>(a.seq) - 1, true)) return;
+  stamps.peersCame();
+  const uint8_t* ins[N];
+  uint8_t* outs[N];
+  peerBuffers<N>(a, N, block, ins, outs);
+  uint64_t begin = 0;
+  uint32_t len = 0;
+  twoShotChunk(a.count, N, a.rank, &begin, &len);
+  const W* const from = reinterpret_cast<const W*>(ins[a.root]) + begin;
+  // A root in place already holds its chunk: its output is left out rather than rewritten with the same bytes.
+  const int skip = ins[a.root] == outs[a.root] ? a.root : N;
+  auto to = [&](int i) { return reinterpret_cast<W*>(outs[i < skip ? i : i + 1]) + begin; };
+  moveRange<W, ReduceOp::kSum, 1, N>([&](int) { return from; }, 1, to, skip < N ? N - 1 : N, len, 0,
                                      static_cast<uint32_t>(block) * dev::nthreads() + dev::tid(),
                                      static_cast<uint32_t>(nblocks) * dev::nthreads());
   if (rankBarrier(a, N, block, 2 * static_cast<uint64_t>(a.seq), false)) stamps.end(a);

@@ -29,6 +29,7 @@ int checkDirectLaunch(const DirectArgs& a, DirectKind kind, collieDataType_t typ
   if (a.premul != 0 && (kind != DirectKind::kOneShotAllReduce || op != ReduceOp::kSum))
     return refuse("a pre-multiplied sum is a one-shot allreduce's only");
   if (a.divisor < 0) return refuse("negative divisor");
+  if (kind == DirectKind::kBroadcast && (a.root < 0 || a.root >= a.nranks)) return refuse("root outside 0..nranks-1");
   // (A call of count 0 touches neither: NCCL's callers may pass null then.)
   if (a.count > 0 && (a.input == nullptr || a.output == nullptr)) return refuse("input or output missing");
   for (int p = 0; p < a.nranks; ++p) {
@@ -69,11 +70,19 @@ int launchDirect(const DirectArgs& args, DirectKind kind, collieDataType_t type,
   const int blocks = launcher->blocks();
   if (checkDirectLaunch(args, kind, type, op, blocks, launcher->threadsPerBlock(), &why) != 0)
     return collieInvalidArgument;
-  if (kind == DirectKind::kAllGather) {
+  if (directMovesWords(kind)) {
     visitType(type, [&](auto tag) {
       using W = direct::WordOf<typename decltype(tag)::type>;
       visitDirectRanks(args.nranks, [&](auto nc) {
-        launcher->run([&](int b) { direct::allGather<W, decltype(nc)::value>(args, b, blocks); });
+        constexpr int kN = decltype(nc)::value;
+        launcher->run([&](int b) {
+          if (kind == DirectKind::kAllGather)
+            direct::allGather<W, kN>(args, b, blocks);
+          else if (kind == DirectKind::kAllToAll)
+            direct::allToAll<W, kN>(args, b, blocks);
+          else
+            direct::broadcast<W, kN>(args, b, blocks);
+        });
       });
     });
     return 0;

@@ -5,9 +5,10 @@
 // kernel per rank count 2..8 for each operator and allreduce body, loops fully unrolled and U vectors per thread
 // in flight (8 loads or more); the other nine types one kernel per operator and body for up to 8 ranks, its loops
 // unrolled to 8 and guarded by the run-time count (still no arrays in local memory, but only n loads in flight).
-// The reduce-scatter is the two-shot's body with one destination; the allgather is per element size and rank
-// count. A kernel per rank count for all twelve types (700 kernels) takes three times as long to compile, about
-// two and a half minutes per architecture on two cores, for types no large call of a model uses.
+// The reduce-scatter is the two-shot's body with one destination; allgather, all-to-all and broadcast share a
+// kernel per element size and rank count, the kind a parameter. A kernel per rank count for all twelve types (700
+// kernels) takes three times as long to compile, about two and a half minutes per architecture on two cores, for types
+// no large call of a model uses.
 #include <cuda_runtime.h>
 
 #include "kernels/direct_allreduce_block.cuh"
@@ -35,21 +36,28 @@ __global__ void __launch_bounds__(kDirectMaxThreads, kDirectMinBlocksPerSm)
   direct::reduceStore<T, Op, N, Exact>(a, scatter != 0, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));
 }
 
+// The kinds that move words: one kernel per element size, rank count and kind.
 template <typename W, int N>
 __global__ void __launch_bounds__(kDirectMaxThreads, kDirectMinBlocksPerSm)
-    directAllGatherKernel(const __grid_constant__ DirectArgs a) {
-  direct::allGather<W, N>(a, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));
+    directWordsKernel(const __grid_constant__ DirectArgs a, int kind) {
+  const int block = static_cast<int>(blockIdx.x), nblocks = static_cast<int>(gridDim.x);
+  if (kind == static_cast<int>(DirectKind::kAllGather))
+    direct::allGather<W, N>(a, block, nblocks);
+  else if (kind == static_cast<int>(DirectKind::kAllToAll))
+    direct::allToAll<W, N>(a, block, nblocks);
+  else
+    direct::broadcast<W, N>(a, block, nblocks);
 }
 
 /// Calls f(kernel) with the kernel of `kind` for (type, op, nranks); false where there is none.
 template <typename F>
 bool visitKernel(DirectKind kind, collieDataType_t type, ReduceOp op, int nranks, F&& f) {
-  if (kind == DirectKind::kAllGather) {
+  if (directMovesWords(kind)) {
     bool found = false;
     visitType(type, [&](auto tag) {
       using W = direct::WordOf<typename decltype(tag)::type>;
       found = visitDirectRanks(
-          nranks, [&](auto nc) { f(reinterpret_cast<const void*>(directAllGatherKernel<W, decltype(nc)::value>)); });
+          nranks, [&](auto nc) { f(reinterpret_cast<const void*>(directWordsKernel<W, decltype(nc)::value>)); });
     });
     return found;
   }
@@ -74,7 +82,7 @@ int preloadDirectKernels(int nranks) {
   for (DirectKind kind : {DirectKind::kOneShotAllReduce, DirectKind::kTwoShotAllReduce, DirectKind::kAllGather})
     for (int t = 0; t < collieNumTypes; ++t)
       for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMax, ReduceOp::kMin}) {
-        if (kind == DirectKind::kAllGather && op != ReduceOp::kSum) continue;
+        if (directMovesWords(kind) && op != ReduceOp::kSum) continue;  // one kernel serves the three kinds
         visitKernel(kind, static_cast<collieDataType_t>(t), op, nranks, [&](const void* kernel) {
           cudaFuncAttributes attr;
           const cudaError_t e = cudaFuncGetAttributes(&attr, kernel);
@@ -107,8 +115,9 @@ int launchDirect(const DirectArgs& args, DirectKind kind, collieDataType_t type,
   const char* why = nullptr;
   if (checkDirectLaunch(args, kind, type, op, blocks, threads, &why) != 0 || threads % 32 != 0)
     return static_cast<int>(cudaErrorInvalidValue);
-  int scatter = kind == DirectKind::kReduceScatter ? 1 : 0;
-  void* params[] = {const_cast<DirectArgs*>(&args), &scatter};
+  // The reduce kernel's second parameter: scatter or not; the words kernel's: its kind.
+  int second = directMovesWords(kind) ? static_cast<int>(kind) : kind == DirectKind::kReduceScatter ? 1 : 0;
+  void* params[] = {const_cast<DirectArgs*>(&args), &second};
   int rc = static_cast<int>(cudaErrorInvalidValue);
   visitKernel(kind, type, op, args.nranks, [&](const void* kernel) {
     // cudaLaunchKernel answers for this launch alone (kernels/program_kernel.cuh, launchProtocol).

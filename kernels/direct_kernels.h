@@ -9,6 +9,8 @@
 //                        outputs; an exit barrier (large calls): every input read once, every output written once
 //   reduce-scatter       the same, rank r's chunk into its own output only
 //   allgather            the same barriers; rank r stores its input into block r of all n outputs
+//   all-to-all           the same barriers; rank r stores block q of its input into block r of rank q's output
+//   broadcast            the same barriers; rank r copies its chunk of the root's input into all n outputs
 //
 // Every rank reduces in rank order, acc = x0, then acc = x_j (op) acc for j = 1..n-1, each step rounded in the
 // element type, as the host executor's one-shot program does (algorithms/direct_exchange.h, appendDirectReduce),
@@ -77,8 +79,15 @@ enum class DirectKind : int {
   kTwoShotAllReduce = 1,
   kReduceScatter = 2,
   kAllGather = 3,
+  kAllToAll = 4,
+  kBroadcast = 5,
 };
-constexpr int kDirectKinds = 4;
+constexpr int kDirectKinds = 6;
+
+/// The kinds that move words and take no operator: a kernel per element size, for every type.
+inline bool directMovesWords(DirectKind kind) {
+  return kind == DirectKind::kAllGather || kind == DirectKind::kAllToAll || kind == DirectKind::kBroadcast;
+}
 
 /// Where a rank's call failed. Written once, by the first of its threads that gives up, and read by the host once
 /// the call has finished. `code` is written last (after a system fence): nonzero, the other fields are complete.
@@ -102,9 +111,10 @@ struct DirectArgs {
   int nranks = 2;
   uint32_t seq = 1;        // the communicator's direct-call number, from 1 (see above)
   uint32_t slotLines = 0;  // one-shot: lines of one [parity][sender] slot of scratch
-  // allreduce: the count; reduce-scatter: each rank's output count (inputs hold nranks x count);
-  // allgather: each rank's input count (outputs hold nranks x count)
+  // allreduce and broadcast: the count; reduce-scatter: each rank's output count (inputs hold nranks x count);
+  // allgather: each rank's input count (outputs hold nranks x count); all-to-all: each block's (both hold nranks x)
   uint64_t count = 0;
+  int root = 0;                             // broadcast: the rank whose input every output receives
   const void* input = nullptr;              // this rank's
   void* output = nullptr;                   // this rank's
   uint8_t* scratch[kDirectMaxRanks] = {};   // one-shot: every rank's packet scratch
@@ -181,15 +191,17 @@ bool visitDirect(collieDataType_t type, ReduceOp op, int nranks, F&& f) {
 /// are 32-bit (kDirectMaxBytes), and reduce-scatter's input and allgather's output hold nranks x count. (A one-shot
 /// call must also fit its slots: directLines.)
 inline uint64_t directMaxCount(DirectKind kind, size_t size, int nranks) {
-  const bool perRank = kind == DirectKind::kReduceScatter || kind == DirectKind::kAllGather;
+  const bool perRank =
+      kind == DirectKind::kReduceScatter || kind == DirectKind::kAllGather || kind == DirectKind::kAllToAll;
   if (size == 0 || nranks < 1) return 0;  // an unknown type: no call
   return kDirectMaxBytes / size / (perRank ? static_cast<uint64_t>(nranks) : 1);
 }
 
-/// Whether `kind` has a kernel for (type, op) on `nranks` ranks: visitDirect's list, or for the allgather, which
-/// moves words and takes no operator, any type.
+/// Whether `kind` has a kernel for (type, op) on `nranks` ranks: visitDirect's list, or for the kinds that move
+/// words and take no operator, any type on 2..kDirectMaxRanks ranks.
 inline bool hasDirectKernel(DirectKind kind, collieDataType_t type, ReduceOp op, int nranks) {
-  return kind == DirectKind::kAllGather || visitDirect(type, op, nranks, [](auto, auto, auto, auto) {});
+  if (directMovesWords(kind)) return nranks >= 2 && nranks <= kDirectMaxRanks && typeSize(type) != 0;
+  return visitDirect(type, op, nranks, [](auto, auto, auto, auto) {});
 }
 
 /// Why a launch is refused before it starts (collieInvalidArgument, with *why set), or 0: rank and nranks,

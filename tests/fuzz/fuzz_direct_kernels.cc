@@ -39,10 +39,11 @@ int directKernels(const uint8_t* data, size_t size) {
   while (shapes.size() < 4 && at + 6 <= size) {
     const uint8_t* b = data + at;
     Shape s;
-    s.kind = static_cast<DirectKind>(b[0] % 4);
+    s.kind = static_cast<DirectKind>(b[0] % kDirectKinds);
     s.type = static_cast<collieDataType_t>(b[1] % collieNumTypes);
     s.op = static_cast<TestOp>(b[2] % test::direct::kTestOps);
     if (s.op == TestOp::kPreMulSum && s.kind != DirectKind::kOneShotAllReduce) s.op = TestOp::kSum;
+    if (directMovesWords(s.kind)) s.op = TestOp::kSum;
     s.count = (static_cast<uint64_t>(b[3]) | static_cast<uint64_t>(b[4]) << 8) % 1200;
     s.inPlace = (b[5] & 1) != 0;
     s.sameOffsets = (b[5] & 2) == 0;

@@ -1,7 +1,8 @@
 // Direct algorithms on the CUDA backend (executor/cuda_executor.h, "Direct algorithms"), ranks as threads sharing
-// the GPU: allreduce direct_oneshot and direct_twoshot, reducescatter direct and allgather direct run as the direct
-// kernels, exact for every type and operator, in place and out of place, across many calls; what the backend
-// cannot run yet is refused with a sentence that says so. Every test skips, saying why, when no GPU is usable.
+// the GPU: allreduce direct_oneshot and direct_twoshot, and reducescatter, allgather, alltoall and broadcast direct
+// run as the direct kernels, exact for every type and operator, in place and out of place, across many calls;
+// what the backend cannot run yet is refused with a sentence that says so. Every test skips, saying why, when no
+// GPU is usable.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -48,7 +49,9 @@ TEST(CudaBackend, DirectAlgorithmsRun) {
   const Algo algos[] = {{Coll::kAllReduce, collie::Collective::kAllReduce, "direct_oneshot"},
                         {Coll::kAllReduce, collie::Collective::kAllReduce, "direct_twoshot"},
                         {Coll::kReduceScatter, collie::Collective::kReduceScatter, "direct"},
-                        {Coll::kAllGather, collie::Collective::kAllGather, "direct"}};
+                        {Coll::kAllGather, collie::Collective::kAllGather, "direct"},
+                        {Coll::kAllToAll, collie::Collective::kAllToAll, "direct"},
+                        {Coll::kBroadcast, collie::Collective::kBroadcast, "direct"}};
   ScopedEnv device("COLLIE_DEVICE", "cuda");
   ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
   const uint64_t seed = collie::test::testSeed();
@@ -66,14 +69,16 @@ TEST(CudaBackend, DirectAlgorithmsRun) {
           if (n == 8 && count != 1001) continue;  // the most peers, at the cost of 8 ranks on the fake's threads
           for (bool inPlace : {false, true})
             for (collieRedOp_t op : collie::test::allOps()) {
+              if (inPlace && !collie::test::collHasInPlace(a.coll)) continue;
               if (!collie::test::collHasOp(a.coll) && op != collieSum) continue;
               if (collie::test::collHasOp(a.coll) && !collie::test::sweepTakesOp(type, op, ++key)) continue;
               ++cases;
+              const int root = static_cast<int>(++key % static_cast<size_t>(n));  // broadcast's; any rank
               const std::string err =
-                  collie::test::runCollectiveCase(comms, a.coll, type, op, count, inPlace, 0, seed, Memory::kDevice);
+                  collie::test::runCollectiveCase(comms, a.coll, type, op, count, inPlace, root, seed, Memory::kDevice);
               ASSERT_EQ(err, "") << spec << " on " << n << " ranks, " << collie::typeName(type) << " "
                                  << collie::opName(op) << " count " << count << (inPlace ? " in place" : "")
-                                 << " (seed " << seed << ")";
+                                 << ", root " << root << " (seed " << seed << ")";
             }
         }
       EXPECT_GT(cases, size_t{0});
@@ -121,8 +126,8 @@ std::vector<std::pair<collieResult_t, std::string>> callOnRanks(const collie::te
 }
 
 // What the CUDA backend cannot run as a direct kernel yet is refused on every rank, before anything is queued, with
-// a sentence naming the algorithm and what to do: a one-shot call larger than its slots, a captured call (a replay
-// would reuse its call number), and a direct algorithm without a kernel on this backend.
+// a sentence naming the algorithm and what to do: a one-shot call larger than its slots, and a captured call (a
+// replay would reuse its call number).
 TEST(CudaBackend, DirectCallsItCannotRunAreRefused) {
   SKIP_WITHOUT_GPU();
   ScopedEnv device("COLLIE_DEVICE", "cuda");
@@ -138,7 +143,7 @@ TEST(CudaBackend, DirectCallsItCannotRunAreRefused) {
       {"allreduce:direct_oneshot", Coll::kAllReduce, oneShotMost(collieFloat32) + 1, false,
        "takes at most 65536 bytes per rank"},
       {"allreduce:direct_twoshot", Coll::kAllReduce, 64, true, "cannot be captured into a CUDA graph yet"},
-      {"alltoall:direct", Coll::kAllToAll, 64, false, "has no direct kernel on the cuda backend yet"},
+      {"alltoall:direct", Coll::kAllToAll, 64, true, "cannot be captured into a CUDA graph yet"},
   };
   for (const Case& c : cases) {
     ScopedEnv algo("COLLIE_ALGO", c.algo);

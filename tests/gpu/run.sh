@@ -343,7 +343,8 @@ part_perf() {
   for c in reducescatter allgather; do
     perf_step "perf_large_${c}_t4" "$bench" "$c" -t 4 --backend cuda "${big[@]}" --algo auto,direct
   done
-  perf_step perf_large_alltoall_t4 "$bench" alltoall -t 4 --backend cuda "${big[@]}"
+  perf_step perf_large_alltoall_t4 "$bench" alltoall -t 4 --backend cuda "${big[@]}" --algo auto,direct
+  perf_step perf_large_broadcast_t4 "$bench" broadcast -t 4 --backend cuda "${big[@]}" --algo auto,direct
   # Inside the direct kernels, by the GPU's timer: each rank's time from its kernel's start to its end, and until
   # every peer had come (the launch skew it saw), one size per run.
   timed_step perf_timing_oneshot_t4 "$bench" allreduce -t 4 --backend cuda -b 8 -e 8 -n 200 -w 20 --algo direct_oneshot
@@ -363,7 +364,7 @@ part_perf() {
     for c in reducescatter allgather; do
       perf_step "perf_large_${c}_t$t" "$bench" "$c" -t "$t" --backend cuda "${big[@]}" --algo auto,direct
     done
-    perf_step "perf_large_alltoall_t$t" "$bench" alltoall -t "$t" --backend cuda "${big[@]}"
+    perf_step "perf_large_alltoall_t$t" "$bench" alltoall -t "$t" --backend cuda "${big[@]}" --algo auto,direct
   done
 }
 

@@ -47,7 +47,7 @@ inline const char* testOpName(TestOp op) {
   return kNames[static_cast<int>(op)];
 }
 inline const char* kindName(DirectKind k) {
-  static const char* const kNames[] = {"oneshot", "twoshot", "reducescatter", "allgather"};
+  static const char* const kNames[] = {"oneshot", "twoshot", "reducescatter", "allgather", "alltoall", "broadcast"};
   return kNames[static_cast<int>(k)];
 }
 inline ReduceOp reduceOpOf(TestOp op) {
@@ -70,7 +70,8 @@ struct Call {
   collieDataType_t type = collieFloat32;
   TestOp op = TestOp::kSum;
   uint64_t count = 0;
-  bool inPlace = false;
+  bool inPlace = false;  // never for all-to-all, which has no in-place form
+  int root = 0;          // broadcast
   uint32_t inOffset[kDirectMaxRanks] = {};
   uint32_t outOffset[kDirectMaxRanks] = {};
   std::vector<std::vector<uint8_t>> inputs;  // [rank]: inputCount elements
@@ -81,16 +82,19 @@ struct Call {
     s << kindName(kind) << " " << typeName(type) << " " << testOpName(op) << " count " << count
       << (inPlace ? " in place" : " out of place") << ", offsets in/out of rank 0: " << inOffset[0] << "/"
       << outOffset[0];
+    if (kind == DirectKind::kBroadcast) s << ", root " << root;
     return s.str();
   }
 };
 
 /// Elements of a rank's input and output for `call` on n ranks.
 inline uint64_t inputCount(const Call& c, int n) {
-  return c.kind == DirectKind::kReduceScatter ? c.count * static_cast<uint64_t>(n) : c.count;
+  const bool blocks = c.kind == DirectKind::kReduceScatter || c.kind == DirectKind::kAllToAll;
+  return blocks ? c.count * static_cast<uint64_t>(n) : c.count;
 }
 inline uint64_t outputCount(const Call& c, int n) {
-  return c.kind == DirectKind::kAllGather ? c.count * static_cast<uint64_t>(n) : c.count;
+  const bool blocks = c.kind == DirectKind::kAllGather || c.kind == DirectKind::kAllToAll;
+  return blocks ? c.count * static_cast<uint64_t>(n) : c.count;
 }
 
 /// Random elements of `type`: integers of any bits; floating values in [-4, 4), so that sums are inexact (an
@@ -251,6 +255,7 @@ class World {
     a.seq = seq;
     a.slotLines = slotLines_;
     a.count = c.count;
+    a.root = c.root;
     // Its own buffers only: the peers' it learns at the entry barrier.
     Rank& me = ranks_[static_cast<size_t>(r)];
     a.input = (c.inPlace ? me.out.get() : me.in.get()) + inAt(c, r);
@@ -280,6 +285,14 @@ class World {
       T* o = reinterpret_cast<T*>(out);
       if (c.kind == DirectKind::kAllGather) {
         for (int q = 0; q < n_ && c.count > 0; ++q) memcpy(o + q * c.count, in(q), c.count * sizeof(T));
+        return;
+      }
+      if (c.kind == DirectKind::kAllToAll) {
+        for (int q = 0; q < n_ && c.count > 0; ++q) memcpy(o + q * c.count, in(q) + r * c.count, c.count * sizeof(T));
+        return;
+      }
+      if (c.kind == DirectKind::kBroadcast) {
+        if (c.count > 0) memcpy(o, in(c.root), c.count * sizeof(T));
         return;
       }
       const uint64_t from = c.kind == DirectKind::kReduceScatter ? r * c.count : 0;
@@ -333,7 +346,9 @@ inline Call makeCall(DirectKind kind, collieDataType_t type, TestOp op, uint64_t
   c.type = type;
   c.op = op;
   c.count = count;
-  c.inPlace = inPlace;
+  c.inPlace = inPlace && kind != DirectKind::kAllToAll;
+  c.root = static_cast<int>((*rng)() % static_cast<uint64_t>(n));
+  inPlace = c.inPlace;
   const uint32_t in0 = static_cast<uint32_t>((*rng)() % 9), out0 = static_cast<uint32_t>((*rng)() % 9);
   for (int r = 0; r < n; ++r) {
     c.inOffset[r] = sameOffsets ? in0 : static_cast<uint32_t>((*rng)() % 9);

@@ -39,7 +39,8 @@ using collie::test::direct::TestOp;
 using collie::test::direct::World;
 
 constexpr DirectKind kKinds[] = {DirectKind::kOneShotAllReduce, DirectKind::kTwoShotAllReduce,
-                                 DirectKind::kReduceScatter, DirectKind::kAllGather};
+                                 DirectKind::kReduceScatter,    DirectKind::kAllGather,
+                                 DirectKind::kAllToAll,         DirectKind::kBroadcast};
 // Counts of elements: 0 and 1, odd ones, around the vector widths (16 / size) and the line (8 / size), not
 // divisible by any rank count, and a few thousand (many lines and vectors per thread).
 constexpr uint64_t kCounts[] = {0, 1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 33, 100, 255, 1000, 1027, 4099};
@@ -68,11 +69,11 @@ TEST_P(DirectKernelsAtRanks, EveryKernelMatchesTheReferenceBitForBit) {
   const size_t rot = static_cast<size_t>(seed % 6);
   std::vector<Call> calls;
   const std::vector<collieDataType_t>& types = collie::test::allTypes();
-  for (size_t ki = 0; ki < 4; ++ki)
+  for (size_t ki = 0; ki < std::size(kKinds); ++ki)
     for (size_t ti = 0; ti < types.size(); ++ti) {
       const DirectKind kind = kKinds[ki];
-      // The one-shot also takes a pre-multiplied sum; the allgather no operator.
-      const size_t ops = kind == DirectKind::kOneShotAllReduce ? kTestOps : kind == DirectKind::kAllGather ? 1 : 5;
+      // The one-shot also takes a pre-multiplied sum; the kinds that move words no operator.
+      const size_t ops = kind == DirectKind::kOneShotAllReduce ? kTestOps : collie::directMovesWords(kind) ? 1 : 5;
       for (size_t oi = 0; oi < ops; ++oi) {
         // Placement and offsets rotate with the rank count, so that every (kernel, type, operator) meets both
         // placements and both kinds of offsets over 2..8 ranks; the count is drawn.
