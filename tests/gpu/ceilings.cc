@@ -7,10 +7,15 @@
 //   ideal_allreduce  n inputs of S read once, reduced (float sum), stored into n outputs, with no synchronisation:
 //                    "grids" 1 is one launch over all of S, "grids" n is n launches of S/n on n streams at once
 //                    (the shape of n ranks' kernels)
+//   ce_alltoall      the copy engine's all-to-all: n streams, stream s copying block q of input s into block s of
+//                    output q for every q (n cudaMemcpyAsync per stream), S bytes in each input and output; what
+//                    the direct all-to-all kernel would be replaced by, timed beside it by collie-bench at size S
+//   ce_allgather     the same for allgather: stream s copying input s (S/n bytes) into block s of every output
 // k and n run over 1 and the --ranks list. Each figure: the median, p90 and least over REPS timed repetitions
 // of ITERS calls (host clock from the first launch to the last stream's end, per call), and the rate at the
 // median as bytes read plus written per second, in GB/s. The first and last 4096 elements of each output are
-// checked ("wrong" counts those that differ).
+// checked ("wrong" counts those that differ; the copy engine's collectives check the first 4096 only, and -1 says
+// a block was too small to).
 // Run by tests/gpu/run.sh as perf_ceilings; exits 77 without a GPU.
 // Usage: ceilings [--jsonl FILE] [--bytes S,...] [--ranks n,...] [--reps R] [--iters I]
 //   (S with K, M or G: bytes per stream or rank, default 64M,256M; ranks 2,4,8; R 5; I 10)
@@ -231,6 +236,51 @@ int idealAllReduce(const Options& o, int n, size_t bytes, int grids) {
   return wrong == 0 ? 0 : 1;
 }
 
+// The copy engine moving an all-to-all or an allgather of n ranks, S bytes per rank's output: n streams, n
+// cudaMemcpyAsync each per call.
+int ceCollective(const Options& o, int n, size_t bytes, bool alltoall) {
+  const size_t count = bytes / sizeof(float), block = count / static_cast<size_t>(n);
+  Arrays a;
+  std::vector<cudaStream_t> streams(static_cast<size_t>(n));
+  cudaError_t e = a.allocate(n, count);
+  for (cudaStream_t& s : streams)
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  Timing t;
+  if (e == cudaSuccess)
+    e = timeCalls(
+        o, streams,
+        [&](size_t s) {
+          cudaError_t rc = cudaSuccess;
+          for (size_t q = 0; q < streams.size() && rc == cudaSuccess; ++q) {
+            const float* from = a.in[s] + (alltoall ? q * block : 0);
+            rc = cudaMemcpyAsync(a.out[q] + s * block, from, block * sizeof(float), cudaMemcpyDeviceToDevice,
+                                 streams[s]);
+          }
+          return rc;
+        },
+        &t);
+  for (cudaStream_t s : streams)
+    if (s != nullptr) cudaStreamDestroy(s);
+  if (e != cudaSuccess) return fail(alltoall ? "ce_alltoall" : "ce_allgather", e);
+  // The first elements of each output, block 0 of it, come from input 0: all-to-all, its block q (the marked start
+  // of input 0 for q = 0 only); allgather, its start (marked). Checked where a block holds them (-1: not checked).
+  long long wrong = -1;
+  if (block >= kChecked) {
+    wrong = 0;
+    std::vector<float> got(kChecked);
+    for (int q = 0; q < n; ++q) {
+      if (cudaMemcpy(got.data(), a.out[static_cast<size_t>(q)], kChecked * sizeof(float), cudaMemcpyDeviceToHost) !=
+          cudaSuccess)
+        return fail("reading an output", cudaErrorUnknown);
+      const float want = !alltoall || q == 0 ? 1.0f : 0.0f;
+      for (float v : got) wrong += v != want ? 1 : 0;
+    }
+  }
+  const double moved = 2.0 * n * static_cast<double>(bytes);  // every stream copies S bytes, read and written
+  emitFigure(alltoall ? "ce_alltoall" : "ce_allgather", "\"ranks\": " + std::to_string(n), bytes, moved, t, wrong);
+  return wrong > 0 ? 1 : 0;
+}
+
 void emitMachine() {
   cudaDeviceProp prop;
   memset(&prop, 0, sizeof(prop));
@@ -303,6 +353,10 @@ int main(int argc, char** argv) {
     for (int n : o.ranks) {
       rc |= idealAllReduce(o, n, bytes, 1);
       rc |= idealAllReduce(o, n, bytes, n);
+    }
+    for (int n : o.ranks) {
+      rc |= ceCollective(o, n, bytes, true);
+      rc |= ceCollective(o, n, bytes, false);
     }
   }
   if (g_jsonl != nullptr) fclose(g_jsonl);
