@@ -88,11 +88,6 @@ Status CudaExecutor::directKindOf(const RoundPlan& plan, const ExecArgs& args, D
     return Status::error(collieInternalError, "%s %s came cut into rounds or channels", collectiveName(p.collective),
                          p.algorithm.c_str());
   COLLIE_RETURN_IF_ERROR(runsDirect(p.collective, p.algorithm, p.count, args.type, args.op));
-  if (directSeq_ == UINT32_MAX)
-    return Status::error(collieInvalidUsage,
-                         "%s %s: this communicator has made 2^32 - 1 direct calls, the most its call numbers tell "
-                         "apart; make a new communicator",
-                         collectiveName(p.collective), p.algorithm.c_str());
   kernelFor(p.collective, p.algorithm, kind);
   return Status();
 }
@@ -102,7 +97,7 @@ Status CudaExecutor::planDirect(const Program& program, DirectKind kind, const E
   const int n = static_cast<int>(layout_.nranks);
   d->rank = rank_;
   d->nranks = n;
-  d->seq = ++directSeq_;
+  d->counter = directCounter_;
   d->slotLines = layout_.directSlotLines;
   d->count = program.count;
   d->root = program.root;

@@ -108,9 +108,13 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
         e->directFit_[k][t] = std::clamp(fit, 1, kDirectMaxBlocks);
       }
     e->directGpuScope_ = sharing == static_cast<int>(n);
+    void* counter = nullptr;  // (p still holds the status block's device address)
+    COLLIE_RETURN_IF_ERROR(e->pool_->allocate(sizeof(DirectCounter), &counter, "allocating the direct call counter"));
+    e->directCounter_ = static_cast<DirectCounter*>(counter);
+    COLLIE_RETURN_IF_ERROR(e->pool_->zero(counter, sizeof(DirectCounter), "zeroing the direct call counter"));
     if (switches.timing) {
       const size_t bytes = kDirectTimingWords * sizeof(uint64_t);
-      void* sums = nullptr;  // (p still holds the status block's device address)
+      void* sums = nullptr;
       COLLIE_RETURN_IF_ERROR(e->pool_->allocate(bytes, &sums, "allocating the direct kernels' timing"));
       e->directTiming_ = static_cast<uint64_t*>(sums);
       COLLIE_RETURN_IF_ERROR(e->pool_->zero(sums, bytes, "zeroing the direct kernels' timing"));
@@ -213,6 +217,7 @@ CudaExecutor::~CudaExecutor() {
   blocks.push_back(deviceWindows_);
   blocks.push_back(phaseNs_);
   blocks.push_back(directTiming_);
+  blocks.push_back(directCounter_);
   for (void* b : blocks) pool_->release(b);
   givePinnedBlockBack(status_);
   if (directError_ != nullptr) givePinnedBlockBack(directError_);
@@ -534,13 +539,6 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   unpinGone();
   if (programs_->overLimit()) pollCheckpoints();
   slowLog.done(SlowEnqueueLog::kCapture);
-  // A direct kernel's call number travels in its arguments: a replay of a captured launch would take its
-  // capture's number again, and its one-shot lines from the replay before would pass for this one's.
-  if (direct && capturing_)
-    return Status::error(collieInvalidUsage,
-                         "%s %s cannot be captured into a CUDA graph yet: choose another algorithm in COLLIE_ALGO for "
-                         "captured calls",
-                         collectiveName(plan.last[0].program->collective), plan.last[0].program->algorithm.c_str());
   // Before anything of this call enters a hardware queue (colocated_streams.h says why). A capture queues
   // nothing now; its replays are the caller's to order.
   // (A group of sends and receives waited before its first copy: queueAfterPeers.)
@@ -708,13 +706,20 @@ Status CudaExecutor::asyncStatus() const {
   if (directError_ != nullptr) {
     // Written before the code (the kernel's system fence), and not again.
     const uint32_t code = __atomic_load_n(&directError_->code, __ATOMIC_ACQUIRE);
-    if (code != 0)
+    if (code != 0) {
+      const unsigned long long call = directError_->call;
+      if (code == collieInvalidUsage)  // no wait's: a one-shot numbered past its flags (direct_kernels.h)
+        return Status::error(collieInvalidUsage,
+                             "rank %d: direct call #%llu is a one-shot allreduce past the %llu calls its flags tell "
+                             "apart: make a new communicator",
+                             directError_->rank, call, static_cast<unsigned long long>(kDirectMaxOneShotCalls));
       return Status::error(static_cast<collieResult_t>(code),
-                           "rank %d waiting on rank %d in direct call #%u (block %d) on the GPU: %s",
-                           directError_->rank, directError_->peer, directError_->call, directError_->block,
+                           "rank %d waiting on rank %d in direct call #%llu (block %d) on the GPU: %s",
+                           directError_->rank, directError_->peer, call, directError_->block,
                            code == collieTimeout ? "the wait timed out (COLLIE_TIMEOUT)"
                                                  : "the communicator was aborted, or another of the call's waits gave "
                                                    "up first");
+    }
   }
   if (status_ == nullptr || __atomic_load_n(&status_->code, __ATOMIC_ACQUIRE) == 0) return Status();
   // Said only where the rank waited on is the one gone; waits on the others failed for reasons of their own.

@@ -13,10 +13,10 @@
 //
 // Direct algorithms (AlgorithmInfo::mapsPeers, whose programs load and store peers' memory) run as the direct
 // kernels written for them (kernels/direct_kernels.h), where every rank's window is mapped and so holds the
-// kernels' region (WindowLayout::directSlotLines): allreduce direct_oneshot everywhere there; direct_twoshot,
-// reducescatter direct and allgather direct, which load and store peers' buffers, where every rank is a thread of
-// this process on this GPU. Their launches are ordered like the program kernel's; they number their calls apart
-// (DirectArgs::seq).
+// kernels' region (WindowLayout::directSlotLines): allreduce direct_oneshot everywhere there; the others
+// (direct_twoshot, and reducescatter, allgather, alltoall and broadcast direct), which load and store peers' buffers,
+// where every rank is a thread of this process on this GPU. Their launches are ordered like the program kernel's; they
+// number their calls apart, on the device (DirectCounter), so a captured one replays as a fresh call.
 #pragma once
 
 #include <cstdint>
@@ -170,10 +170,10 @@ class CudaExecutor : public Executor, private LaunchStorage {
   uint32_t* failed_ = nullptr;      // device
   DeviceStatus* status_ = nullptr;  // mapped pinned host memory (host address)
   // The direct kernels' failure record, in mapped pinned host memory (as the host and the device address it), and
-  // their calls so far (DirectArgs::seq of the last); null and 0 where the windows hold no direct region.
+  // their call counter (device memory); null where the windows hold no direct region.
   DirectError* directError_ = nullptr;
   DirectError* directErrorDevice_ = nullptr;
-  uint32_t directSeq_ = 0;
+  DirectCounter* directCounter_ = nullptr;
   int directFit_[kDirectKinds][collieNumTypes] = {};  // blocks of each kernel and type that are resident at once
   bool directGpuScope_ = false;       // every rank is a thread of this process on this GPU (DirectArgs::gpuScope)
   uint64_t* directTiming_ = nullptr;  // device: COLLIE_KERNEL_TIMING's sums for the direct kernels, or null

@@ -96,6 +96,12 @@ __device__ __forceinline__ void storeFlag(volatile uint32_t* p, uint32_t v) { *p
 __device__ __forceinline__ bool raiseFirst(uint32_t* p) { return atomicCAS(p, 0u, 1u) == 0u; }
 /// Sets *p (shared memory) from 0 to v; several threads may race, one wins.
 __device__ __forceinline__ void keepFirst(int* p, int v) { (void)atomicCAS(p, 0, v); }
+/// *p += 1 among the GPU's blocks (device memory); returns the value before. What the calling thread did before is
+/// ordered before the add (a fence), so a block that sees the count complete follows every block's work.
+__device__ __forceinline__ uint32_t countOne(uint32_t* p) {
+  __threadfence();
+  return atomicAdd(p, 1u);
+}
 /// *p += v, atomically among the GPU's blocks (device memory).
 __device__ __forceinline__ void addCount(uint64_t* p, uint64_t v) {
   (void)atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
@@ -166,6 +172,7 @@ inline void keepFirst(int* p, int v) {
   (void)__atomic_compare_exchange_n(p, &expected, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 inline void addCount(uint64_t* p, uint64_t v) { (void)__atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+inline uint32_t countOne(uint32_t* p) { return __atomic_fetch_add(p, 1u, __ATOMIC_ACQ_REL); }
 
 #endif
 

@@ -16,6 +16,9 @@
 // no fence. A thread takes exactly the lines it pushed (the same grid-stride over lines), and takes its own
 // contribution from its input right before it stores the output there, so in place needs no care.
 //
+// Every launch takes its call's number from the rank's counter as it starts and leaves it there for the next as
+// its last block ends (direct_kernels.h, "The call number"), so every body reaches endLaunch on every path.
+//
 // Parities. Direct call f (every kernel here) uses the scratch of parity f & 1. A rank writes call f + 2 into a
 // peer's slot only after its launch of call f + 1 has ended, and every direct call waits, on every rank, for
 // something each peer did in that call (a line, or a barrier's arrival); the peer did it in its launch of f + 1,
@@ -206,16 +209,31 @@ __device__ inline int stopWaiting(const DirectArgs& a, Wait* w) {
   return now > w->deadline ? collieTimeout : 0;
 }
 
-/// Records why this rank's call failed, unless another of its threads did first: the fields, then (after a system
-/// fence, for a host that reads a mapped record) the code that says they are complete.
-__device__ inline void recordFailure(const DirectArgs& a, int block, int peer, int code) {
+/// Records why this rank's call `call` failed, unless another of its threads did first: the fields, then (after a
+/// system fence, for a host that reads a mapped record) the code that says they are complete.
+__device__ inline void recordFailure(const DirectArgs& a, uint64_t call, int block, int peer, int code) {
   if (!dev::raiseFirst(&a.error->claimed)) return;
   a.error->rank = a.rank;
   a.error->peer = peer;
-  a.error->call = a.seq;
+  a.error->call = call;
   a.error->block = block;
   dev::fenceSystem();
   dev::storeFlag(&a.error->code, static_cast<uint32_t>(code));
+}
+
+// ---------------------------------------------------------------- the call number (direct_kernels.h)
+
+/// This launch's call number: the rank's calls so far, plus one. Read by every thread as its block starts.
+__device__ inline uint64_t callNumber(const DirectArgs& a) { return a.counter->seq + 1; }
+
+/// The block's end, reached by all its threads on every path: the launch's last block to end stores the call number
+/// for the next launch (every block read it before it counted itself here).
+__device__ inline void endLaunch(const DirectArgs& a, uint64_t call, int nblocks) {
+  dev::sync();
+  if (dev::tid() != 0) return;
+  if (dev::countOne(&a.counter->done) + 1 != static_cast<uint32_t>(nblocks)) return;
+  a.counter->done = 0;
+  a.counter->seq = call;
 }
 
 // ---------------------------------------------------------------- timing (COLLIE_KERNEL_TIMING)
@@ -298,10 +316,17 @@ __device__ void oneShotAllReduce(const DirectArgs& a, int block, int nblocks) {
   const uint32_t stride = static_cast<uint32_t>(nblocks) * dev::nthreads();
   const T* const in = static_cast<const T*>(a.input);
   T* const out = static_cast<T*>(a.output);
-  const uint64_t flag = static_cast<uint64_t>(a.seq) << 32;
+  const uint64_t call = callNumber(a);
+  if (call > kDirectMaxOneShotCalls) {  // its flags would repeat an old call's (direct_kernels.h)
+    if (block == 0 && dev::tid() == 0) recordFailure(a, call, block, -1, collieInvalidUsage);
+    endLaunch(a, call, nblocks);
+    return;
+  }
+  const uint32_t seq = static_cast<uint32_t>(call);
+  const uint64_t flag = static_cast<uint64_t>(seq) << 32;
   // Slot of sender s in any rank's scratch, for this call's parity, in bytes.
   const uint64_t slotBytes = static_cast<uint64_t>(a.slotLines) * kDirectLineBytes;
-  const uint64_t parityAt = static_cast<uint64_t>(a.seq & 1) * n * slotBytes;
+  const uint64_t parityAt = static_cast<uint64_t>(seq & 1) * n * slotBytes;
   auto own = [&](uint32_t w) {
     uint64_t v = loadLine(in, w * kPer, count);
     if constexpr (Op == ReduceOp::kSum)
@@ -321,7 +346,8 @@ __device__ void oneShotAllReduce(const DirectArgs& a, int block, int nblocks) {
 
   // Take: the same lines from every peer, polled together; then the reduction in rank order.
   const uint8_t* const mine = a.scratch[r] + parityAt;
-  for (uint32_t w = g; w < lines; w += stride) {
+  bool failed = false;
+  for (uint32_t w = g; w < lines && !failed; w += stride) {
     uint64_t got[N] = {};
     uint32_t pending = 0;
     COLLIE_UNROLL
@@ -339,7 +365,7 @@ __device__ void oneShotAllReduce(const DirectArgs& a, int block, int nblocks) {
         if (((pending >> p) & 1) == 0) continue;
         uint64_t lo, hi;
         dev::loadVolatile128(mine + p * slotBytes + w * kDirectLineBytes, &lo, &hi);
-        if ((lo >> 32) != a.seq || (hi >> 32) != a.seq) continue;
+        if ((lo >> 32) != seq || (hi >> 32) != seq) continue;
         got[p] = (lo & 0xffffffffu) | (hi << 32);
         pending &= ~(1u << p);
       }
@@ -347,10 +373,12 @@ __device__ void oneShotAllReduce(const DirectArgs& a, int block, int nblocks) {
       if (const int rc = stopWaiting(a, &wait)) {
         int late = 0;
         while (((pending >> late) & 1) == 0) ++late;
-        recordFailure(a, block, late, rc);
-        return;  // no barrier follows: the other threads stop at their own next check
+        recordFailure(a, call, block, late, rc);
+        failed = true;  // the other threads stop at their own next check
+        break;
       }
     }
+    if (failed) break;
     stamps.peersCame();
     uint64_t acc = got[0];
     COLLIE_UNROLL
@@ -359,7 +387,8 @@ __device__ void oneShotAllReduce(const DirectArgs& a, int block, int nblocks) {
     if (a.divisor > 0) acc = divideAll<T>(acc, a.divisor);
     storeLine(out, w * kPer, count, acc);
   }
-  stamps.end(a);
+  if (!failed) stamps.end(a);
+  endLaunch(a, call, nblocks);
 }
 
 // ---------------------------------------------------------------- barriers among ranks, per block
@@ -372,9 +401,9 @@ __device__ inline uint8_t* barrierRecord(const DirectArgs& a, int owner, int sen
 /// Block `block`'s barrier with the same block of every peer at `epoch`: all threads call it together. It announces
 /// (release: the block's loads and stores before it are done first; with `publish`, the entry barrier's, this rank's
 /// input and output addresses go first), then waits for every peer's announcement (acquire: what the peers did
-/// before theirs is seen after it). False, with the failure recorded, when a wait gave up; the whole block then
-/// agrees.
-__device__ inline bool rankBarrier(const DirectArgs& a, int n, int block, uint64_t epoch, bool publish) {
+/// before theirs is seen after it). False, with the failure of call `call` recorded, when a wait gave up; the whole
+/// block then agrees.
+__device__ inline bool rankBarrier(const DirectArgs& a, int n, int block, uint64_t call, uint64_t epoch, bool publish) {
   auto flagAt = [&](int owner, int sender) { return barrierRecord(a, owner, sender, block); };
   dev::sync();  // every thread's moves are done before any announces them
   for (int p = dev::tid(); p < n; p += dev::nthreads()) {
@@ -397,7 +426,7 @@ __device__ inline bool rankBarrier(const DirectArgs& a, int n, int block, uint64
     Wait wait;
     while ((a.gpuScope != 0 ? dev::loadAcquireGpu(flag) : dev::loadAcquireSys(flag)) < epoch)
       if (const int rc = stopWaiting(a, &wait)) {
-        recordFailure(a, block, p, rc);
+        recordFailure(a, call, block, p, rc);
         failed = true;
         break;
       }
@@ -423,6 +452,23 @@ __device__ inline void peerBuffers(const DirectArgs& a, int n, int block, const 
       out[p] = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(loadAs<uint64_t>(rec + 16)));
     }
   }
+}
+
+/// A barrier kernel's block, on every path to the launch's end: the call's number, the entry barrier (the peers'
+/// buffers learnt), `move(ins, outs)`, the exit barrier. N: the rank count, or a bound on n.
+template <int N, typename Move>
+__device__ inline void barrierCall(const DirectArgs& a, int n, int block, int nblocks, Move move) {
+  const uint64_t call = callNumber(a);
+  Stamps stamps(a, block);
+  if (rankBarrier(a, n, block, call, 2 * call - 1, true)) {
+    stamps.peersCame();
+    const uint8_t* ins[N];
+    uint8_t* outs[N];
+    peerBuffers<N>(a, n, block, ins, outs);
+    move(ins, outs);
+    if (rankBarrier(a, n, block, call, 2 * call, false)) stamps.end(a);
+  }
+  endLaunch(a, call, nblocks);
 }
 
 // ---------------------------------------------------------------- moves over many blocks
@@ -503,93 +549,72 @@ template <typename T, ReduceOp Op, int N, bool Exact>
 __device__ void reduceStore(const DirectArgs& a, bool scatter, int block, int nblocks) {
   const int n = Exact ? N : a.nranks;
   const int r = a.rank;
-  Stamps stamps(a, block);
-  if (!rankBarrier(a, n, block, 2 * static_cast<uint64_t>(a.seq) - 1, true)) return;
-  stamps.peersCame();
-  const uint8_t* ins[N];
-  uint8_t* outs[N];
-  peerBuffers<N>(a, n, block, ins, outs);
-  uint64_t srcAt = 0, dstAt = 0;
-  uint32_t len = static_cast<uint32_t>(a.count);
-  if (scatter) {
-    srcAt = static_cast<uint64_t>(r) * a.count;
-  } else {
-    twoShotChunk(a.count, n, r, &srcAt, &len);
-    dstAt = srcAt;
-  }
-  T* const ownOut = static_cast<T*>(a.output);
-  auto src = [&](int p) { return reinterpret_cast<const T*>(ins[p]) + srcAt; };
-  auto dst = [&](int q) { return scatter ? ownOut : reinterpret_cast<T*>(outs[q]) + dstAt; };
-  moveRange<T, Op, N, N>(src, n, dst, scatter ? 1 : n, len, a.divisor,
-                         static_cast<uint32_t>(block) * dev::nthreads() + dev::tid(),
-                         static_cast<uint32_t>(nblocks) * dev::nthreads());
-  if (rankBarrier(a, n, block, 2 * static_cast<uint64_t>(a.seq), false)) stamps.end(a);
+  barrierCall<N>(a, n, block, nblocks, [&](const uint8_t*(&ins)[N], uint8_t*(&outs)[N]) {
+    uint64_t srcAt = 0, dstAt = 0;
+    uint32_t len = static_cast<uint32_t>(a.count);
+    if (scatter) {
+      srcAt = static_cast<uint64_t>(r) * a.count;
+    } else {
+      twoShotChunk(a.count, n, r, &srcAt, &len);
+      dstAt = srcAt;
+    }
+    T* const ownOut = static_cast<T*>(a.output);
+    auto src = [&](int p) { return reinterpret_cast<const T*>(ins[p]) + srcAt; };
+    auto dst = [&](int q) { return scatter ? ownOut : reinterpret_cast<T*>(outs[q]) + dstAt; };
+    moveRange<T, Op, N, N>(src, n, dst, scatter ? 1 : n, len, a.divisor,
+                           static_cast<uint32_t>(block) * dev::nthreads() + dev::tid(),
+                           static_cast<uint32_t>(nblocks) * dev::nthreads());
+  });
 }
 
 /// Block `block` of `nblocks` of rank a.rank's allgather, elements moved as words W of their size.
 template <typename W, int N>
 __device__ void allGather(const DirectArgs& a, int block, int nblocks) {
-  const int r = a.rank;
-  Stamps stamps(a, block);
-  if (!rankBarrier(a, N, block, 2 * static_cast<uint64_t>(a.seq) - 1, true)) return;
-  stamps.peersCame();
-  const uint8_t* ins[N];
-  uint8_t* outs[N];
-  peerBuffers<N>(a, N, block, ins, outs);
-  const W* const in = static_cast<const W*>(a.input);
-  const uint64_t dstAt = static_cast<uint64_t>(r) * a.count;
-  auto src = [&](int) { return in; };
-  auto dst = [&](int q) { return reinterpret_cast<W*>(outs[q]) + dstAt; };
-  moveRange<W, ReduceOp::kSum, 1, N>(src, 1, dst, N, static_cast<uint32_t>(a.count), 0,
-                                     static_cast<uint32_t>(block) * dev::nthreads() + dev::tid(),
-                                     static_cast<uint32_t>(nblocks) * dev::nthreads());
-  if (rankBarrier(a, N, block, 2 * static_cast<uint64_t>(a.seq), false)) stamps.end(a);
+  barrierCall<N>(a, N, block, nblocks, [&](const uint8_t*(&)[N], uint8_t*(&outs)[N]) {
+    const W* const in = static_cast<const W*>(a.input);
+    const uint64_t dstAt = static_cast<uint64_t>(a.rank) * a.count;
+    auto src = [&](int) { return in; };
+    auto dst = [&](int q) { return reinterpret_cast<W*>(outs[q]) + dstAt; };
+    moveRange<W, ReduceOp::kSum, 1, N>(src, 1, dst, N, static_cast<uint32_t>(a.count), 0,
+                                       static_cast<uint32_t>(block) * dev::nthreads() + dev::tid(),
+                                       static_cast<uint32_t>(nblocks) * dev::nthreads());
+  });
 }
 
 /// Block `block` of `nblocks` of rank a.rank's all-to-all, elements moved as words W of their size: a.count per
 /// block, a.nranks blocks in the input and the output.
 template <typename W, int N>
 __device__ void allToAll(const DirectArgs& a, int block, int nblocks) {
-  const int r = a.rank;
-  Stamps stamps(a, block);
-  if (!rankBarrier(a, N, block, 2 * static_cast<uint64_t>(a.seq) - 1, true)) return;
-  stamps.peersCame();
-  const uint8_t* ins[N];
-  uint8_t* outs[N];
-  peerBuffers<N>(a, N, block, ins, outs);
-  const uint32_t g = static_cast<uint32_t>(block) * dev::nthreads() + dev::tid();
-  const uint32_t stride = static_cast<uint32_t>(nblocks) * dev::nthreads();
-  COLLIE_UNROLL
-  for (int k = 0; k < N; ++k) {
-    const int q = r + k < N ? r + k : r + k - N;
-    const W* const from = static_cast<const W*>(a.input) + static_cast<uint64_t>(q) * a.count;
-    W* const to = reinterpret_cast<W*>(outs[q]) + static_cast<uint64_t>(r) * a.count;
-    moveRange<W, ReduceOp::kSum, 1, 1>([&](int) { return from; }, 1, [&](int) { return to; }, 1,
-                                       static_cast<uint32_t>(a.count), 0, g, stride);
-  }
-  if (rankBarrier(a, N, block, 2 * static_cast<uint64_t>(a.seq), false)) stamps.end(a);
+  barrierCall<N>(a, N, block, nblocks, [&](const uint8_t*(&)[N], uint8_t*(&outs)[N]) {
+    const int r = a.rank;
+    const uint32_t g = static_cast<uint32_t>(block) * dev::nthreads() + dev::tid();
+    const uint32_t stride = static_cast<uint32_t>(nblocks) * dev::nthreads();
+    COLLIE_UNROLL
+    for (int k = 0; k < N; ++k) {
+      const int q = r + k < N ? r + k : r + k - N;
+      const W* const from = static_cast<const W*>(a.input) + static_cast<uint64_t>(q) * a.count;
+      W* const to = reinterpret_cast<W*>(outs[q]) + static_cast<uint64_t>(r) * a.count;
+      moveRange<W, ReduceOp::kSum, 1, 1>([&](int) { return from; }, 1, [&](int) { return to; }, 1,
+                                         static_cast<uint32_t>(a.count), 0, g, stride);
+    }
+  });
 }
 
 /// Block `block` of `nblocks` of rank a.rank's broadcast from rank a.root, elements moved as words W of their size.
 template <typename W, int N>
 __device__ void broadcast(const DirectArgs& a, int block, int nblocks) {
-  Stamps stamps(a, block);
-  if (!rankBarrier(a, N, block, 2 * static_cast<uint64_t>(a.seq) - 1, true)) return;
-  stamps.peersCame();
-  const uint8_t* ins[N];
-  uint8_t* outs[N];
-  peerBuffers<N>(a, N, block, ins, outs);
-  uint64_t begin = 0;
-  uint32_t len = 0;
-  twoShotChunk(a.count, N, a.rank, &begin, &len);
-  const W* const from = reinterpret_cast<const W*>(ins[a.root]) + begin;
-  // A root in place already holds its chunk: its output is left out rather than rewritten with the same bytes.
-  const int skip = ins[a.root] == outs[a.root] ? a.root : N;
-  auto to = [&](int i) { return reinterpret_cast<W*>(outs[i < skip ? i : i + 1]) + begin; };
-  moveRange<W, ReduceOp::kSum, 1, N>([&](int) { return from; }, 1, to, skip < N ? N - 1 : N, len, 0,
-                                     static_cast<uint32_t>(block) * dev::nthreads() + dev::tid(),
-                                     static_cast<uint32_t>(nblocks) * dev::nthreads());
-  if (rankBarrier(a, N, block, 2 * static_cast<uint64_t>(a.seq), false)) stamps.end(a);
+  barrierCall<N>(a, N, block, nblocks, [&](const uint8_t*(&ins)[N], uint8_t*(&outs)[N]) {
+    uint64_t begin = 0;
+    uint32_t len = 0;
+    twoShotChunk(a.count, N, a.rank, &begin, &len);
+    const W* const from = reinterpret_cast<const W*>(ins[a.root]) + begin;
+    // A root in place already holds its chunk: its output is left out rather than rewritten with the same bytes.
+    const int skip = ins[a.root] == outs[a.root] ? a.root : N;
+    auto to = [&](int i) { return reinterpret_cast<W*>(outs[i < skip ? i : i + 1]) + begin; };
+    moveRange<W, ReduceOp::kSum, 1, N>([&](int) { return from; }, 1, to, skip < N ? N - 1 : N, len, 0,
+                                       static_cast<uint32_t>(block) * dev::nthreads() + dev::tid(),
+                                       static_cast<uint32_t>(nblocks) * dev::nthreads());
+  });
 }
 
 }  // namespace direct

@@ -21,7 +21,7 @@ int checkDirectLaunch(const DirectArgs& a, DirectKind kind, collieDataType_t typ
   if (size == 0) return refuse("unknown data type");
   if (a.nranks < 2 || a.nranks > kDirectMaxRanks) return refuse("nranks outside 2..8");
   if (a.rank < 0 || a.rank >= a.nranks) return refuse("rank outside 0..nranks-1");
-  if (a.seq == 0) return refuse("seq 0: calls are numbered from 1");
+  if (a.counter == nullptr) return refuse("no call counter");
   if (blocks < 1 || blocks > kDirectMaxBlocks) return refuse("blocks outside 1..kDirectMaxBlocks");
   if (threads < 1 || threads > kDirectMaxThreads) return refuse("threads outside 1..kDirectMaxThreads");
   if (a.error == nullptr) return refuse("no error record");

@@ -26,14 +26,18 @@
 //    kernels), so a launch needs no peer's buffers from the host: each rank learns them on the device, as the call
 //    starts (the one-shot kernel reaches peers only through their scratch);
 //  * a DirectError per rank, which the host reads after the call (nonzero code: the call failed; the record stays
-//    raised, and every later call of this rank fails at its first wait check, until the host clears it).
+//    raised, and every later call of this rank fails at its first wait check, until the host clears it);
+//  * a DirectCounter per rank, in device memory only its own launches touch.
 // Zero never equals a flag or epoch a call waits for, since calls are numbered from 1.
 //
-// The call number. DirectArgs::seq counts the communicator's direct calls, of all four kernels, from 1, and
-// advances by one at each: every one of them synchronises every pair of ranks, which is what lets the one-shot's
-// two parities of scratch suffice (direct_allreduce_block.cuh, "Parities"). Before the 32-bit number would wrap,
-// the host zeroes every rank's scratch and barrier flags between calls of all ranks and numbers from 1 again: a
-// line left by a large call 2^32 calls before could otherwise pass for new, and the epochs must rise.
+// The call number. A rank's DirectCounter counts the communicator's direct calls, of every kernel, and each launch
+// takes the next number on the device: every block reads seq + 1 as it starts, and the launch's last block to end
+// stores it back (no block ends before every block has read it). So a launch captured into a CUDA graph numbers its
+// replays as launches from the host would be numbered, and calls made either way mix. Every call synchronises
+// every pair of ranks, which is what lets the one-shot's two parities of scratch suffice (direct_allreduce_block.cuh,
+// "Parities"). Epochs are 64-bit, but the one-shot's line flags hold 32 bits of the number: a line left by a large
+// call 2^32 calls before could pass for new, so the one-shot fails a call numbered past kDirectMaxOneShotCalls
+// (collieInvalidUsage, peer -1) instead of running it.
 //
 // Grids. Every rank of a call launches the same number of blocks, all of which must be resident at once, on each
 // GPU together with those of the other ranks sharing it: a block spins until its peers' blocks run. The launcher
@@ -73,6 +77,15 @@ constexpr uint64_t kDirectMaxBytes = (uint64_t{1} << 31) - 1;
 /// kernels: the end of the entry barrier; the one-shot: its first line from every peer): the launch skew as this
 /// rank sees it, plus one hop. The executor logs the means as the communicator goes.
 constexpr int kDirectTimingWords = 3;
+/// The last call number a one-shot launch runs (its line flags hold 32 bits of it).
+constexpr uint64_t kDirectMaxOneShotCalls = 0xffffffffull;
+
+/// A rank's direct calls so far, and the blocks of its running launch that have ended (see "The call number").
+struct DirectCounter {
+  uint64_t seq = 0;
+  uint32_t done = 0;
+  uint32_t unused = 0;
+};
 
 enum class DirectKind : int {
   kOneShotAllReduce = 0,
@@ -93,11 +106,13 @@ inline bool directMovesWords(DirectKind kind) {
 /// the call has finished. `code` is written last (after a system fence): nonzero, the other fields are complete.
 struct DirectError {
   uint32_t claimed = 0;  // 1 once a thread took the record (dev::raiseFirst)
-  uint32_t code = 0;     // collieTimeout (a peer never came) or collieRemoteError (the abort flag); 0 while healthy
-  int32_t rank = -1;     // the rank that gave up
-  int32_t peer = -1;     // the rank it was waiting for (every failure is a wait's)
-  uint32_t call = 0;     // the call's seq
-  int32_t block = -1;    // the block that gave up
+  // collieTimeout (a peer never came), collieRemoteError (the abort flag) or collieInvalidUsage (a one-shot past
+  // kDirectMaxOneShotCalls); 0 while healthy
+  uint32_t code = 0;
+  int32_t rank = -1;   // the rank that gave up
+  int32_t peer = -1;   // the rank it was waiting for; -1: no wait's (a one-shot past kDirectMaxOneShotCalls)
+  uint64_t call = 0;   // the call's number
+  int32_t block = -1;  // the block that gave up
 };
 
 /// One launch's arguments; the same struct for every kernel and rank count. Pointers are as this rank addresses
@@ -109,8 +124,8 @@ struct DirectError {
 struct DirectArgs {
   int rank = 0;
   int nranks = 2;
-  uint32_t seq = 1;        // the communicator's direct-call number, from 1 (see above)
-  uint32_t slotLines = 0;  // one-shot: lines of one [parity][sender] slot of scratch
+  DirectCounter* counter = nullptr;  // this rank's (see "The call number")
+  uint32_t slotLines = 0;            // one-shot: lines of one [parity][sender] slot of scratch
   // allreduce and broadcast: the count; reduce-scatter: each rank's output count (inputs hold nranks x count);
   // allgather: each rank's input count (outputs hold nranks x count); all-to-all: each block's (both hold nranks x)
   uint64_t count = 0;

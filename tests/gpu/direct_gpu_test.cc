@@ -6,7 +6,10 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -125,9 +128,8 @@ std::vector<std::pair<collieResult_t, std::string>> callOnRanks(const collie::te
   return out;
 }
 
-// What the CUDA backend cannot run as a direct kernel yet is refused on every rank, before anything is queued, with
-// a sentence naming the algorithm and what to do: a one-shot call larger than its slots, and a captured call (a
-// replay would reuse its call number).
+// What the CUDA backend cannot run as a direct kernel is refused on every rank, before anything is queued, with a
+// sentence naming the algorithm and what to do: a one-shot call larger than its slots.
 TEST(CudaBackend, DirectCallsItCannotRunAreRefused) {
   SKIP_WITHOUT_GPU();
   ScopedEnv device("COLLIE_DEVICE", "cuda");
@@ -142,8 +144,6 @@ TEST(CudaBackend, DirectCallsItCannotRunAreRefused) {
   const Case cases[] = {
       {"allreduce:direct_oneshot", Coll::kAllReduce, oneShotMost(collieFloat32) + 1, false,
        "takes at most 65536 bytes per rank"},
-      {"allreduce:direct_twoshot", Coll::kAllReduce, 64, true, "cannot be captured into a CUDA graph yet"},
-      {"alltoall:direct", Coll::kAllToAll, 64, true, "cannot be captured into a CUDA graph yet"},
   };
   for (const Case& c : cases) {
     ScopedEnv algo("COLLIE_ALGO", c.algo);
@@ -153,6 +153,110 @@ TEST(CudaBackend, DirectCallsItCannotRunAreRefused) {
       EXPECT_EQ(rank.first, collieInvalidUsage) << c.algo << ": " << rank.second;
       EXPECT_NE(rank.second.find(c.says), std::string::npos) << c.algo << ": " << rank.second;
     }
+  }
+}
+
+// Every thread waits here until all `n` have come (a host barrier among the ranks' threads).
+class Rendezvous {
+ public:
+  explicit Rendezvous(int n) : n_(n) {}
+  void arrive() {
+    std::unique_lock<std::mutex> lock(mu_);
+    const int round = round_;
+    if (++count_ == n_) {
+      count_ = 0;
+      ++round_;
+      cv_.notify_all();
+      return;
+    }
+    cv_.wait(lock, [&] { return round_ != round; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int n_, count_ = 0, round_ = 0;
+};
+
+// A direct call captured into a CUDA graph and replayed, with uncaptured calls of the same algorithm between the
+// replays: every one exact, on inputs that change before each, since each launch takes its call's number on the
+// device (kernels/direct_kernels.h, "The call number"). A replay that reused its capture's number would take the
+// one-shot's lines of the replay before, or pass a barrier early. Every rank allocates and captures before any
+// launches, and frees after all have synchronised: an allocation or a free waits for the whole device, so one made
+// while a peer's kernel waits for this rank's would deadlock.
+TEST(CudaBackend, DirectCallsReplayFromCudaGraphs) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
+  const int n = 3;
+  const size_t count = 1001;  // per rank (all-to-all: per block)
+  for (const char* algo : {"allreduce:direct_oneshot", "allreduce:direct_twoshot", "alltoall:direct"}) {
+    ScopedEnv named("COLLIE_ALGO", algo);
+    const bool alltoall = std::string(algo).rfind("alltoall", 0) == 0;
+    const size_t elems = alltoall ? count * n : count;
+    collie::test::Comms comms(n);
+    ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+    std::vector<std::string> wrong(static_cast<size_t>(n));
+    Rendezvous all(n);
+    collie::test::onRanks(n, [&](int r) {
+      cudaSetDevice(0);
+      std::string& bad = wrong[static_cast<size_t>(r)];
+      auto in = std::make_unique<RankDevice>(elems * sizeof(float));
+      auto out = std::make_unique<RankDevice>(elems * sizeof(float));
+      cudaStream_t stream = in->stream;
+      auto call = [&] {
+        return alltoall ? collieAllToAll(in->buf, out->buf, count, collieFloat32, comms[r], stream)
+                        : collieAllReduce(in->buf, out->buf, count, collieFloat32, collieSum, comms[r], stream);
+      };
+      // Rank p's input element i in call k: small integers, so every sum is exact.
+      auto value = [](int p, int k, size_t i) {
+        return static_cast<float>((p + 1) * (k + 2) + static_cast<int>(i % 7));
+      };
+      cudaGraph_t graph = nullptr;
+      cudaGraphExec_t exec = nullptr;
+      collieResult_t rc = collieSuccess;
+      if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess) rc = call();
+      if (cudaStreamEndCapture(stream, &graph) != cudaSuccess || rc != collieSuccess ||
+          cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess)
+        bad = std::string("capture failed: ") + collieGetLastError(comms[r]);
+      std::vector<float> host(elems), got(elems);
+      all.arrive();
+      // (A rank whose capture failed makes no call: its peers' first calls time out, and say so.)
+      for (int k = 0; k < 4 && bad.empty(); ++k) {
+        for (size_t i = 0; i < elems; ++i) host[i] = value(r, k, i);
+        cudaMemcpyAsync(in->buf, host.data(), elems * sizeof(float), cudaMemcpyHostToDevice, stream);
+        // Calls 0 and 2 replay the graph, 1 and 3 are made as usual.
+        const bool replay = k % 2 == 0;
+        if (replay ? cudaGraphLaunch(exec, stream) != cudaSuccess : call() != collieSuccess) {
+          bad = "call " + std::to_string(k) + " failed: " + collieGetLastError(comms[r]);
+          break;
+        }
+        cudaMemcpyAsync(got.data(), out->buf, elems * sizeof(float), cudaMemcpyDeviceToHost, stream);
+        if (cudaStreamSynchronize(stream) != cudaSuccess || collieCommGetAsyncError(comms[r], &rc) != collieSuccess ||
+            rc != collieSuccess) {
+          bad = "call " + std::to_string(k) + " failed on the GPU: " + collieGetLastError(comms[r]);
+          break;
+        }
+        for (size_t i = 0; i < elems && bad.empty(); ++i) {
+          float want = 0;
+          if (alltoall) {
+            want = value(static_cast<int>(i / count), k, static_cast<size_t>(r) * count + i % count);
+          } else {
+            for (int p = 0; p < n; ++p) want = value(p, k, i) + want;
+          }
+          if (got[i] != want)
+            bad = std::string(replay ? "replay " : "call ") + std::to_string(k) + ": element " + std::to_string(i) +
+                  " is " + std::to_string(got[i]) + ", not " + std::to_string(want);
+        }
+      }
+      cudaStreamSynchronize(stream);
+      all.arrive();
+      if (exec != nullptr) cudaGraphExecDestroy(exec);
+      if (graph != nullptr) cudaGraphDestroy(graph);
+      out.reset();
+      in.reset();
+    });
+    for (int r = 0; r < n; ++r) EXPECT_EQ(wrong[static_cast<size_t>(r)], "") << algo << ", rank " << r;
   }
 }
 

@@ -355,10 +355,10 @@ part_perf() {
   perf_step perf_one_rank_vs_nccl "$bench" allreduce --backend cuda -b 8 -e "${large[-1]}" -f 4 -n 20 -w 5 \
     --reps 3 --vs nccl --jsonl "$jsonl"
   perf_step perf_nccl_t2 "$bench" allreduce -t 2 --backend cuda -b 1M -e 1M -n 5 -w 2 --vs nccl --jsonl "$jsonl"
-  # Small calls as CUDA graphs (a direct call is not captured: the executor refuses it).
+  # Small calls as CUDA graphs.
   for t in 2 4 8; do
     perf_step "perf_small_t${t}_graphs" "$bench" allreduce -t "$t" --backend cuda "${few[@]}" -G 20 \
-      --algo auto,oneshot
+      --algo auto,oneshot,direct_oneshot
   done
   for t in 2 8; do
     for c in reducescatter allgather; do

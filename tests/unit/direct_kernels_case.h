@@ -141,7 +141,10 @@ class World {
     }
   }
   int nranks() const { return n_; }
-  uint32_t seq() const { return seq_; }
+  /// Rank r's call counter (DirectArgs::counter): its calls so far, as its launches left it.
+  const DirectCounter& counter(int r) const { return ranks_[static_cast<size_t>(r)].counter; }
+  /// Rank r's counter set as if it had made `calls` calls (a test of what comes after many).
+  void setCalls(int r, uint64_t calls) { ranks_[static_cast<size_t>(r)].counter.seq = calls; }
   /// Raised by a test to make every wait give up (DirectArgs::abortFlag).
   void raiseAbort() { __atomic_store_n(&abort_, 1u, __ATOMIC_RELEASE); }
   const DirectError& error(int r) const { return ranks_[static_cast<size_t>(r)].error; }
@@ -153,7 +156,8 @@ class World {
   uint32_t slotLines() const { return slotLines_; }
 
   /// Runs `calls` in order on the ranks listed (all when empty; a rank left out never comes) and returns a line
-  /// per wrong result or failed call (empty: every byte as expected). Calls are numbered on from the last run.
+  /// per wrong result or failed call (empty: every byte as expected). Each rank's launches number the calls on from
+  /// its counter (lines name them by the ranks' common count).
   /// Each rank checks its own buffers as soon as its launch has returned.
   std::vector<std::string> run(const std::vector<Call>& calls, const std::vector<int>& only = {}) {
     std::vector<int> who = only;
@@ -167,7 +171,7 @@ class World {
       threads.emplace_back([&, r] {
         std::vector<std::string>& mine = found[static_cast<size_t>(r)];
         for (size_t k = 0; k < calls.size() && mine.size() < 4; ++k) {
-          const std::string bad = runOne(calls[k], r, k, first + static_cast<uint32_t>(k));
+          const std::string bad = runOne(calls[k], r, k);
           if (!bad.empty())
             mine.push_back("call " + std::to_string(first + k) + " (" + calls[k].describe() + "), rank " +
                            std::to_string(r) + " of " + std::to_string(n_) + ": " + bad);
@@ -191,6 +195,7 @@ class World {
   struct Rank {
     Buffer in, out, scratch, barriers;
     DirectError error;
+    DirectCounter counter;
     std::unique_ptr<emu::Launcher> launcher;
   };
 
@@ -220,9 +225,9 @@ class World {
     return b;
   }
 
-  // Rank r's part of call k (number seq): its buffers prepared (poison, then its input), its launch, and what it
-  // finds wrong in them afterwards ("" when nothing).
-  std::string runOne(const Call& c, int r, size_t k, uint32_t seq) {
+  // Rank r's part of call k: its buffers prepared (poison, then its input), its launch, and what it finds wrong in
+  // them afterwards ("" when nothing).
+  std::string runOne(const Call& c, int r, size_t k) {
     Rank& me = ranks_[static_cast<size_t>(r)];
     const std::vector<uint8_t>& input = c.inputs[static_cast<size_t>(r)];
     std::vector<uint8_t> out = poisoned(c, k, r), in;
@@ -235,7 +240,7 @@ class World {
       memcpy(me.in.get(), in.data(), in.size());
     }
     memcpy(me.out.get(), out.data(), out.size());
-    const DirectArgs a = argsOf(c, r, seq);
+    const DirectArgs a = argsOf(c, r);
     if (emu::launchDirect(a, c.kind, c.type, reduceOpOf(c.op), me.launcher.get()) != 0) return "launch refused";
     if (me.error.code != 0)
       return "failed with code " + std::to_string(me.error.code) + " waiting for rank " +
@@ -248,11 +253,11 @@ class World {
     return "";
   }
 
-  DirectArgs argsOf(const Call& c, int r, uint32_t seq) {
+  DirectArgs argsOf(const Call& c, int r) {
     DirectArgs a;
     a.rank = r;
     a.nranks = n_;
-    a.seq = seq;
+    a.counter = &ranks_[static_cast<size_t>(r)].counter;
     a.slotLines = slotLines_;
     a.count = c.count;
     a.root = c.root;

@@ -131,6 +131,44 @@ TEST(DirectKernels, TimedLaunchesCountThemselvesOnce) {
   }
 }
 
+// Each launch takes its call's number from the rank's counter and leaves the next there, whatever its grid (the
+// worlds here run 1 to 3 blocks): what lets a launch captured into a CUDA graph replay as a new call.
+TEST(DirectKernels, EveryLaunchAdvancesItsRanksCounterByOne) {
+  std::mt19937_64 rng(collie::test::testSeed() + 31);
+  for (int n : {2, 4}) {
+    World world = worldOf(n);
+    std::vector<Call> calls;
+    for (DirectKind kind : kKinds)
+      calls.push_back(makeCall(kind, collieFloat32, TestOp::kSum, 1 + rng() % 300, false, n, &rng, true));
+    ASSERT_TRUE(world.run(calls).empty());
+    ASSERT_TRUE(world.run(calls).empty());
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ(world.counter(r).seq, 2 * std::size(kKinds)) << n << " ranks, rank " << r;
+      EXPECT_EQ(world.counter(r).done, 0u) << n << " ranks, rank " << r;
+    }
+  }
+}
+
+// A one-shot's line flags hold 32 bits of its call's number: the call after kDirectMaxOneShotCalls fails on every
+// rank, with no peer to blame, instead of taking lines an older call left; the barrier kernels' 64-bit epochs run on.
+TEST(DirectKernels, AOneShotPastItsFlagsFailsAndTheBarrierKernelsRunOn) {
+  std::mt19937_64 rng(collie::test::testSeed() + 37);
+  World world = worldOf(3);
+  for (int r = 0; r < 3; ++r) world.setCalls(r, collie::kDirectMaxOneShotCalls - 1);
+  const Call last = makeCall(DirectKind::kOneShotAllReduce, collieFloat32, TestOp::kSum, 100, false, 3, &rng, true);
+  const Call twoShot = makeCall(DirectKind::kTwoShotAllReduce, collieFloat32, TestOp::kSum, 100, false, 3, &rng, true);
+  ASSERT_TRUE(world.run({last, twoShot}).empty());  // calls 2^32 - 1 and 2^32
+  const Call past = makeCall(DirectKind::kOneShotAllReduce, collieFloat32, TestOp::kSum, 100, false, 3, &rng, true);
+  EXPECT_EQ(world.run({past}).size(), 3u);
+  for (int r = 0; r < 3; ++r) {
+    const DirectError& e = world.error(r);
+    EXPECT_EQ(e.code, static_cast<uint32_t>(collieInvalidUsage));
+    EXPECT_EQ(e.peer, -1);
+    EXPECT_EQ(e.call, collie::kDirectMaxOneShotCalls + 2);
+    EXPECT_EQ(world.counter(r).seq, collie::kDirectMaxOneShotCalls + 2);
+  }
+}
+
 TEST(DirectKernels, AWaitForAPeerThatNeverComesGivesUpWithRankPeerAndCall) {
   std::mt19937_64 rng(5);
   for (DirectKind kind : kKinds) {
@@ -206,10 +244,12 @@ TEST(DirectKernels, APacketLineIsTakenOnlyOnceBothHalvesHaveCome) {
 
 TEST(DirectKernels, LaunchesOutsideTheirLimitsAreRefused) {
   DirectError error;
+  collie::DirectCounter counter;
   uint8_t buf[64] = {};
   DirectArgs a;
   a.nranks = 2;
   a.error = &error;
+  a.counter = &counter;
   a.count = 4;
   a.slotLines = 2;
   a.input = buf;
@@ -238,7 +278,7 @@ TEST(DirectKernels, LaunchesOutsideTheirLimitsAreRefused) {
   x.nranks = 9;
   EXPECT_NE(check(x, DirectKind::kOneShotAllReduce, collie::ReduceOp::kSum, 1), 0);
   x = a;
-  x.seq = 0;
+  x.counter = nullptr;
   EXPECT_NE(check(x, DirectKind::kAllGather, collie::ReduceOp::kSum, 1), 0);
   EXPECT_NE(check(a, DirectKind::kAllGather, collie::ReduceOp::kSum, collie::kDirectMaxBlocks + 1), 0);
   x = a;
