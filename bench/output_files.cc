@@ -89,12 +89,13 @@ std::string csvNum(double v) {
   return buf;
 }
 
-bool save(const std::string& path, const std::string& text, std::string* err) {
-  std::ofstream f(path);
+// Writes `text` to `path`, replacing it or, with `append`, after what it holds.
+bool save(const std::string& path, const std::string& text, std::string* err, bool append = false) {
+  std::ofstream f(path, append ? std::ios::app : std::ios::trunc);
   f << text;
   f.close();
   if (!f) {
-    *err = "cannot write " + path;
+    *err = (append ? "cannot append to " : "cannot write ") + path;
     return false;
   }
   return true;
@@ -197,17 +198,6 @@ std::string jsonLineLead(const Report& r) {
   return lead;
 }
 
-bool append(const std::string& path, const std::string& text, std::string* err) {
-  std::ofstream file(path, std::ios::app);
-  file << text;
-  file.close();
-  if (!file) {
-    *err = "cannot append to " + path;
-    return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 bool appendJsonNotes(const Report& r, const std::string& path, std::string* err) {
@@ -215,7 +205,7 @@ bool appendJsonNotes(const Report& r, const std::string& path, std::string* err)
   for (const std::string& note : r.notes) text += jsonLineLead(r) + ", \"note\": " + jsonString(note) + "}\n";
   for (const Setting& v : r.versions)
     text += jsonLineLead(r) + ", \"version\": " + jsonString(v.key) + ", \"value\": " + jsonString(v.value) + "}\n";
-  return append(path, text, err);
+  return save(path, text, err, true);
 }
 
 bool appendJsonLines(const Report& r, const Row& row, const std::string& path, std::string* err) {
@@ -235,7 +225,7 @@ bool appendJsonLines(const Report& r, const Row& row, const std::string& path, s
         << ", \"floor_percent\": " << num(floorPercent(f, row, l)) << "}\n";
     }
   }
-  return append(path, o.str(), err);
+  return save(path, o.str(), err, true);
 }
 
 bool writeCsv(const Report& r, const std::string& path, std::string* err) {

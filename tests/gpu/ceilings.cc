@@ -89,14 +89,21 @@ int fail(const char* what, cudaError_t e) {
   return 1;
 }
 
-// Buffers of one measurement: `count` floats each; input p holds p + 1 in its checked ends, 0 between.
+// Buffers and streams of one measurement: `count` floats each; input p holds p + 1 in its checked ends, 0 between.
 struct Arrays {
   std::vector<float*> in, out;
+  std::vector<cudaStream_t> streams;
   ~Arrays() {
+    for (cudaStream_t s : streams) cudaStreamDestroy(s);
     for (float* p : in) cudaFree(p);
     for (float* p : out) cudaFree(p);
   }
-  cudaError_t allocate(int n, size_t count) {
+  cudaError_t allocate(int n, size_t count, int nstreams) {
+    for (int k = 0; k < nstreams; ++k) {
+      cudaStream_t s = nullptr;
+      if (const cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)) return e;
+      streams.push_back(s);
+    }
     const size_t ends = std::min(kChecked, count);
     for (int p = 0; p < n; ++p) {
       float *a = nullptr, *b = nullptr;
@@ -169,10 +176,8 @@ void emitFigure(const std::string& what, const std::string& shape, size_t bytes,
 int copies(const Options& o, int k, size_t bytes, bool engine) {
   const size_t count = bytes / sizeof(float);
   Arrays a;
-  std::vector<cudaStream_t> streams(static_cast<size_t>(k));
-  cudaError_t e = a.allocate(k, count);
-  for (cudaStream_t& s : streams)
-    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  cudaError_t e = a.allocate(k, count, k);
+  std::vector<cudaStream_t>& streams = a.streams;
   int blocks = 0;
   if (e == cudaSuccess && !engine) e = static_cast<cudaError_t>(collie::ceilingBlocks(1, kThreads, k, &blocks));
   Timing t;
@@ -188,8 +193,6 @@ int copies(const Options& o, int k, size_t bytes, bool engine) {
           return static_cast<cudaError_t>(collie::launchCeiling(args, blocks, kThreads, streams[s]));
         },
         &t);
-  for (cudaStream_t s : streams)
-    if (s != nullptr) cudaStreamDestroy(s);
   if (e != cudaSuccess) return fail(engine ? "copy_engine" : "sm_copy", e);
   const long long wrong = a.wrong(count, [](int q) { return static_cast<float>(q + 1); });
   emitFigure(engine ? "copy_engine" : "sm_copy",
@@ -202,10 +205,8 @@ int copies(const Options& o, int k, size_t bytes, bool engine) {
 int idealAllReduce(const Options& o, int n, size_t bytes, int grids) {
   const size_t count = bytes / sizeof(float);
   Arrays a;
-  std::vector<cudaStream_t> streams(static_cast<size_t>(grids));
-  cudaError_t e = a.allocate(n, count);
-  for (cudaStream_t& s : streams)
-    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  cudaError_t e = a.allocate(n, count, grids);
+  std::vector<cudaStream_t>& streams = a.streams;
   int blocks = 0;
   if (e == cudaSuccess) e = static_cast<cudaError_t>(collie::ceilingBlocks(n, kThreads, grids, &blocks));
   Timing t;
@@ -224,8 +225,6 @@ int idealAllReduce(const Options& o, int n, size_t bytes, int grids) {
           return static_cast<cudaError_t>(collie::launchCeiling(args, blocks, kThreads, streams[s]));
         },
         &t);
-  for (cudaStream_t s : streams)
-    if (s != nullptr) cudaStreamDestroy(s);
   if (e != cudaSuccess) return fail("ideal_allreduce", e);
   const float sum = static_cast<float>(n * (n + 1) / 2);
   const long long wrong = a.wrong(count, [sum](int) { return sum; });
@@ -241,10 +240,8 @@ int idealAllReduce(const Options& o, int n, size_t bytes, int grids) {
 int ceCollective(const Options& o, int n, size_t bytes, bool alltoall) {
   const size_t count = bytes / sizeof(float), block = count / static_cast<size_t>(n);
   Arrays a;
-  std::vector<cudaStream_t> streams(static_cast<size_t>(n));
-  cudaError_t e = a.allocate(n, count);
-  for (cudaStream_t& s : streams)
-    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  cudaError_t e = a.allocate(n, count, n);
+  std::vector<cudaStream_t>& streams = a.streams;
   Timing t;
   if (e == cudaSuccess)
     e = timeCalls(
@@ -259,8 +256,6 @@ int ceCollective(const Options& o, int n, size_t bytes, bool alltoall) {
           return rc;
         },
         &t);
-  for (cudaStream_t s : streams)
-    if (s != nullptr) cudaStreamDestroy(s);
   if (e != cudaSuccess) return fail(alltoall ? "ce_alltoall" : "ce_allgather", e);
   // The first elements of each output, block 0 of it, come from input 0: all-to-all, its block q (the marked start
   // of input 0 for q = 0 only); allgather, its start (marked). Checked where a block holds them (-1: not checked).
