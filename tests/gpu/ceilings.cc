@@ -14,8 +14,8 @@
 // k and n run over 1 and the --ranks list. Each figure: the median, p90 and least over REPS timed repetitions
 // of ITERS calls (host clock from the first launch to the last stream's end, per call), and the rate at the
 // median as bytes read plus written per second, in GB/s. The first and last 4096 elements of each output are
-// checked ("wrong" counts those that differ; the copy engine's collectives check the first 4096 only, and -1 says
-// a block was too small to).
+// checked ("wrong" counts those that differ; the copy engine's collectives check the first 4096 of each output's
+// first block).
 // Run by tests/gpu/run.sh as perf_ceilings; exits 77 without a GPU.
 // Usage: ceilings [--jsonl FILE] [--bytes S,...] [--ranks n,...] [--reps R] [--iters I]
 //   (S with K, M or G: bytes per stream or rank, default 64M,256M; ranks 2,4,8; R 5; I 10)
@@ -257,23 +257,22 @@ int ceCollective(const Options& o, int n, size_t bytes, bool alltoall) {
         },
         &t);
   if (e != cudaSuccess) return fail(alltoall ? "ce_alltoall" : "ce_allgather", e);
-  // The first elements of each output, block 0 of it, come from input 0: all-to-all, its block q (the marked start
-  // of input 0 for q = 0 only); allgather, its start (marked). Checked where a block holds them (-1: not checked).
-  long long wrong = -1;
-  if (block >= kChecked) {
-    wrong = 0;
-    std::vector<float> got(kChecked);
-    for (int q = 0; q < n; ++q) {
-      if (cudaMemcpy(got.data(), a.out[static_cast<size_t>(q)], kChecked * sizeof(float), cudaMemcpyDeviceToHost) !=
-          cudaSuccess)
-        return fail("reading an output", cudaErrorUnknown);
-      const float want = !alltoall || q == 0 ? 1.0f : 0.0f;
-      for (float v : got) wrong += v != want ? 1 : 0;
-    }
+  // Block 0 of each output comes from input 0: all-to-all, its block q; allgather, its block 0. Input 0 holds 1 in
+  // its first and last `ends` elements (Arrays::allocate), 0 between.
+  const size_t ends = std::min(kChecked, count), checked = std::min(kChecked, block);
+  auto marked = [&](size_t x) { return x < ends || x >= count - ends ? 1.0f : 0.0f; };
+  long long wrong = 0;
+  std::vector<float> got(checked);
+  for (int q = 0; q < n; ++q) {
+    if (cudaMemcpy(got.data(), a.out[static_cast<size_t>(q)], checked * sizeof(float), cudaMemcpyDeviceToHost) !=
+        cudaSuccess)
+      return fail("reading an output", cudaErrorUnknown);
+    for (size_t x = 0; x < checked; ++x)
+      wrong += got[x] != marked((alltoall ? static_cast<size_t>(q) * block : 0) + x) ? 1 : 0;
   }
   const double moved = 2.0 * n * static_cast<double>(bytes);  // every stream copies S bytes, read and written
   emitFigure(alltoall ? "ce_alltoall" : "ce_allgather", "\"ranks\": " + std::to_string(n), bytes, moved, t, wrong);
-  return wrong > 0 ? 1 : 0;
+  return wrong == 0 ? 0 : 1;
 }
 
 void emitMachine() {
