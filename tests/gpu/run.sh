@@ -239,13 +239,16 @@ part_sanitize() {
   step memcheck_alltoallv env COLLIE_TIMEOUT=120 compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$build/tests/collectives_gpu_test" --gtest_filter='CudaBackend.AllToAllv*'
 }
-part_bench() {
-  local bench=$build/bench/collie-bench nccl t c
-  [ -x "$bench" ] || { echo "$bench not built"; record bench FAIL-not-built 0; return 0; }
-  # NCCL for --vs nccl: the system's, else the one PyTorch brings (nvidia-nccl wheel).
+find_nccl() {  # NCCL for --vs nccl: the system's, else the one PyTorch brings (nvidia-nccl wheel)
+  local nccl
   nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(os.path.dirname(nvidia.nccl.__file__), "lib"))' \
     2>/dev/null || true)
-  [ -n "$nccl" ] && export LD_LIBRARY_PATH="$nccl:${LD_LIBRARY_PATH:-}"
+  [ -z "$nccl" ] || export LD_LIBRARY_PATH="$nccl:${LD_LIBRARY_PATH:-}"
+}
+part_bench() {
+  local bench=$build/bench/collie-bench t c
+  [ -x "$bench" ] || { echo "$bench not built"; record bench FAIL-not-built 0; return 0; }
+  find_nccl
   # Ranks as threads of one process (-t): one CUDA context, kernels run concurrently.
   # NCCL refuses two ranks on one GPU, so it is compared at one rank.
   step bench_allreduce_1_vs_nccl "$bench" allreduce --backend cuda -b 4 -e 256M -f 4 --vs nccl --limit \
@@ -304,6 +307,7 @@ part_bench() {
 part_perf() {
   local bench=$build/bench/collie-bench jsonl=$logs/perf.jsonl t c
   [ -x "$bench" ] || { echo "$bench not built"; record perf FAIL-not-built 0; return 0; }
+  find_nccl
   local large small_max=${PERF_SMALL_MAX:-256K}
   read -ra large <<<"${PERF_LARGE:-64M 256M}"
   local big=(-b "${large[0]}" -e "${large[-1]}" -f 4 -n 5 -w 2 --reps 3 --limit --jsonl "$jsonl")
