@@ -133,8 +133,7 @@ Status CudaExecutor::planDirect(const Program& program, DirectKind kind, const E
     // block r of every input; allgather: its input, stored into every output; all-to-all: every block of its input;
     // broadcast: its chunk of the root's input, stored into every output), up to what fits at once. A first choice:
     // no GPU has measured another yet.
-    const bool perRank = kind != DirectKind::kTwoShotAllReduce && kind != DirectKind::kBroadcast;
-    const uint64_t moved = perRank ? bytes * layout_.nranks : bytes;
+    const uint64_t moved = directHoldsBlocks(kind) ? bytes * layout_.nranks : bytes;
     want = (moved + (64 << 10) - 1) >> 16;
   }
   *blocks = static_cast<int>(want < 1 ? 1 : want < static_cast<uint64_t>(most) ? want : most);

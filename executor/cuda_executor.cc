@@ -96,10 +96,16 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
     COLLIE_RETURN_IF_ERROR(
         cudaStatus(static_cast<cudaError_t>(preloadDirectKernels(static_cast<int>(n))), "loading the direct kernels"));
     // Every block of every rank's launch must be resident at once (direct_kernels.h, "Grids"), those of the
-    // other ranks of this process on this GPU too: how many fit, per kernel and type, known before any call.
+    // other ranks of this process on this GPU too: how many fit, per kernel and type, known before any call. Kinds
+    // that launch another kind's kernel take its answer (directKernelKind numbers below theirs).
     const int sharing = static_cast<int>(windows.colocatedPeers().size()) + 1;
     for (int k = 0; k < kDirectKinds; ++k)
       for (int t = 0; t < collieNumTypes; ++t) {
+        const int same = static_cast<int>(directKernelKind(static_cast<DirectKind>(k)));
+        if (same != k) {
+          e->directFit_[k][t] = e->directFit_[same][t];
+          continue;
+        }
         int fit = 0;
         COLLIE_RETURN_IF_ERROR(cudaStatus(
             static_cast<cudaError_t>(directResidentBlocks(static_cast<DirectKind>(k), static_cast<collieDataType_t>(t),

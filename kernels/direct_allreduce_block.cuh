@@ -617,5 +617,17 @@ __device__ void broadcast(const DirectArgs& a, int block, int nblocks) {
   });
 }
 
+/// The kinds that move words (direct_kernels.h, directMovesWords), by `kind`: one body for the GPU's kernel per
+/// element size and the emulation alike.
+template <typename W, int N>
+__device__ void moveWords(const DirectArgs& a, DirectKind kind, int block, int nblocks) {
+  if (kind == DirectKind::kAllGather)
+    allGather<W, N>(a, block, nblocks);
+  else if (kind == DirectKind::kAllToAll)
+    allToAll<W, N>(a, block, nblocks);
+  else
+    broadcast<W, N>(a, block, nblocks);
+}
+
 }  // namespace direct
 }  // namespace collie

@@ -74,15 +74,7 @@ int launchDirect(const DirectArgs& args, DirectKind kind, collieDataType_t type,
     visitType(type, [&](auto tag) {
       using W = direct::WordOf<typename decltype(tag)::type>;
       visitDirectRanks(args.nranks, [&](auto nc) {
-        constexpr int kN = decltype(nc)::value;
-        launcher->run([&](int b) {
-          if (kind == DirectKind::kAllGather)
-            direct::allGather<W, kN>(args, b, blocks);
-          else if (kind == DirectKind::kAllToAll)
-            direct::allToAll<W, kN>(args, b, blocks);
-          else
-            direct::broadcast<W, kN>(args, b, blocks);
-        });
+        launcher->run([&](int b) { direct::moveWords<W, decltype(nc)::value>(args, kind, b, blocks); });
       });
     });
     return 0;

@@ -40,13 +40,7 @@ __global__ void __launch_bounds__(kDirectMaxThreads, kDirectMinBlocksPerSm)
 template <typename W, int N>
 __global__ void __launch_bounds__(kDirectMaxThreads, kDirectMinBlocksPerSm)
     directWordsKernel(const __grid_constant__ DirectArgs a, int kind) {
-  const int block = static_cast<int>(blockIdx.x), nblocks = static_cast<int>(gridDim.x);
-  if (kind == static_cast<int>(DirectKind::kAllGather))
-    direct::allGather<W, N>(a, block, nblocks);
-  else if (kind == static_cast<int>(DirectKind::kAllToAll))
-    direct::allToAll<W, N>(a, block, nblocks);
-  else
-    direct::broadcast<W, N>(a, block, nblocks);
+  direct::moveWords<W, N>(a, static_cast<DirectKind>(kind), static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));
 }
 
 /// Calls f(kernel) with the kernel of `kind` for (type, op, nranks); false where there is none.
@@ -79,16 +73,19 @@ int preloadDirectKernels(int nranks) {
   // Lazy module loading loads a kernel at its first launch, which can wait for the context's running kernels:
   // querying each one loads it now (launch.h, preloadProgramKernels).
   int rc = 0;
-  for (DirectKind kind : {DirectKind::kOneShotAllReduce, DirectKind::kTwoShotAllReduce, DirectKind::kAllGather})
+  for (int k = 0; k < kDirectKinds; ++k) {
+    const DirectKind kind = static_cast<DirectKind>(k);
+    if (directKernelKind(kind) != kind) continue;  // another kind's kernel, loaded with it
     for (int t = 0; t < collieNumTypes; ++t)
       for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMax, ReduceOp::kMin}) {
-        if (directMovesWords(kind) && op != ReduceOp::kSum) continue;  // one kernel serves the three kinds
+        if (directMovesWords(kind) && op != ReduceOp::kSum) continue;  // no operator: one kernel per type
         visitKernel(kind, static_cast<collieDataType_t>(t), op, nranks, [&](const void* kernel) {
           cudaFuncAttributes attr;
           const cudaError_t e = cudaFuncGetAttributes(&attr, kernel);
           if (e != cudaSuccess && rc == 0) rc = static_cast<int>(e);
         });
       }
+  }
   return rc;
 }
 

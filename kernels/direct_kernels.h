@@ -101,6 +101,17 @@ constexpr int kDirectKinds = 6;
 inline bool directMovesWords(DirectKind kind) {
   return kind == DirectKind::kAllGather || kind == DirectKind::kAllToAll || kind == DirectKind::kBroadcast;
 }
+/// The kind whose compiled kernel `kind` launches: the reduce-scatter runs the two-shot's kernel, all-to-all and
+/// broadcast the allgather's (direct_kernels.cu), so their occupancy and loading are the same.
+inline DirectKind directKernelKind(DirectKind kind) {
+  if (kind == DirectKind::kReduceScatter) return DirectKind::kTwoShotAllReduce;
+  return directMovesWords(kind) ? DirectKind::kAllGather : kind;
+}
+/// Whether a rank's buffer of `kind` holds nranks blocks of the count (reduce-scatter's input, allgather's output,
+/// both of all-to-all's): what bounds its indices and sizes its grid.
+inline bool directHoldsBlocks(DirectKind kind) {
+  return kind == DirectKind::kReduceScatter || kind == DirectKind::kAllGather || kind == DirectKind::kAllToAll;
+}
 
 /// Where a rank's call failed. Written once, by the first of its threads that gives up, and read by the host once
 /// the call has finished. `code` is written last (after a system fence): nonzero, the other fields are complete.
@@ -206,10 +217,8 @@ bool visitDirect(collieDataType_t type, ReduceOp op, int nranks, F&& f) {
 /// are 32-bit (kDirectMaxBytes), and reduce-scatter's input and allgather's output hold nranks x count. (A one-shot
 /// call must also fit its slots: directLines.)
 inline uint64_t directMaxCount(DirectKind kind, size_t size, int nranks) {
-  const bool perRank =
-      kind == DirectKind::kReduceScatter || kind == DirectKind::kAllGather || kind == DirectKind::kAllToAll;
   if (size == 0 || nranks < 1) return 0;  // an unknown type: no call
-  return kDirectMaxBytes / size / (perRank ? static_cast<uint64_t>(nranks) : 1);
+  return kDirectMaxBytes / size / (directHoldsBlocks(kind) ? static_cast<uint64_t>(nranks) : 1);
 }
 
 /// Whether `kind` has a kernel for (type, op) on `nranks` ranks: visitDirect's list, or for the kinds that move
