@@ -84,6 +84,10 @@ const std::vector<VarInfo>& knownVars() {
       {"COLLIE_DIRECT_READ_BYTES", kUser, "131072",
        "host backend, ranks that are threads of one process: the smallest send a peer reads in place from the "
        "sender's buffer instead of through its slots (0: every send; negative: none)"},
+      {"COLLIE_DIRECT_STAGING", kUser, "8388608",
+       "CUDA backend, ranks that are processes of one machine: bytes of each rank's staging buffer, through which "
+       "the direct kernels copy a buffer outside every window (collieCommWindowRegister): half for the input, half "
+       "for the output; 0: none"},
       {"COLLIE_SPIN_POLLS", kUser, "200; 30 when the ranks of a machine outnumber its CPUs",
        "host backend: polls a waiting rank makes before it yields its core"},
       // ---- user: GPUs

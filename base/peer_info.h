@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 namespace collie {
 
@@ -20,5 +22,19 @@ struct PeerInfo {
   uint8_t gpuUuid[16];    // the GPU's UUID (zeros: a host communicator, or unknown): device ordinals differ
                           // between processes with different CUDA_VISIBLE_DEVICES, the UUID does not
 };
+
+/// Ranks a and b run on one host (hostId, which COLLIE_HOSTID may fake).
+inline bool sameHost(const std::vector<PeerInfo>& peers, int a, int b) {
+  return memcmp(peers[static_cast<size_t>(a)].hostId, peers[static_cast<size_t>(b)].hostId, sizeof(peers[0].hostId)) ==
+         0;
+}
+
+/// Ranks a and b are threads of one process: the same pid in the same pid namespace (containers on one host may
+/// reuse pids).
+inline bool sameProcess(const std::vector<PeerInfo>& peers, int a, int b) {
+  const PeerInfo& x = peers[static_cast<size_t>(a)];
+  const PeerInfo& y = peers[static_cast<size_t>(b)];
+  return x.pid == y.pid && x.pidNamespace == y.pidNamespace;
+}
 
 }  // namespace collie

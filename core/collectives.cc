@@ -102,11 +102,9 @@ Status executeCall(collieComm_t comm, const Call& call) {
   exec.type = call.type;
   collie::toReduceOp(call.op, &exec.op);
   exec.divisor = call.op == collieAvg ? comm->nranks : 0;
-  exec.seq = comm->seq++;
-  exec.collectiveSeq = comm->collectives++;
   exec.stream = call.stream;
   exec.scale = call.scale;
-  COLLIE_TRACE("%s #%llu count %llu %s %s root %d", call.name, static_cast<unsigned long long>(exec.seq),
+  COLLIE_TRACE("%s #%llu count %llu %s %s root %d", call.name, static_cast<unsigned long long>(comm->seq),
                static_cast<unsigned long long>(call.count), collie::typeName(call.type), collie::opName(call.op),
                call.root);
   const size_t es = collie::typeSize(call.type);
@@ -123,6 +121,8 @@ Status executeCall(collieComm_t comm, const Call& call) {
       out += call.recvDispls[0] * es;
       n = call.recvCounts[0];
     }
+    exec.seq = comm->seq++;
+    exec.collectiveSeq = comm->collectives++;
     Status st = n == 0 ? Status() : comm->executor->localCopy(out, in, n * es, call.stream);
     if (!st.ok()) comm->breakWith(st.withContext(call.name));
     return st.withContext(call.name);
@@ -145,6 +145,16 @@ Status executeCall(collieComm_t comm, const Call& call) {
        call.collective == Collective::kGather || call.collective == Collective::kScatter))
     return Status::error(collieInvalidArgument, "%s: root %d, but %s (COLLIE_ALGO) is for root %d", call.name,
                          call.root, algo.description, algo.file->root);
+  // A direct algorithm's call the executor cannot run is refused before it is numbered, so the communicator goes
+  // on: every rank refuses alike what the call's count and type decide; a buffer that is outside every window and
+  // too large for the staging buffer is this rank's own refusal (collieCommWindowRegister), whose peers' waits
+  // then fail the call there.
+  if (algo.mapsPeers)
+    COLLIE_RETURN_IF_ERROR(
+        comm->executor->checkDirect(call.collective, algo.name, call.count, call.type, exec.op, call.input, call.output)
+            .withContext(call.name));
+  exec.seq = comm->seq++;
+  exec.collectiveSeq = comm->collectives++;
   exec.callSignature = callSignature(call, algo, exec.collectiveSeq);
   const int perNode = comm->topology.ranksPerNode;
   uint64_t roundCount = collie::roundCount(algo, comm->nranks, comm->executor->roundElems(es), perNode);

@@ -29,6 +29,7 @@ class ShmWindows;
 class RemoteWindows;
 class RemoteProxy;
 class DevicePool;
+class BufferWindows;
 class DeviceWindows;
 class Executor;
 struct WindowLayout;
@@ -62,6 +63,8 @@ struct collieComm {
   std::unique_ptr<collie::RemoteWindows> remote;         // UCX to ranks on other hosts; null when all share ours
   std::shared_ptr<collie::DevicePool> devicePool;        // CUDA backend: its device memory (base/device_memory.h)
   std::unique_ptr<collie::DeviceWindows> deviceWindows;  // CUDA backend
+  // CUDA backend with peer processes and the direct kernels: windows of buffers (collieCommWindowRegister)
+  std::unique_ptr<collie::BufferWindows> bufferWindows;
   std::unique_ptr<collie::Executor> executor;
   size_t hostFootprint = 0;                // bytes of windows this rank owns
   size_t deviceFootprint = 0;              // CUDA backend: device bytes this rank holds at init
@@ -106,6 +109,7 @@ struct collieComm {
   std::mutex resourceMu;
   std::vector<collie::PreMulSum> redOps;          // core/redop.cc: entry i is operator collieNumOps + i
   std::list<collie::Registration> registrations;  // core/memory.cc: a handle is its entry's address
+  std::list<collie::Window> bufferWindowList;     // core/memory.cc: a collieWindow_t is its entry's address
 
   ~collieComm();
 };

@@ -14,6 +14,7 @@
 #include "executor/cuda_executor.h"
 #include "executor/remote_proxy.h"
 #include "transport/bootstrap/bootstrap.h"
+#include "transport/cuda_ipc/buffer_windows.h"
 #include "transport/cuda_ipc/device_windows.h"
 #include "transport/remote_window.h"
 #include "transport/ucx/ucx_windows.h"
@@ -230,11 +231,34 @@ Status setupCudaBackend(collieComm* comm, const InitOptions& options, const std:
   // end: a peer that is through may launch a kernel of another communicator that waits for us, and work of any
   // stream may sit in a hardware queue behind that peer's next launch.
   COLLIE_RETURN_IF_ERROR(DevicePool::create(comm->cudaDevice, comm->rank, options.timeoutSec, &comm->devicePool));
+  // The direct kernels' staging buffer, for peer processes (whose buffers outside every window they cannot reach):
+  // in the window's allocation, so the peers map it with the window.
+  size_t staging = 0;
+  if (layout.directSlotLines > 0) {
+    bool bad = false;
+    const int64_t bytes = env::getInt("COLLIE_DIRECT_STAGING", 8 << 20, &bad);
+    if (bad || bytes < 0)
+      return Status::error(collieInvalidArgument, "COLLIE_DIRECT_STAGING must be a byte count >= 0");
+    staging = static_cast<size_t>(bytes);
+  }
   COLLIE_RETURN_IF_ERROR(DeviceWindows::create(comm->bootstrap.get(), comm->peers, comm->cudaDevice,
-                                               layout.totalBytes(), comm->devicePool, &comm->deviceWindows));
+                                               layout.totalBytes(), staging, comm->devicePool, &comm->deviceWindows));
   std::unique_ptr<CudaExecutor> exec;
   COLLIE_RETURN_IF_ERROR(CudaExecutor::create(comm->rank, comm->cudaDevice, layout, *comm->deviceWindows,
                                               comm->devicePool, options.timeoutSec, &exec));
+  if (layout.directSlotLines > 0 && !comm->deviceWindows->ipcRanks().empty()) {
+    // Peer processes: windows (collieCommWindowRegister) are mapped for the direct kernels; number 0, the staging
+    // buffer, maps with each peer's device window.
+    comm->bufferWindows =
+        std::make_unique<BufferWindows>(comm->bootstrap.get(), comm->peers, comm->cudaDevice, kDirectMaxWindows);
+    const DeviceWindows& dw = *comm->deviceWindows;
+    if (dw.stagingBytes() > 0) {
+      std::vector<PeerRange> ranges(static_cast<size_t>(comm->nranks));
+      for (int r : dw.ipcRanks())
+        ranges[static_cast<size_t>(r)] = PeerRange{dw.ownerAddress(r), reinterpret_cast<uint64_t>(dw.window(r))};
+      COLLIE_RETURN_IF_ERROR(exec->mapWindow(0, dw.staging(), dw.stagingBytes(), ranges));
+    }
+  }
   COLLIE_RETURN_IF_ERROR(allocateDeviceToken(comm, options.timeoutSec));
   if (spans) {
     COLLIE_RETURN_IF_ERROR(
@@ -301,6 +325,7 @@ void teardownCudaBackend(collieComm* comm) {
   // waited for it) no peer writes into our window any more.
   if (comm->deviceToken != nullptr) comm->devicePool->release(comm->deviceToken);
   comm->deviceToken = nullptr;
+  comm->bufferWindows.reset();
   comm->deviceWindows.reset();
   comm->devicePool.reset();
 }

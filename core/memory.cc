@@ -13,14 +13,17 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <string>
-#include <unordered_map>
+#include <vector>
 
 #include "base/cuda_check.h"
 #include "core/api_checks.h"
 #include "core/comm.h"
 #include "core/memory.h"
+#include "executor/executor.h"
+#include "transport/cuda_ipc/buffer_windows.h"
 
 using collie::Status;
 using collie::api::checkComm;
@@ -36,12 +39,24 @@ struct Allocation {
 };
 
 std::mutex gAllocMu;
-std::unordered_map<void*, Allocation>& allocations() {
-  static std::unordered_map<void*, Allocation> map;
+// By address, so that the allocation holding a pointer is found (memAllocStart).
+std::map<void*, Allocation>& allocations() {
+  static std::map<void*, Allocation> map;
   return map;
 }
 
 }  // namespace
+
+void* memAllocStart(const void* p, size_t bytes) {
+  std::lock_guard<std::mutex> lock(gAllocMu);
+  auto it = allocations().upper_bound(const_cast<void*>(p));
+  if (it == allocations().begin()) return nullptr;
+  --it;
+  const uintptr_t start = reinterpret_cast<uintptr_t>(it->first), a = reinterpret_cast<uintptr_t>(p);
+  const Allocation& m = it->second;
+  if (!m.device || a - start > m.bytes || bytes > m.bytes - (a - start)) return nullptr;
+  return it->first;
+}
 
 }  // namespace collie
 
@@ -125,6 +140,91 @@ collieResult_t collieCommDeregister(const collieComm_t comm, void* handle) {
                          "%s: handle %p was not returned by collieCommRegister on this communicator, or was "
                          "deregistered already",
                          call, handle);
+  });
+}
+
+collieResult_t collieCommWindowRegister(collieComm_t comm, void* buff, size_t size, collieWindow_t* win, int flags) {
+  return guarded(comm, [&] {
+    const char* call = "collieCommWindowRegister";
+    if (win == nullptr) return Status::error(collieInvalidArgument, "%s: win is NULL", call);
+    *win = nullptr;
+    COLLIE_RETURN_IF_ERROR(checkComm(comm, call));
+    // Errors in this rank's own arguments still go through the peers' exchange (BufferWindows::add), so that every
+    // rank fails alike rather than waiting for this one.
+    Status refusal;
+    if (buff == nullptr || size == 0)
+      refusal = Status::error(collieInvalidArgument, "%s: buff is NULL or size is 0", call);
+    else if ((flags & ~COLLIE_WIN_COLL_SYMMETRIC) != 0)
+      refusal = Status::error(collieInvalidArgument,
+                              "%s: flags %#x: only COLLIE_WIN_DEFAULT and COLLIE_WIN_COLL_SYMMETRIC are known", call,
+                              static_cast<unsigned>(flags));
+    else
+      refusal = collie::api::checkPlacement(comm, buff, call, "buff");
+    collie::Window w{buff, size, 0};
+    if (comm->bufferWindows != nullptr) {
+      std::vector<collie::PeerRange> ranges;
+      COLLIE_RETURN_IF_ERROR(
+          comm->bufferWindows
+              ->add(buff, size, refusal.ok() ? collie::memAllocStart(buff, size) : nullptr, refusal, &w.number, &ranges)
+              .withContext(call));
+      Status mapped = comm->executor->mapWindow(w.number, buff, size, ranges).withContext(call);
+      if (!mapped.ok()) {
+        comm->bufferWindows->remove(w.number);
+        return mapped;
+      }
+    } else {
+      COLLIE_RETURN_IF_ERROR(refusal);
+    }
+    std::lock_guard<std::mutex> lock(comm->resourceMu);
+    comm->bufferWindowList.push_back(w);
+    *win = reinterpret_cast<collieWindow_t>(&comm->bufferWindowList.back());
+    return Status();
+  });
+}
+
+collieResult_t collieCommWindowDeregister(collieComm_t comm, collieWindow_t win) {
+  return guarded(comm, [&] {
+    const char* call = "collieCommWindowDeregister";
+    // A broken or finalized communicator may still give its windows back.
+    if (comm == nullptr || !collie::commIsLive(comm))
+      return Status::error(collieInvalidArgument, "%s: comm is not a live communicator", call);
+    collie::Window w;
+    {
+      std::lock_guard<std::mutex> lock(comm->resourceMu);
+      auto it = comm->bufferWindowList.begin();
+      while (it != comm->bufferWindowList.end() && reinterpret_cast<collieWindow_t>(&*it) != win) ++it;
+      if (it == comm->bufferWindowList.end())
+        return Status::error(collieInvalidArgument,
+                             "%s: window %p was not returned by collieCommWindowRegister on this communicator, or was "
+                             "deregistered already",
+                             call, static_cast<void*>(win));
+      w = *it;
+      comm->bufferWindowList.erase(it);
+    }
+    if (w.number == 0) return Status();
+    // The kernels' table first (after the calls that may use it), then this rank's mappings of the peers' ranges.
+    Status unmapped = comm->executor->unmapWindow(w.number).withContext(call);
+    comm->bufferWindows->remove(w.number);
+    return unmapped;
+  });
+}
+
+collieResult_t collieWinGetUserPtr(collieComm_t comm, collieWindow_t win, void** ptr) {
+  return guarded(comm, [&] {
+    const char* call = "collieWinGetUserPtr";
+    if (ptr == nullptr) return Status::error(collieInvalidArgument, "%s: ptr is NULL", call);
+    *ptr = nullptr;
+    COLLIE_RETURN_IF_ERROR(checkComm(comm, call));
+    std::lock_guard<std::mutex> lock(comm->resourceMu);
+    for (const collie::Window& w : comm->bufferWindowList)
+      if (reinterpret_cast<collieWindow_t>(const_cast<collie::Window*>(&w)) == win) {
+        *ptr = w.buffer;
+        return Status();
+      }
+    return Status::error(collieInvalidArgument,
+                         "%s: window %p was not returned by collieCommWindowRegister on this communicator, or was "
+                         "deregistered already",
+                         call, static_cast<void*>(win));
   });
 }
 

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <string>
 
+#include "base/device_memory.h"
+#include "base/log.h"
 #include "executor/cuda_executor.h"
 
 namespace collie {
@@ -54,13 +56,8 @@ Status CudaExecutor::runsDirect(Collective c, const std::string& algorithm, uint
                          coll, algorithm.c_str(), kDirectMaxRanks, layout_.nranks, coll);
   const uint64_t bytes = count * typeSize(type);
   if (kind != DirectKind::kOneShotAllReduce) {
-    // These kernels load and store peers' buffers at the addresses the peers give (direct_kernels.h).
-    if (!directGpuScope_)
-      return Status::error(collieInvalidUsage,
-                           "%s %s needs every rank to be a thread of this process on this GPU (peers' buffers in "
-                           "other processes or on other GPUs are not mapped yet): choose another %s algorithm in "
-                           "COLLIE_ALGO",
-                           coll, algorithm.c_str(), coll);
+    // These kernels load and store peers' buffers where the peers announce them (direct_kernels.h): as they are
+    // from threads of this process, through windows or the staging buffer from other processes (placeBuffers).
     const uint64_t most = directMaxCount(kind, typeSize(type), static_cast<int>(layout_.nranks));
     if (count > most)
       return Status::error(collieInvalidUsage,
@@ -92,8 +89,115 @@ Status CudaExecutor::directKindOf(const RoundPlan& plan, const ExecArgs& args, D
   return Status();
 }
 
+Status CudaExecutor::mapWindow(int number, const void* base, uint64_t bytes, const std::vector<PeerRange>& ranges) {
+  if (directMaps_ == nullptr) return Status();  // every peer a thread of this process: addresses are as they are
+  if (number < 0 || number >= kDirectMaxWindows || ranges.size() != layout_.nranks)
+    return Status::error(collieInternalError, "window %d cannot be mapped", number);
+  DirectPeerMap entries[kDirectMaxRanks] = {};
+  for (uint32_t r = 0; r < layout_.nranks; ++r)
+    if ((directRemotePeers_ >> r & 1) != 0) entries[r] = DirectPeerMap{ranges[r].remoteBase, ranges[r].localBase};
+  // Written (and waited for) before any call can name the window: registration returns only after.
+  COLLIE_RETURN_IF_ERROR(pool_->copy(directMaps_ + static_cast<size_t>(number) * kDirectMaxRanks, entries,
+                                     sizeof(entries), "writing the table of peers' windows"));
+  std::lock_guard<std::mutex> lock(mu_);
+  ownWindows_.push_back(OwnWindow{number, reinterpret_cast<uintptr_t>(base), bytes});
+  return Status();
+}
+
+Status CudaExecutor::unmapWindow(int number) {
+  if (directMaps_ == nullptr) return Status();
+  // Calls enqueued before may still address the window: they finish first. (Their own failure, if any, is theirs
+  // to report; the window goes all the same.)
+  (void)synchronize();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = ownWindows_.begin(); it != ownWindows_.end(); ++it)
+      if (it->number == number) {
+        ownWindows_.erase(it);
+        break;
+      }
+  }
+  if (number < 0 || number >= kDirectMaxWindows) return Status();
+  return pool_->zero(directMaps_ + static_cast<size_t>(number) * kDirectMaxRanks,
+                     sizeof(DirectPeerMap) * kDirectMaxRanks, "clearing a window from the table of peers' windows");
+}
+
+Status CudaExecutor::checkDirect(Collective c, const std::string& algorithm, uint64_t count, collieDataType_t type,
+                                 ReduceOp op, const void* input, const void* output) {
+  std::lock_guard<std::mutex> lock(mu_);
+  COLLIE_RETURN_IF_ERROR(runsDirect(c, algorithm, count, type, op));
+  DirectKind kind = DirectKind::kOneShotAllReduce;
+  kernelFor(c, algorithm, &kind);
+  DirectArgs d;
+  StagedCopies staged;
+  return placeDirectBuffers(kind, c, count, type, input, output, &d, &staged);
+}
+
+Status CudaExecutor::placeDirectBuffers(DirectKind kind, Collective c, uint64_t count, collieDataType_t type,
+                                        const void* input, const void* output, DirectArgs* d,
+                                        StagedCopies* staged) const {
+  if (directRemotePeers_ == 0 || kind == DirectKind::kOneShotAllReduce) return Status();
+  d->remotePeers = directRemotePeers_;
+  d->peerMaps = directMaps_;
+  const uint64_t n = layout_.nranks, block = count * typeSize(type);
+  const bool nIn = kind == DirectKind::kReduceScatter || kind == DirectKind::kAllToAll;
+  const bool nOut = kind == DirectKind::kAllGather || kind == DirectKind::kAllToAll;
+  // A broadcast's non-root reads no input of its own: it announces its output in its place.
+  const bool readsInput = kind != DirectKind::kBroadcast || input != nullptr;
+  const uint64_t inBytes = readsInput ? (nIn ? n : 1) * block : 0;
+  const uint64_t outBytes = (nOut ? n : 1) * block;
+  const OwnWindow* stage = nullptr;
+  for (const OwnWindow& w : ownWindows_)
+    if (w.number == 0) stage = &w;
+  // The staging buffer's halves: the input's, then the output's (on a 256-byte boundary).
+  const uint64_t half = stage != nullptr ? stage->bytes / 2 & ~uint64_t{255} : 0;
+  auto place = [&](const void* p, uint64_t bytes, uint64_t stagedAt, const char* what, uint32_t* window,
+                   void** at) -> Status {
+    *window = 0;
+    if (bytes == 0) {
+      *at = nullptr;  // a call of nothing: no peer reads or writes it
+      return Status();
+    }
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    for (const OwnWindow& w : ownWindows_)
+      if (w.number != 0 && a >= w.base && a - w.base <= w.bytes && bytes <= w.bytes - (a - w.base)) {
+        *window = static_cast<uint32_t>(w.number);
+        *at = const_cast<void*>(p);
+        return Status();
+      }
+    if (bytes > half)
+      return Status::error(collieInvalidUsage,
+                           "rank %d: %s direct across processes: its %s (%llu bytes) lies outside every window "
+                           "registered with collieCommWindowRegister, and the staging buffer takes at most %llu "
+                           "(COLLIE_DIRECT_STAGING holds the input and the output): register the buffers on every "
+                           "rank, raise COLLIE_DIRECT_STAGING, or choose another algorithm in COLLIE_ALGO",
+                           rank_, collectiveName(c), what, static_cast<unsigned long long>(bytes),
+                           static_cast<unsigned long long>(half));
+    *at = reinterpret_cast<void*>(stage->base + stagedAt);
+    return Status();
+  };
+  void* in = nullptr;
+  void* out = nullptr;
+  COLLIE_RETURN_IF_ERROR(place(output, outBytes, half, "output", &d->outWindow, &out));
+  if (readsInput) {
+    COLLIE_RETURN_IF_ERROR(place(input, inBytes, 0, "input", &d->inWindow, &in));
+  } else {
+    in = out;
+    d->inWindow = d->outWindow;
+  }
+  if (readsInput && in != input) *staged = StagedCopies{input, in, inBytes, nullptr, nullptr, 0};
+  if (out != output) {
+    staged->out = const_cast<void*>(output);
+    staged->stagedOut = out;
+    staged->outBytes = outBytes;
+  }
+  d->input = in;
+  d->output = out;
+  return Status();
+}
+
 Status CudaExecutor::planDirect(const Program& program, DirectKind kind, const ExecArgs& args, DirectArgs* d,
-                                int* blocks) {
+                                int* blocks, StagedCopies* staged) {
   const int n = static_cast<int>(layout_.nranks);
   d->rank = rank_;
   d->nranks = n;
@@ -117,6 +221,15 @@ Status CudaExecutor::planDirect(const Program& program, DirectKind kind, const E
   d->divisor = args.divisor;
   d->gpuScope = directGpuScope_ ? 1 : 0;
   d->timing = directTiming_;
+  COLLIE_RETURN_IF_ERROR(
+      placeDirectBuffers(kind, program.collective, program.count, args.type, args.input, args.output, d, staged));
+  if ((staged->inBytes > 0 || staged->outBytes > 0) && !stagedSaid_) {
+    stagedSaid_ = true;
+    COLLIE_INFO(
+        "rank %d: a direct call's buffer lies outside every window its peer processes have mapped: it is copied "
+        "through the communicator's staging buffer (one copy on this GPU); collieCommWindowRegister saves it",
+        rank_);
+  }
   if (args.scale.active && kind == DirectKind::kOneShotAllReduce) {
     d->premul = 1;
     d->scalarDevice = args.scale.deviceScalar;

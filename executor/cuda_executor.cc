@@ -118,6 +118,16 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
     COLLIE_RETURN_IF_ERROR(e->pool_->allocate(sizeof(DirectCounter), &counter, "allocating the direct call counter"));
     e->directCounter_ = static_cast<DirectCounter*>(counter);
     COLLIE_RETURN_IF_ERROR(e->pool_->zero(counter, sizeof(DirectCounter), "zeroing the direct call counter"));
+    for (int r : windows.ipcRanks()) e->directRemotePeers_ |= 1u << r;
+    if (e->directRemotePeers_ != 0) {
+      // Peers in other processes: the table through which the kernels reach their windows (mapWindow).
+      const size_t bytes = sizeof(DirectPeerMap) * kDirectMaxWindows * kDirectMaxRanks;
+      void* maps = nullptr;
+      COLLIE_RETURN_IF_ERROR(e->pool_->allocate(bytes, &maps, "allocating the table of peers' windows"));
+      e->directMaps_ = static_cast<DirectPeerMap*>(maps);
+      COLLIE_RETURN_IF_ERROR(e->pool_->zero(maps, bytes, "zeroing the table of peers' windows"));
+      e->extraBytes_ += bytes;
+    }
     if (switches.timing) {
       const size_t bytes = kDirectTimingWords * sizeof(uint64_t);
       void* sums = nullptr;
@@ -224,6 +234,7 @@ CudaExecutor::~CudaExecutor() {
   blocks.push_back(phaseNs_);
   blocks.push_back(directTiming_);
   blocks.push_back(directCounter_);
+  blocks.push_back(directMaps_);
   for (void* b : blocks) pool_->release(b);
   givePinnedBlockBack(status_);
   if (directError_ != nullptr) givePinnedBlockBack(directError_);
@@ -572,7 +583,8 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   slowLog.done(SlowEnqueueLog::kScale);
   DirectArgs d;
   int directBlocks = 1;
-  Status planned = direct ? planDirect(*plan.last[0].program, directKind, args, &d, &directBlocks)
+  StagedCopies staged;
+  Status planned = direct ? planDirect(*plan.last[0].program, directKind, args, &d, &directBlocks, &staged)
                           : planLaunch(plan, args, tables_, this, &a, &empty);
   if (direct) empty = false;
   slowLog.done(SlowEnqueueLog::kPlan);
@@ -586,8 +598,16 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   launches_.record(args.seq, *plan.last[0].program, args);
   COLLIE_RETURN_IF_ERROR(orderPlannedLaunch());
   slowLog.done(SlowEnqueueLog::kOrder);
-  const int rc = direct ? launchDirect(d, directKind, args.type, args.op, directBlocks, kDirectMaxThreads, args.stream)
-                        : launchProgram(a, args.type, args.op, args.stream);
+  int rc = 0;
+  // The staging buffer's copies go on the launch's stream, in its order: the peers read and write the buffer only
+  // between the kernel's entry and exit barriers.
+  if (staged.inBytes > 0)
+    rc = cudaMemcpyAsync(staged.stagedIn, staged.in, staged.inBytes, cudaMemcpyDeviceToDevice, stream);
+  if (rc == 0)
+    rc = direct ? launchDirect(d, directKind, args.type, args.op, directBlocks, kDirectMaxThreads, args.stream)
+                : launchProgram(a, args.type, args.op, args.stream);
+  if (rc == 0 && staged.outBytes > 0)
+    rc = cudaMemcpyAsync(staged.out, staged.stagedOut, staged.outBytes, cudaMemcpyDeviceToDevice, stream);
   slowLog.done(SlowEnqueueLog::kLaunch);
   // From here the kernel may be queued, even after an error: it counts as a launch (the programs it read stay
   // until a later checkpoint), and the next launch waits for the event whatever its stream.
@@ -595,7 +615,7 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   enqueued(args.stream);
   if (rc != 0)
     return cudaStatus(static_cast<cudaError_t>(rc),
-                      direct ? "launching the direct kernel" : "launching the program kernel");
+                      direct ? "launching the direct kernel or its staging copies" : "launching the program kernel");
   COLLIE_RETURN_IF_ERROR(recordDone(args.stream, captured));
   // Over the cache's limits: learn later when this launch (and every one before it) has finished.
   if (!captured && programs_->overLimit()) recordCheckpoint(args.stream);
@@ -714,6 +734,12 @@ Status CudaExecutor::asyncStatus() const {
     const uint32_t code = __atomic_load_n(&directError_->code, __ATOMIC_ACQUIRE);
     if (code != 0) {
       const unsigned long long call = directError_->call;
+      if (code == collieInvalidUsage && directError_->peer >= 0)  // a peer's buffer in a window not mapped here
+        return Status::error(collieInvalidUsage,
+                             "rank %d: in direct call #%llu rank %d announced a buffer in a window this rank has not "
+                             "mapped: register and deregister windows (collieCommWindowRegister) on every rank "
+                             "alike",
+                             directError_->rank, call, directError_->peer);
       if (code == collieInvalidUsage)  // no wait's: a one-shot numbered past its flags (direct_kernels.h)
         return Status::error(collieInvalidUsage,
                              "rank %d: direct call #%llu is a one-shot allreduce past the %llu calls its flags tell "

@@ -91,6 +91,10 @@ class CudaExecutor : public Executor, private LaunchStorage {
   /// A pre-multiplied sum's scaling is a kernel of the launch, into a buffer of the executor's own: no
   /// allocation before the call and no free after it on the caller's stream (see scaleInput).
   bool scalesInput() const override { return true; }
+  Status checkDirect(Collective c, const std::string& algorithm, uint64_t count, collieDataType_t type, ReduceOp op,
+                     const void* input, const void* output) override;
+  Status mapWindow(int number, const void* base, uint64_t bytes, const std::vector<PeerRange>& ranges) override;
+  Status unmapWindow(int number) override;
   Status runsDirect(Collective c, const std::string& algorithm, uint64_t count, collieDataType_t type,
                     ReduceOp op) const override;
   bool directSends(const Program& p, void* const* bufs, size_t elemSize, int divisor,
@@ -118,7 +122,22 @@ class CudaExecutor : public Executor, private LaunchStorage {
   // none does here.
   Status directKindOf(const RoundPlan& plan, const ExecArgs& args, DirectKind* kind) const;
   // The direct kernel's arguments for `program` on args' buffers (the next direct call's number taken), and its grid.
-  Status planDirect(const Program& program, DirectKind kind, const ExecArgs& args, DirectArgs* d, int* blocks);
+  // A direct call's copies through the staging buffer (window 0), where a peer process cannot reach its buffers
+  // in place: the input in before the launch, the output out after it (bytes 0: none).
+  struct StagedCopies {
+    const void* in = nullptr;
+    void* stagedIn = nullptr;
+    uint64_t inBytes = 0;
+    void* out = nullptr;
+    const void* stagedOut = nullptr;
+    uint64_t outBytes = 0;
+  };
+  Status planDirect(const Program& program, DirectKind kind, const ExecArgs& args, DirectArgs* d, int* blocks,
+                    StagedCopies* staged);
+  // With peers in other processes: which window holds d's input and output for a call of `kind`, or their copies
+  // through the staging buffer (StagedCopies).
+  Status placeDirectBuffers(DirectKind kind, Collective c, uint64_t count, collieDataType_t type, const void* input,
+                            const void* output, DirectArgs* d, StagedCopies* staged) const;
   // Device memory for the launch being planned, without waiting for the device: from pool_, in the order of the
   // launch's stream (during a capture, of the pool's stream); with no pool, cudaMalloc. Freed at destroy.
   Status deviceBlock(size_t bytes, void** out);
@@ -175,7 +194,18 @@ class CudaExecutor : public Executor, private LaunchStorage {
   DirectError* directErrorDevice_ = nullptr;
   DirectCounter* directCounter_ = nullptr;
   int directFit_[kDirectKinds][collieNumTypes] = {};  // blocks of each kernel and type that are resident at once
-  bool directGpuScope_ = false;       // every rank is a thread of this process on this GPU (DirectArgs::gpuScope)
+  bool directGpuScope_ = false;  // every rank is a thread of this process on this GPU (DirectArgs::gpuScope)
+  // Peers in other processes (bit r: rank r; DirectArgs::remotePeers) and the windows mapped for them: the table
+  // the direct kernels read (device, kDirectMaxWindows x kDirectMaxRanks) and this rank's own ranges.
+  uint32_t directRemotePeers_ = 0;
+  DirectPeerMap* directMaps_ = nullptr;
+  struct OwnWindow {
+    int number;
+    uintptr_t base;
+    uint64_t bytes;
+  };
+  std::vector<OwnWindow> ownWindows_;
+  bool stagedSaid_ = false;           // the INFO line of the first call copied through the staging buffer
   uint64_t* directTiming_ = nullptr;  // device: COLLIE_KERNEL_TIMING's sums for the direct kernels, or null
   LaunchTables tables_;               // what every launch points at: the members above, the proxy's tables
   void* lastStream_ = nullptr;

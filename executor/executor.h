@@ -11,6 +11,7 @@
 #include "base/status.h"
 #include "collie.h"
 #include "executor/reduce_ops.h"
+#include "transport/cuda_ipc/buffer_windows.h"
 
 namespace collie {
 
@@ -134,6 +135,23 @@ class Executor {
   /// them all: only the CUDA executor has such kernels (cuda_executor.h, "Direct algorithms").
   virtual Status runsDirect(Collective c, const std::string& algorithm, uint64_t count, collieDataType_t type,
                             ReduceOp op) const;
+  /// Window `number` of this rank's, [base, base + bytes), registered with its peers (collieCommWindowRegister,
+  /// and the communicator's staging buffer as number 0), and how this rank reaches each peer's
+  /// (transport/cuda_ipc/buffer_windows.h): the CUDA executor's direct kernels address peers' buffers inside
+  /// windows through it. Others ignore it.
+  virtual Status mapWindow(int /*number*/, const void* /*base*/, uint64_t /*bytes*/,
+                           const std::vector<PeerRange>& /*ranges*/) {
+    return Status();
+  }
+  /// Forgets window `number`, once every call enqueued so far that could use it has finished.
+  virtual Status unmapWindow(int /*number*/) { return Status(); }
+  /// Before a call of direct algorithm `algorithm` is numbered: OK where runRounds would run it on these buffers
+  /// (runsDirect; on the CUDA executor also where its peers can reach them), else the sentence saying why not. A
+  /// refusal here leaves the communicator as it was.
+  virtual Status checkDirect(Collective c, const std::string& algorithm, uint64_t count, collieDataType_t type,
+                             ReduceOp op, const void* /*input*/, const void* /*output*/) {
+    return runsDirect(c, algorithm, count, type, op);
+  }
   /// Whether runRounds honours ExecArgs::scale, scaling the input as part of the launch. Otherwise core scales
   /// into staging of its own before the call and frees it after (core/collectives.cc, executeScaled).
   virtual bool scalesInput() const { return false; }

@@ -256,6 +256,26 @@ collieResult_t collieMemFree(void* ptr);
 collieResult_t collieCommRegister(const collieComm_t comm, void* buff, size_t size, void** handle);
 collieResult_t collieCommDeregister(const collieComm_t comm, void* handle);
 
+/** Window flags: COLLIE_WIN_COLL_SYMMETRIC says every rank's buffers of a call sit at the same offset of their
+ * windows (NCCL's NCCL_WIN_COLL_SYMMETRIC); Collie does not need it and accepts it. */
+#define COLLIE_WIN_DEFAULT 0x00
+#define COLLIE_WIN_COLL_SYMMETRIC 0x01
+typedef struct collieWindow* collieWindow_t;
+/**
+ * Collective: every rank of comm registers its own [buff, buff + size) as one window, in the same order as every
+ * other rank's registrations. On the cuda backend, where the ranks are processes of one machine, each rank maps
+ * every peer's window (cudaIpc handles, opened once, closed at deregistration or destroy), so the direct kernels
+ * (COLLIE_ALGO direct algorithms) load and store buffers inside windows in place; a buffer outside every window is
+ * first copied through a buffer of the communicator's own (COLLIE_DIRECT_STAGING). Across processes a window must
+ * lie in memory from collieMemAlloc, whose extent is known. Elsewhere (ranks of one process, the host backend) it
+ * is bookkeeping only.
+ */
+collieResult_t collieCommWindowRegister(collieComm_t comm, void* buff, size_t size, collieWindow_t* win, int flags);
+/** Collective, as collieCommWindowRegister: every rank gives back its window of the same registration. */
+collieResult_t collieCommWindowDeregister(collieComm_t comm, collieWindow_t win);
+/** The buffer this rank registered as win (NCCL's ncclWinGetUserPtr). */
+collieResult_t collieWinGetUserPtr(collieComm_t comm, collieWindow_t win, void** ptr);
+
 /* ---------------------------------------------------------------- operators */
 
 /**

@@ -50,7 +50,10 @@
 // reads them from its own flags after it (acquire). A sender rewrites them only at its next call's entry, which
 // comes after its exit wait of this call, so after the receiver's exit announcement, after its reads. So the host
 // hands a launch its own buffers only, and a call whose peers' buffers change from call to call (a rank's stream
-// moving on, a caching allocator) needs no host exchange before it.
+// moving on, a caching allocator) needs no host exchange before it. A peer in another process announces, beside
+// each address, the window it lies in (collieCommWindowRegister; 0, the communicator's staging buffer, for a buffer
+// outside every window): the receiver maps it through its table of the peers' windows (DirectArgs::peerMaps), which
+// registration filled on every rank before any call could name the window.
 //
 // Allgather: the same barriers and move, one source (rank r's input) and n destinations (block r of every
 // output), by the element size only. All-to-all: the same barriers; rank r stores block q of its input into block r
@@ -411,6 +414,7 @@ __device__ inline bool rankBarrier(const DirectArgs& a, int n, int block, uint64
     if (publish) {
       storeAs<uint64_t>(flagAt(p, a.rank) + 8, static_cast<uint64_t>(reinterpret_cast<uintptr_t>(a.input)));
       storeAs<uint64_t>(flagAt(p, a.rank) + 16, static_cast<uint64_t>(reinterpret_cast<uintptr_t>(a.output)));
+      storeAs<uint64_t>(flagAt(p, a.rank) + 24, a.inWindow | static_cast<uint64_t>(a.outWindow) << 32);
     }
     if (a.gpuScope != 0)
       dev::storeReleaseGpu(flagAt(p, a.rank), epoch);
@@ -434,10 +438,21 @@ __device__ inline bool rankBarrier(const DirectArgs& a, int n, int block, uint64
   return !dev::syncOr(failed);
 }
 
+/// An address peer `p` announced inside its window `window`, as this rank addresses it (DirectArgs::peerMaps);
+/// 0 where this rank has not mapped that window (and for 0: no buffer, a call of nothing).
+__device__ inline uint64_t mappedAddress(const DirectArgs& a, int p, uint32_t window, uint64_t address) {
+  if (address == 0 || window >= static_cast<uint32_t>(kDirectMaxWindows)) return 0;
+  const DirectPeerMap* m = a.peerMaps + static_cast<uint64_t>(window) * kDirectMaxRanks + p;
+  const uint64_t local = loadAs<uint64_t>(reinterpret_cast<const uint8_t*>(m) + 8);
+  return local == 0 ? 0 : address - loadAs<uint64_t>(reinterpret_cast<const uint8_t*>(m)) + local;
+}
+
 /// After block `block`'s entry barrier: every rank's input and output of the call, this rank's from its arguments,
-/// its peers' from their records in this rank's flags. N: the rank count, or a bound on n.
+/// its peers' from their records in this rank's flags (translated for peers in other processes). The first peer
+/// whose buffers lie in a window this rank has not mapped, or -1. N: the rank count, or a bound on n.
 template <int N>
-__device__ inline void peerBuffers(const DirectArgs& a, int n, int block, const uint8_t* (&in)[N], uint8_t* (&out)[N]) {
+__device__ inline int peerBuffers(const DirectArgs& a, int n, int block, const uint8_t* (&in)[N], uint8_t* (&out)[N]) {
+  int unmapped = -1;
   COLLIE_UNROLL
   for (int p = 0; p < N; ++p) {
     if (p >= n) {
@@ -448,10 +463,20 @@ __device__ inline void peerBuffers(const DirectArgs& a, int n, int block, const 
       out[p] = static_cast<uint8_t*>(a.output);
     } else {
       const uint8_t* rec = barrierRecord(a, a.rank, p, block);
-      in[p] = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(loadAs<uint64_t>(rec + 8)));
-      out[p] = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(loadAs<uint64_t>(rec + 16)));
+      uint64_t input = loadAs<uint64_t>(rec + 8), output = loadAs<uint64_t>(rec + 16);
+      if ((a.remotePeers >> p & 1) != 0) {
+        const uint64_t windows = loadAs<uint64_t>(rec + 24);
+        const uint64_t mappedIn = mappedAddress(a, p, static_cast<uint32_t>(windows), input);
+        const uint64_t mappedOut = mappedAddress(a, p, static_cast<uint32_t>(windows >> 32), output);
+        if (((input != 0 && mappedIn == 0) || (output != 0 && mappedOut == 0)) && unmapped < 0) unmapped = p;
+        input = mappedIn;
+        output = mappedOut;
+      }
+      in[p] = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(input));
+      out[p] = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(output));
     }
   }
+  return unmapped;
 }
 
 /// A barrier kernel's block, on every path to the launch's end: the call's number, the entry barrier (the peers'
@@ -464,9 +489,15 @@ __device__ inline void barrierCall(const DirectArgs& a, int n, int block, int nb
     stamps.peersCame();
     const uint8_t* ins[N];
     uint8_t* outs[N];
-    peerBuffers<N>(a, n, block, ins, outs);
-    move(ins, outs);
-    if (rankBarrier(a, n, block, call, 2 * call, false)) stamps.end(a);
+    const int unmapped = peerBuffers<N>(a, n, block, ins, outs);
+    if (unmapped >= 0) {
+      // No move and no exit announcement: the peers' waits for it fail the call on every rank (a move without
+      // this rank's part would leave their outputs silently wrong).
+      if (dev::tid() == 0) recordFailure(a, call, block, unmapped, collieInvalidUsage);
+    } else {
+      move(ins, outs);
+      if (rankBarrier(a, n, block, call, 2 * call, false)) stamps.end(a);
+    }
   }
   endLaunch(a, call, nblocks);
 }

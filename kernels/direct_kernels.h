@@ -61,7 +61,7 @@ constexpr uint64_t kDirectLineBytes = 16;
 /// Data bytes one line carries.
 constexpr uint64_t kDirectLinePayload = 8;
 /// One [block][sender] record of a rank's barrier flags: the epoch (8 bytes), the sender's input and output
-/// addresses (8 bytes each, written before the entry epoch), 8 bytes unused.
+/// addresses (8 bytes each, written before the entry epoch), and the windows they lie in (4 bytes each).
 constexpr uint64_t kDirectBarrierRecord = 32;
 /// Each rank's barrier flags: [block][sender] records.
 constexpr uint64_t kDirectBarrierBytes = uint64_t{kDirectMaxBlocks} * kDirectMaxRanks * kDirectBarrierRecord;
@@ -79,6 +79,17 @@ constexpr uint64_t kDirectMaxBytes = (uint64_t{1} << 31) - 1;
 constexpr int kDirectTimingWords = 3;
 /// The last call number a one-shot launch runs (its line flags hold 32 bits of it).
 constexpr uint64_t kDirectMaxOneShotCalls = 0xffffffffull;
+
+/// Windows a communicator maps for the direct kernels (collieCommWindowRegister): number 0 is the communicator's
+/// staging buffer, the copy-in path of buffers outside every window.
+constexpr int kDirectMaxWindows = 32;
+
+/// How this rank reaches a peer process's window: an address `a` the peer announces inside it is, here,
+/// a - remoteBase + localBase. localBase 0: this rank has not mapped it.
+struct DirectPeerMap {
+  uint64_t remoteBase = 0;
+  uint64_t localBase = 0;
+};
 
 /// A rank's direct calls so far, and the blocks of its running launch that have ended (see "The call number").
 struct DirectCounter {
@@ -128,7 +139,7 @@ struct DirectError {
 
 /// One launch's arguments; the same struct for every kernel and rank count. Pointers are as this rank addresses
 /// them (peers' scratch and flags mapped; peers' buffers, learnt at the entry barrier, are addressed as the peer
-/// gave them, so they must be valid in this rank's address space too: ranks that are threads of one process), the
+/// gave them where it is a thread of this process, else through peerMaps), the
 /// input and output each already at the call's first element: buffers at any offset are fine, and where every
 /// buffer of a call sits at the same address modulo 16 (the common case) the moves go by 16-byte vectors,
 /// otherwise element by element. Entries past nranks are ignored.
@@ -150,6 +161,14 @@ struct DirectArgs {
   uint64_t timeoutNs = 10000000000ull;      // how long one wait may last
   int divisor = 0;                          // avg: nranks (a sum, then one division); else 0
   int gpuScope = 0;  // 1: every rank runs on this GPU, so the barriers' flags are released at GPU scope
+  // Peers in other processes (bit p: rank p), whose announced buffers are addressed through peerMaps
+  // [window][rank] (device memory, kDirectMaxWindows x kDirectMaxRanks); inWindow and outWindow: the windows this
+  // rank's input and output lie in, announced with them (0: the staging buffer). 0 and null where every rank is a
+  // thread of this process.
+  uint32_t remotePeers = 0;
+  uint32_t inWindow = 0;
+  uint32_t outWindow = 0;
+  const DirectPeerMap* peerMaps = nullptr;
   // One-shot, pre-multiplied sum (Op kSum): each rank multiplies its own input by its own scalar before the sum,
   // read from scalarDevice when not null (when the kernel runs), else from scalarBits' low bytes. The two-shot
   // kernels do not take it: rank r reduces its peers' inputs and has no peer's scalar, so the host scales a copy

@@ -18,7 +18,8 @@ if [ ! -f "$build/build.ninja" ]; then
     -DCOLLIE_FAKE_CUDA=ON -DCOLLIE_WITH_MPI=OFF >/dev/null
 fi
 cmake --build "$build" --target fake_cudart_test collectives_gpu_test program_cache_gpu_test collectives_gpu_mp \
-  faults_gpu_mp collie-run nccl_gpu_test collie-bench soak_test exchange_floor ceilings launch_floor collectives_mp
+  faults_gpu_mp direct_gpu_mp collie-run nccl_gpu_test collie-bench soak_test exchange_floor ceilings launch_floor \
+  collectives_mp
 start=$(date +%s)
 # The fake's device memory is POSIX shared memory, unlinked by cudaFree and at exit; a process that ends
 # by _exit or a signal leaves its objects behind. Remove those of processes that are gone.
@@ -90,6 +91,11 @@ COLLIE_TEST_FAKE_CUDA_DEVICES=2 COLLIE_TEST_FAKE_CUDA_P2P=0 every_test "$build/t
 # Ranks as processes: device windows exported and opened through cudaIpc handles.
 for np in 2 3; do
   bounded "$build/tools/collie-run" -np "$np" "$build/tests/collectives_gpu_mp"
+done
+# The direct kernels across processes: peers' buffers in registered windows reached in place, others staged
+# through the communicator's buffer, and what must be refused.
+for np in 2 3; do
+  bounded "$build/tools/collie-run" -np "$np" "$build/tests/direct_gpu_mp"
 done
 # Two processes of one job on different backends (COLLIE_DEVICE cuda and host): init refuses it on both.
 bounded bash tests/gpu/backends_differ_test.sh "$build/tests/collectives_gpu_mp" "$build/tests/collectives_mp"

@@ -118,16 +118,18 @@ ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t*
 
 // ---------------------------------------------------------------- windows and one-sided calls
 
-ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void*, size_t, ncclWindow_t* win, int) {
-  if (win != nullptr) *win = nullptr;
-  return unsupported("ncclCommWindowRegister", "symmetric memory windows are", comm);
+// Windows are Collie's (collieCommWindowRegister): the direct kernels reach peer processes' buffers inside them in
+// place. The flags have NCCL's values.
+static_assert(NCCL_WIN_COLL_SYMMETRIC == COLLIE_WIN_COLL_SYMMETRIC, "window flags differ");
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags) {
+  return collie::nccl::toNccl(
+      collieCommWindowRegister(toCollie(comm), buff, size, reinterpret_cast<collieWindow_t*>(win), winFlags));
 }
-ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t) {
-  return unsupported("ncclCommWindowDeregister", "symmetric memory windows are", comm);
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  return collie::nccl::toNccl(collieCommWindowDeregister(toCollie(comm), reinterpret_cast<collieWindow_t>(win)));
 }
-ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t, void** outUserPtr) {
-  if (outUserPtr != nullptr) *outUserPtr = nullptr;
-  return unsupported("ncclWinGetUserPtr", "symmetric memory windows are", comm);
+ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUserPtr) {
+  return collie::nccl::toNccl(collieWinGetUserPtr(toCollie(comm), reinterpret_cast<collieWindow_t>(win), outUserPtr));
 }
 
 ncclResult_t ncclPutSignal(const void*, size_t, ncclDataType_t, int, ncclWindow_t, size_t, int, int, unsigned int,

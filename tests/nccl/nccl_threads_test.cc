@@ -281,7 +281,7 @@ void callsOf229AndLater(const std::vector<ncclComm_t>& comms) {
   EXPECT(refusedAsUnsupported(ncclCommSuspend(comms[0], NCCL_SUSPEND_MEM), comms[0]), "suspend");
   EXPECT(refusedAsUnsupported(ncclCommResume(comms[0]), comms[0]), "resume");
   void* user = &bytes;
-  EXPECT(refusedAsUnsupported(ncclWinGetUserPtr(comms[0], nullptr, &user), comms[0]) && user == nullptr, "window");
+  EXPECT(ncclWinGetUserPtr(comms[0], nullptr, &user) == ncclInvalidArgument && user == nullptr, "no such window");
   int x = 0;
   ncclWaitSignalDesc_t desc = {1, 1, 0, 0};
   EXPECT(refusedAsUnsupported(ncclPutSignal(&x, 1, ncclInt32, 1, nullptr, 0, 0, 0, 0, comms[0], nullptr), comms[0]),
@@ -305,13 +305,19 @@ void callsOfLaterVersions() {
   NCCLCHECK(ncclGroupEnd());
   sum = v[0] + v[1];
   EXPECT(sum == 14, "allreduce on a communicator from ncclCommInitRankScalable");
-  ncclWindow_t win = reinterpret_cast<ncclWindow_t>(0x1);
-  char buf[64];
-  EXPECT(ncclCommWindowRegister(comms[0], buf, sizeof(buf), &win, NCCL_WIN_DEFAULT) == ncclInvalidUsage,
-         "windows unsupported");
-  EXPECT(win == nullptr, "no window handed out");
-  EXPECT(std::string(ncclGetLastError(comms[0])).find("not supported by Collie") != std::string::npos,
-         ncclGetLastError(comms[0]));
+  // Windows are Collie's (collieCommWindowRegister; bookkeeping on the host backend): every rank registers.
+  std::vector<ncclWindow_t> wins(n, nullptr);
+  char bufs[2][64];
+  onThreads(n, [&](int r) {
+    NCCLCHECK(ncclCommWindowRegister(comms[r], bufs[r], sizeof(bufs[r]), &wins[r], NCCL_WIN_COLL_SYMMETRIC));
+  });
+  void* user = nullptr;
+  NCCLCHECK(ncclWinGetUserPtr(comms[1], wins[1], &user));
+  EXPECT(wins[0] != nullptr && user == bufs[1], "a window's user pointer");
+  EXPECT(ncclCommWindowRegister(comms[0], bufs[0], sizeof(bufs[0]), nullptr, NCCL_WIN_DEFAULT) == ncclInvalidArgument,
+         "a window needs its handle");
+  onThreads(n, [&](int r) { NCCLCHECK(ncclCommWindowDeregister(comms[r], wins[r])); });
+  EXPECT(ncclCommWindowDeregister(comms[0], wins[0]) == ncclInvalidArgument, "a window deregistered twice");
   // Rank 0 goes on alone: ncclCommShrink is collieCommShrink (tests/unit/shrink_test.cc has the many-rank cases).
   ncclComm_t shrunk = nullptr;
   int exclude = 1;

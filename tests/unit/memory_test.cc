@@ -1,7 +1,7 @@
-// collieMemAlloc / collieMemFree and collieCommRegister / collieCommDeregister
-// on a machine where the host backend runs: page-aligned host memory that the
-// collectives accept, and checked bookkeeping (a pointer or handle that did not
-// come from the library, or came back twice, is an error with a sentence).
+// collieMemAlloc / collieMemFree, collieCommRegister / collieCommDeregister and
+// collieCommWindowRegister / collieCommWindowDeregister on a machine where the host backend runs: page-aligned host
+// memory that the collectives accept, and checked bookkeeping (a pointer or handle that did not come from the library,
+// or came back twice, is an error with a sentence).
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -92,6 +92,46 @@ TEST(CommRegister, HandlesAreCheckedPerCommunicator) {
   // A communicator destroyed with registrations left frees them with itself.
   void* h3 = nullptr;
   ASSERT_EQ(collieCommRegister(b[0], buf.data(), buf.size(), &h3), collieSuccess);
+}
+
+// Windows on the host backend are bookkeeping, with the same checks as on the CUDA backend (which maps them
+// between processes: tests/gpu/direct_gpu_mp.cc): every rank registers, arguments are refused with a sentence,
+// and a handle is good once, on its own communicator.
+TEST(CommWindowRegister, IsCollectiveAndChecked) {
+  Comms a(2), b(1);
+  ASSERT_EQ(a.result, collieSuccess);
+  ASSERT_EQ(b.result, collieSuccess);
+  std::vector<std::vector<float>> bufs(2, std::vector<float>(1024, 1.0f));
+  std::vector<collieWindow_t> wins(2, nullptr);
+  std::vector<collieResult_t> rcs(2, collieInternalError);
+  collie::test::onRanks(2, [&](int r) {
+    rcs[r] = collieCommWindowRegister(a[r], bufs[r].data(), bufs[r].size() * sizeof(float), &wins[r],
+                                      COLLIE_WIN_COLL_SYMMETRIC);
+    if (rcs[r] == collieSuccess)
+      rcs[r] = collieAllReduce(bufs[r].data(), bufs[r].data(), 1024, collieFloat32, collieSum, a[r], nullptr);
+  });
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(rcs[r], collieSuccess) << collieGetLastError(a[r]);
+    ASSERT_NE(wins[r], nullptr);
+    EXPECT_EQ(bufs[r][1023], 2.0f);  // a buffer in a window works in calls as any other
+  }
+  EXPECT_EQ(collieCommWindowDeregister(b[0], wins[0]), collieInvalidArgument);  // not b's
+  EXPECT_NE(std::string(collieGetLastError(b[0])).find("not returned by collieCommWindowRegister"), std::string::npos);
+  collie::test::onRanks(2, [&](int r) { rcs[r] = collieCommWindowDeregister(a[r], wins[r]); });
+  EXPECT_EQ(rcs[0], collieSuccess) << collieGetLastError(a[0]);
+  EXPECT_EQ(rcs[1], collieSuccess) << collieGetLastError(a[1]);
+  EXPECT_EQ(collieCommWindowDeregister(a[0], wins[0]), collieInvalidArgument);  // twice
+  collieWindow_t w = nullptr;
+  EXPECT_EQ(collieCommWindowRegister(b[0], bufs[0].data(), 64, nullptr, 0), collieInvalidArgument);
+  EXPECT_EQ(collieCommWindowRegister(b[0], nullptr, 64, &w, 0), collieInvalidArgument);
+  EXPECT_EQ(w, nullptr);
+  EXPECT_EQ(collieCommWindowRegister(b[0], bufs[0].data(), 0, &w, 0), collieInvalidArgument);
+  EXPECT_EQ(collieCommWindowRegister(b[0], bufs[0].data(), 64, &w, 0x10), collieInvalidArgument);
+  EXPECT_NE(std::string(collieGetLastError(b[0])).find("only COLLIE_WIN_DEFAULT and COLLIE_WIN_COLL_SYMMETRIC"),
+            std::string::npos);
+  EXPECT_EQ(collieCommWindowRegister(nullptr, bufs[0].data(), 64, &w, 0), collieInvalidArgument);
+  // A communicator destroyed with windows left frees them with itself.
+  ASSERT_EQ(collieCommWindowRegister(b[0], bufs[0].data(), 64, &w, COLLIE_WIN_DEFAULT), collieSuccess);
 }
 
 }  // namespace

@@ -23,18 +23,6 @@ struct WindowRecord {
   int32_t pooled;  // from the owner's pool, held by its peers in the process (PooledWindow)
 };
 
-bool sameHost(const std::vector<PeerInfo>& peers, int a, int b) {
-  return memcmp(peers[static_cast<size_t>(a)].hostId, peers[static_cast<size_t>(b)].hostId, sizeof(peers[0].hostId)) ==
-         0;
-}
-
-// The same pid in the same pid namespace (containers on one host may reuse pids).
-bool sameProcess(const std::vector<PeerInfo>& peers, int a, int b) {
-  const PeerInfo& x = peers[static_cast<size_t>(a)];
-  const PeerInfo& y = peers[static_cast<size_t>(b)];
-  return x.pid == y.pid && x.pidNamespace == y.pidNamespace;
-}
-
 }  // namespace
 
 // A window from its owner's pool, and that pool: given back once the owner and every peer of the process that
@@ -68,7 +56,8 @@ DeviceWindows::PooledWindow::~PooledWindow() {
 }
 
 Status DeviceWindows::create(Bootstrap* bootstrap, const std::vector<PeerInfo>& peers, int device, size_t bytes,
-                             std::shared_ptr<DevicePool> pool, std::unique_ptr<DeviceWindows>* out) {
+                             size_t stagingBytes, std::shared_ptr<DevicePool> pool,
+                             std::unique_ptr<DeviceWindows>* out) {
   std::unique_ptr<DeviceWindows> w(new DeviceWindows());
   w->device_ = device;
   w->bytes_ = bytes;
@@ -89,8 +78,10 @@ Status DeviceWindows::create(Bootstrap* bootstrap, const std::vector<PeerInfo>& 
   }
   void* own = nullptr;
   if (ipc) {
-    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&own, bytes), "cudaMalloc of the device window"));
+    COLLIE_RETURN_IF_ERROR(
+        cudaStatus(cudaMalloc(&own, bytes + stagingBytes), "cudaMalloc of the device window and staging buffer"));
     w->own_ = static_cast<uint8_t*>(own);
+    w->stagingBytes_ = stagingBytes;
   } else {
     COLLIE_RETURN_IF_ERROR(pool->allocate(bytes, &own, "allocating the device window"));
     auto held = std::make_shared<PooledWindow>();
@@ -117,6 +108,8 @@ Status DeviceWindows::create(Bootstrap* bootstrap, const std::vector<PeerInfo>& 
   COLLIE_RETURN_IF_ERROR(bootstrap->allGather(records.data(), sizeof(WindowRecord)));
 
   w->windows_.resize(static_cast<size_t>(n));
+  w->ownerAddresses_.resize(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) w->ownerAddresses_[static_cast<size_t>(r)] = records[static_cast<size_t>(r)].pointer;
   for (int r = 0; r < n; ++r) {
     const WindowRecord& rec = records[static_cast<size_t>(r)];
     if (r == rank) {
@@ -164,6 +157,7 @@ Status DeviceWindows::create(Bootstrap* bootstrap, const std::vector<PeerInfo>& 
                                       "cudaIpcOpenMemHandle of a peer's window")
                                .withContext("rank " + std::to_string(r)));
     w->opened_.push_back(mapped);
+    w->ipcRanks_.push_back(r);
     w->windows_[static_cast<size_t>(r)] = static_cast<uint8_t*>(mapped);
   }
   *out = std::move(w);
