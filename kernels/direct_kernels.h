@@ -21,7 +21,9 @@
 //    write, laid out [parity 2][sender n][slotLines lines of 16 bytes];
 //  * barrier flags, the others: per rank, kDirectBarrierBytes of device memory its peers can write, laid out
 //    [block kDirectMaxBlocks][sender kDirectMaxRanks] records of kDirectBarrierRecord bytes: the sender's epoch, and
-//    from its entry announcement the addresses of its input and output for the call;
+//    from its entry announcement the addresses of its input and output for the call and the windows they lie in;
+//  * peers in other processes only: the table through which this rank reaches their windows (DirectPeerMap),
+//    written when a window is registered, and the windows of its own input and output;
 //  * the rank's own input and output for the call. Its peers' arrive with their entry announcements (the barrier
 //    kernels), so a launch needs no peer's buffers from the host: each rank learns them on the device, as the call
 //    starts (the one-shot kernel reaches peers only through their scratch);

@@ -22,7 +22,7 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_
   -DCOLLIE_WITH_MPI=OFF -DCMAKE_BUILD_RPATH_USE_ORIGIN=ON -DCMAKE_PREFIX_PATH="$prefix" \
   -DGTest_DIR="$prefix/lib/x86_64-linux-gnu/cmake/GTest" >/dev/null
 targets=(collectives_gpu_test program_cache_gpu_test reduce_ops_gpu_test collectives_gpu_mp faults_gpu_mp collie-run
-  nccl_gpu_test collie-bench soak_test launch_floor exchange_floor ceilings collectives_mp)
+  nccl_gpu_test collie-bench soak_test launch_floor exchange_floor ceilings collectives_mp direct_gpu_mp)
 cmake --build build-gpu -j "$(nproc)" --target "${targets[@]}"
 rm -rf .gpurun
 mkdir -p .gpurun/build-gpu

@@ -370,6 +370,73 @@ bool plainWindowRefused(Rank& me, const Comm& comm) {
   return alive;
 }
 
+// A two-shot allreduce captured into a CUDA graph, replayed three times on new inputs: each replay is a new call
+// (the call number comes from the device), and a staged call replays its copies in and out with it. Buffers
+// outside every window (staged), then inside one.
+bool capturedReplays(Rank& me, const Comm& comm) {
+  const size_t count = 1001, bytes = count * sizeof(float);
+  bool alive = true;
+  for (bool inWindow : {false, true}) {
+    void* block = nullptr;
+    if (inWindow ? collieMemAlloc(&block, 2 * bytes) != collieSuccess : cudaMalloc(&block, 2 * bytes) != cudaSuccess) {
+      me.fail("allocating the captured call's buffers");
+      return false;
+    }
+    float* in = static_cast<float*>(block);
+    float* out = in + count;
+    collieWindow_t win = nullptr;
+    const std::string what =
+        std::string("allreduce direct_twoshot captured into a graph, ") + (inWindow ? "buffers in a window" : "staged");
+    if (inWindow && collieCommWindowRegister(comm.comm, block, 2 * bytes, &win, COLLIE_WIN_DEFAULT) != collieSuccess) {
+      me.fail(what + ": registering: " + collieGetLastError(comm.comm));
+      collieMemFree(block);
+      return false;
+    }
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    cudaStreamBeginCapture(me.stream, cudaStreamCaptureModeThreadLocal);
+    const collieResult_t rc = collieAllReduce(in, out, count, collieFloat32, collieSum, comm.comm, me.stream);
+    const cudaError_t ended = cudaStreamEndCapture(me.stream, &graph);
+    if (rc != collieSuccess || ended != cudaSuccess || cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
+      me.fail(what + ": capturing: " + collieGetLastError(comm.comm) + " / " + cudaGetErrorString(ended));
+      alive = false;
+    }
+    std::vector<float> host(count), got(count);
+    for (int k = 0; k < 3 && alive; ++k) {
+      ++me.cases;
+      // Small integers: every sum is exact in any order.
+      for (size_t i = 0; i < count; ++i) host[i] = static_cast<float>(i % 7 + static_cast<size_t>(me.rank + k));
+      cudaMemcpy(in, host.data(), bytes, cudaMemcpyHostToDevice);
+      cudaMemset(out, kPoison, bytes);
+      cudaDeviceSynchronize();
+      if (cudaGraphLaunch(exec, me.stream) != cudaSuccess ||
+          brokenAfter(me, comm.comm, me.stream, what + ", replay " + std::to_string(k))) {
+        alive = false;
+        break;
+      }
+      cudaMemcpy(got.data(), out, bytes, cudaMemcpyDeviceToHost);
+      const size_t n = static_cast<size_t>(me.n);
+      for (size_t i = 0; i < count; ++i) {
+        const float want = static_cast<float>(n * (i % 7) + n * (n - 1) / 2 + n * static_cast<size_t>(k));
+        if (got[i] != want) {
+          me.fail(what + ", replay " + std::to_string(k) + ": element " + std::to_string(i) + " is " +
+                  std::to_string(got[i]) + ", not " + std::to_string(want));
+          break;
+        }
+      }
+    }
+    if (exec != nullptr) cudaGraphExecDestroy(exec);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    if (win != nullptr) collieCommWindowDeregister(comm.comm, win);
+    if (inWindow)
+      collieMemFree(block);
+    else
+      cudaFree(block);
+    if (!alive) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -442,6 +509,7 @@ int main(int argc, char** argv) {
     }
   }
   // What must be refused comes last: a refusal that broke a communicator would fail every case after it.
+  alive = alive && capturedReplays(me, twoShot);
   alive = alive && plainWindowRefused(me, twoShot) && refusals(me, oneShot, twoShot);
   cudaStreamDestroy(me.stream);
   collieCommDestroy(twoShot.comm);

@@ -149,7 +149,7 @@ part_build() {
     -DCOLLIE_WITH_MPI=OFF -DCMAKE_PREFIX_PATH="$prefix" -DGTest_DIR="$prefix/lib/x86_64-linux-gnu/cmake/GTest"
   step build cmake --build "$build" -j 16 --target collectives_gpu_test program_cache_gpu_test reduce_ops_gpu_test \
     collectives_gpu_mp faults_gpu_mp collie-run nccl_gpu_test collie-bench soak_test launch_floor exchange_floor \
-    ceilings
+    ceilings direct_gpu_mp
 }
 part_test() {
   # First, with every stream in one hardware queue: calls of several rounds, a grouped send/recv and pre-multiplied
@@ -182,6 +182,10 @@ part_test() {
   step gpu_program_cache "$build/tests/program_cache_gpu_test"
   for np in 2 3 4; do
     step "gpu_processes_np$np" "$build/tools/collie-run" -np "$np" "$build/tests/collectives_gpu_mp"
+  done
+  # The direct kernels between processes: buffers in windows, staged, mixed, captured; the refusals.
+  for np in 2 3; do
+    step "gpu_direct_processes_np$np" "$build/tools/collie-run" -np "$np" "$build/tests/direct_gpu_mp"
   done
   # A rank process killed after init: the survivors' kernels stop within milliseconds (executor/peer_watch.h),
   # not after COLLIE_TIMEOUT.
@@ -330,6 +334,8 @@ part_perf() {
   # place, the refusals): the timed steps below check one type each.
   step perf_direct_correct "$build/tests/collectives_gpu_test" \
     --gtest_filter='CudaBackend.Direct*:PreMulSumGpu.OnTheDirectKernels'
+  # And between processes (windows through cudaIpc, the staging buffer), which no GPU has run before.
+  step perf_direct_processes "$build/tools/collie-run" -np 2 "$build/tests/direct_gpu_mp"
   # The machine, and what its memory allows: copies by the copy engine and by the SMs on 1 to 8 streams, and an
   # allreduce with no synchronisation at all (kernels/ceiling_kernels.h).
   perf_step perf_ceilings "$build/tests/ceilings" --jsonl "$jsonl" --bytes "$(IFS=,; echo "${large[*]}")"

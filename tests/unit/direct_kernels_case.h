@@ -154,6 +154,16 @@ class World {
   /// Rank r's one-shot scratch ([parity][sender][slotLines() lines]), for a test that plays a peer itself.
   uint8_t* scratch(int r) { return ranks_[static_cast<size_t>(r)].scratch.get(); }
   uint32_t slotLines() const { return slotLines_; }
+  /// From now on every rank's peers count as other processes (DirectArgs::remotePeers), each announcing its input in
+  /// window 1 and its output in window 2, reached through `maps(r)`: rank r's table [window][rank], identity
+  /// entries (a - 1 + 1) for windows 1 and 2 of every peer until a test clears one.
+  void mapAsProcesses() {
+    maps_.assign(static_cast<size_t>(n_) * kDirectMaxWindows * kDirectMaxRanks, DirectPeerMap{});
+    for (int r = 0; r < n_; ++r)
+      for (int w : {1, 2})
+        for (int p = 0; p < n_; ++p) maps(r)[w * kDirectMaxRanks + p] = DirectPeerMap{1, 1};
+  }
+  DirectPeerMap* maps(int r) { return maps_.data() + static_cast<size_t>(r) * kDirectMaxWindows * kDirectMaxRanks; }
 
   /// Runs `calls` in order on the ranks listed (all when empty; a rank left out never comes) and returns a line
   /// per wrong result or failed call (empty: every byte as expected). Each rank's launches number the calls on from
@@ -274,6 +284,12 @@ class World {
     a.error = &ranks_[static_cast<size_t>(r)].error;
     a.timeoutNs = timeoutNs_;
     if (!timing_.empty()) a.timing = timing_.data() + static_cast<size_t>(r) * kDirectTimingWords;
+    if (!maps_.empty()) {
+      a.remotePeers = ((1u << n_) - 1) & ~(1u << r);
+      a.peerMaps = maps(r);
+      a.inWindow = 1;
+      a.outWindow = 2;
+    }
     a.divisor = c.op == TestOp::kAvg ? n_ : 0;
     if (c.op == TestOp::kPreMulSum) {
       a.premul = 1;
@@ -340,6 +356,7 @@ class World {
   uint32_t seq_ = 0;
   uint32_t abort_ = 0;
   std::vector<uint64_t> timing_;
+  std::vector<DirectPeerMap> maps_;  // mapAsProcesses: [rank][window][peer]; empty: ranks are threads
   std::vector<Rank> ranks_;
 };
 

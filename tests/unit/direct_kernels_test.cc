@@ -195,6 +195,34 @@ TEST(DirectKernels, AWaitForAPeerThatNeverComesGivesUpWithRankPeerAndCall) {
   }
 }
 
+// Peers in other processes: every address a rank announces goes with its window, and each receiver maps it through
+// its table. Calls through mapped windows are exact; a peer's buffer in a window a rank has not mapped fails that
+// rank's call with collieInvalidUsage naming the peer, with no move, so the peers' exit waits give up too rather
+// than finish with its part missing.
+TEST(DirectKernels, PeerProcessesBuffersGoThroughTheirWindows) {
+  std::mt19937_64 rng(11);
+  for (DirectKind kind : kKinds) {
+    if (kind == DirectKind::kOneShotAllReduce) continue;  // it reaches peers only through their scratch
+    SCOPED_TRACE(collie::test::direct::kindName(kind));
+    World world = worldOf(3, 200ull * 1000 * 1000);  // 0.2 s
+    world.mapAsProcesses();
+    std::vector<Call> good;
+    for (bool inPlace : {false, kind != DirectKind::kAllToAll})
+      good.push_back(makeCall(kind, collieFloat32, TestOp::kSum, 1000, inPlace, 3, &rng, true));
+    const std::vector<std::string> first = world.run(good);
+    ASSERT_TRUE(first.empty()) << joined(first);
+    world.maps(0)[2 * collie::kDirectMaxRanks + 1] = collie::DirectPeerMap{};  // rank 1's outputs, on rank 0
+    const std::vector<std::string> wrong =
+        world.run({makeCall(kind, collieFloat32, TestOp::kSum, 1000, false, 3, &rng, true)});
+    EXPECT_EQ(wrong.size(), 3u) << joined(wrong);
+    const DirectError& e = world.error(0);
+    EXPECT_EQ(e.code, static_cast<uint32_t>(collieInvalidUsage));
+    EXPECT_EQ(e.peer, 1);
+    EXPECT_EQ(e.call, 3u);
+    for (int r : {1, 2}) EXPECT_EQ(world.error(r).code, static_cast<uint32_t>(collieTimeout)) << "rank " << r;
+  }
+}
+
 TEST(DirectKernels, TheAbortFlagEndsAWaitAtOnce) {
   std::mt19937_64 rng(6);
   for (DirectKind kind : {DirectKind::kOneShotAllReduce, DirectKind::kTwoShotAllReduce}) {
