@@ -19,12 +19,8 @@
 using collie::test::Coll;
 
 int main(int argc, char** argv) {
-  const int probe = collie::test::gpuProbe(argc, argv);
+  const int probe = collie::test::gpuProbeAndPickLocal(argc, argv);
   if (probe >= 0) return probe;
-  const char* local = getenv("COLLIE_LOCAL_RANK");
-  int gpus = 1;
-  cudaGetDeviceCount(&gpus);
-  cudaSetDevice((local ? atoi(local) : 0) % gpus);
   collieConfig_t config = COLLIE_CONFIG_INITIALIZER;
   config.backend = collieBackendCuda;
   collieComm_t comm = nullptr;

@@ -440,12 +440,8 @@ bool capturedReplays(Rank& me, const Comm& comm) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int probe = collie::test::gpuProbe(argc, argv);
+  const int probe = collie::test::gpuProbeAndPickLocal(argc, argv);
   if (probe >= 0) return probe;
-  const char* local = getenv("COLLIE_LOCAL_RANK");
-  int gpus = 1;
-  cudaGetDeviceCount(&gpus);
-  cudaSetDevice((local ? atoi(local) : 0) % gpus);
   // The first communicator's allreduce is the one-shot, its other collectives the tuner's (the seed's broadcast);
   // the second, split from it, names every other direct algorithm.
   collieConfig_t config = COLLIE_CONFIG_INITIALIZER;

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -31,6 +32,18 @@ inline int gpuProbe(int argc, char** argv) {
     return 77;
   }
   return argc > 1 && strcmp(argv[1], "--probe") == 0 ? 0 : -1;
+}
+
+/// A rank process started by a launcher: gpuProbe, then the GPU of its local rank (COLLIE_LOCAL_RANK, modulo the
+/// GPUs there are) made current. Its answer is gpuProbe's.
+inline int gpuProbeAndPickLocal(int argc, char** argv) {
+  const int probe = gpuProbe(argc, argv);
+  if (probe >= 0) return probe;
+  const char* local = getenv("COLLIE_LOCAL_RANK");
+  int gpus = 1;
+  cudaGetDeviceCount(&gpus);
+  cudaSetDevice((local ? atoi(local) : 0) % (gpus > 0 ? gpus : 1));
+  return -1;
 }
 
 }  // namespace test
