@@ -163,10 +163,9 @@ collieResult_t collieCommWindowRegister(collieComm_t comm, void* buff, size_t si
     collie::Window w{buff, size, 0};
     if (comm->bufferWindows != nullptr) {
       std::vector<collie::PeerRange> ranges;
-      COLLIE_RETURN_IF_ERROR(
-          comm->bufferWindows
-              ->add(buff, size, refusal.ok() ? collie::memAllocStart(buff, size) : nullptr, refusal, &w.number, &ranges)
-              .withContext(call));
+      const Status added = comm->bufferWindows->add(
+          buff, size, refusal.ok() ? collie::memAllocStart(buff, size) : nullptr, refusal, &w.number, &ranges);
+      if (!added.ok()) return refusal.ok() ? added.withContext(call) : refusal;  // (the refusal names the call)
       Status mapped = comm->executor->mapWindow(w.number, buff, size, ranges).withContext(call);
       if (!mapped.ok()) {
         comm->bufferWindows->remove(w.number);

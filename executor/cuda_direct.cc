@@ -57,7 +57,7 @@ Status CudaExecutor::runsDirect(Collective c, const std::string& algorithm, uint
   const uint64_t bytes = count * typeSize(type);
   if (kind != DirectKind::kOneShotAllReduce) {
     // These kernels load and store peers' buffers where the peers announce them (direct_kernels.h): as they are
-    // from threads of this process, through windows or the staging buffer from other processes (placeBuffers).
+    // from threads of this process, through windows or the staging buffer from other processes (placeDirectBuffers).
     const uint64_t most = directMaxCount(kind, typeSize(type), static_cast<int>(layout_.nranks));
     if (count > most)
       return Status::error(collieInvalidUsage,
