@@ -145,12 +145,14 @@ class Executor {
   }
   /// Forgets window `number`, once every call enqueued so far that could use it has finished.
   virtual Status unmapWindow(int /*number*/) { return Status(); }
-  /// Before a call of direct algorithm `algorithm` is numbered: OK where runRounds would run it on these buffers
-  /// (runsDirect; on the CUDA executor also where its peers can reach them), else the sentence saying why not. A
-  /// refusal here leaves the communicator as it was.
-  virtual Status checkDirect(Collective c, const std::string& algorithm, uint64_t count, collieDataType_t type,
-                             ReduceOp op, const void* /*input*/, const void* /*output*/) {
-    return runsDirect(c, algorithm, count, type, op);
+  /// Before a call of direct algorithm `algorithm` is numbered: OK where runRounds would run it on these buffers,
+  /// else the sentence saying why not; a refusal here leaves the communicator as it was. This one lets every call
+  /// through: executors without direct kernels refuse them all in runRounds (refuseDirectSteps, naming their
+  /// backend); the CUDA executor checks here what runsDirect checks and where its peers can reach the buffers.
+  virtual Status checkDirect(Collective /*c*/, const std::string& /*algorithm*/, uint64_t /*count*/,
+                             collieDataType_t /*type*/, ReduceOp /*op*/, const void* /*input*/,
+                             const void* /*output*/) {
+    return Status();
   }
   /// Whether runRounds honours ExecArgs::scale, scaling the input as part of the launch. Otherwise core scales
   /// into staging of its own before the call and frees it after (core/collectives.cc, executeScaled).
