@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <list>
 #include <map>
 #include <mutex>
 #include <string>
@@ -43,6 +44,19 @@ std::mutex gAllocMu;
 std::map<void*, Allocation>& allocations() {
   static std::map<void*, Allocation> map;
   return map;
+}
+
+// comm's window `win` (resourceMu held), or the error that says it is none of comm's.
+Status findWindow(collieComm_t comm, collieWindow_t win, const char* call, std::list<Window>::iterator* out) {
+  auto it = comm->bufferWindowList.begin();
+  while (it != comm->bufferWindowList.end() && reinterpret_cast<collieWindow_t>(&*it) != win) ++it;
+  if (it == comm->bufferWindowList.end())
+    return Status::error(collieInvalidArgument,
+                         "%s: window %p was not returned by collieCommWindowRegister on this communicator, or was "
+                         "deregistered already",
+                         call, static_cast<void*>(win));
+  *out = it;
+  return Status();
 }
 
 }  // namespace
@@ -190,13 +204,8 @@ collieResult_t collieCommWindowDeregister(collieComm_t comm, collieWindow_t win)
     collie::Window w;
     {
       std::lock_guard<std::mutex> lock(comm->resourceMu);
-      auto it = comm->bufferWindowList.begin();
-      while (it != comm->bufferWindowList.end() && reinterpret_cast<collieWindow_t>(&*it) != win) ++it;
-      if (it == comm->bufferWindowList.end())
-        return Status::error(collieInvalidArgument,
-                             "%s: window %p was not returned by collieCommWindowRegister on this communicator, or was "
-                             "deregistered already",
-                             call, static_cast<void*>(win));
+      std::list<collie::Window>::iterator it;
+      COLLIE_RETURN_IF_ERROR(collie::findWindow(comm, win, call, &it));
       w = *it;
       comm->bufferWindowList.erase(it);
     }
@@ -215,15 +224,10 @@ collieResult_t collieWinGetUserPtr(collieComm_t comm, collieWindow_t win, void**
     *ptr = nullptr;
     COLLIE_RETURN_IF_ERROR(checkComm(comm, call));
     std::lock_guard<std::mutex> lock(comm->resourceMu);
-    for (const collie::Window& w : comm->bufferWindowList)
-      if (reinterpret_cast<collieWindow_t>(const_cast<collie::Window*>(&w)) == win) {
-        *ptr = w.buffer;
-        return Status();
-      }
-    return Status::error(collieInvalidArgument,
-                         "%s: window %p was not returned by collieCommWindowRegister on this communicator, or was "
-                         "deregistered already",
-                         call, static_cast<void*>(win));
+    std::list<collie::Window>::iterator it;
+    COLLIE_RETURN_IF_ERROR(collie::findWindow(comm, win, call, &it));
+    *ptr = it->buffer;
+    return Status();
   });
 }
 

@@ -26,9 +26,8 @@ struct RangeRecord {
 
 }  // namespace
 
-BufferWindows::BufferWindows(Bootstrap* bootstrap, std::vector<PeerInfo> peers, int device, int maxWindows)
+BufferWindows::BufferWindows(Bootstrap* bootstrap, const std::vector<PeerInfo>& peers, int device, int maxWindows)
     : bootstrap_(bootstrap),
-      peers_(std::move(peers)),
       device_(device),
       used_(static_cast<size_t>(maxWindows), false),
       holds_(static_cast<size_t>(maxWindows)) {
@@ -36,7 +35,7 @@ BufferWindows::BufferWindows(Bootstrap* bootstrap, std::vector<PeerInfo> peers, 
   const int n = bootstrap_->nranks(), rank = bootstrap_->rank();
   peerProcess_.assign(static_cast<size_t>(n), false);
   for (int r = 0; r < n; ++r)
-    peerProcess_[static_cast<size_t>(r)] = r != rank && sameHost(peers_, r, rank) && !sameProcess(peers_, r, rank);
+    peerProcess_[static_cast<size_t>(r)] = r != rank && sameHost(peers, r, rank) && !sameProcess(peers, r, rank);
 }
 
 BufferWindows::~BufferWindows() {

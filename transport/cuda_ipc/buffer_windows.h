@@ -35,7 +35,7 @@ struct PeerRange {
 class BufferWindows {
  public:
   /// `maxWindows`: how many may be registered at once (numbers 0..maxWindows-1).
-  BufferWindows(Bootstrap* bootstrap, std::vector<PeerInfo> peers, int device, int maxWindows);
+  BufferWindows(Bootstrap* bootstrap, const std::vector<PeerInfo>& peers, int device, int maxWindows);
   ~BufferWindows();  // closes every mapping still open
   BufferWindows(const BufferWindows&) = delete;
   BufferWindows& operator=(const BufferWindows&) = delete;
@@ -62,7 +62,6 @@ class BufferWindows {
   void release(int peer, uint64_t remoteStart);
 
   Bootstrap* bootstrap_;
-  std::vector<PeerInfo> peers_;
   std::vector<bool> peerProcess_;
   int device_;
   std::vector<bool> used_;
