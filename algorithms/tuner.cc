@@ -42,7 +42,7 @@ std::string shown(const std::string& s) {
   return s.size() > 40 ? out + "..." : out;
 }
 
-using CacheKey = std::tuple<Collective, uint64_t, int, std::string>;
+using CacheKey = std::tuple<Collective, uint64_t, int, std::string, bool>;
 
 // Every field of a topology as raw bytes: a cache key built in well under a
 // microsecond, since the tuner is asked on every collective call.
@@ -88,12 +88,12 @@ std::string collectiveNames() {
   return out;
 }
 
-const AlgorithmInfo* tunedAlgorithm(Collective c, uint64_t bytes, int nranks, const Topology& topo) {
+const AlgorithmInfo* tunedAlgorithm(Collective c, uint64_t bytes, int nranks, const Topology& topo, bool direct) {
   const AlgorithmInfo* fallback = defaultAlgorithm(c);
   if (fallback == nullptr) return nullptr;
   static std::mutex mutex;
   static std::map<CacheKey, const AlgorithmInfo*> cache;
-  const CacheKey key{c, bytes, nranks, fingerprint(topo)};
+  const CacheKey key{c, bytes, nranks, fingerprint(topo), direct};
   // Held while simulating too: ranks that are threads of one process ask the
   // same question at once, and all but the first then find the answer cached.
   std::lock_guard<std::mutex> lock(mutex);
@@ -109,9 +109,8 @@ const AlgorithmInfo* tunedAlgorithm(Collective c, uint64_t bytes, int nranks, co
   const AlgorithmInfo* best = nullptr;
   double bestTime = 0;
   for (const AlgorithmInfo& a : algorithms()) {
-    // Direct algorithms run only where ranks map each other's buffers, which nothing here knows: COLLIE_ALGO
-    // names them where they can run.
-    if (a.collective != c || a.mapsPeers) continue;
+    // Direct algorithms run only where ranks map each other's buffers, which the caller knows.
+    if (a.collective != c || (a.mapsPeers && !direct)) continue;
     Prediction p;
     if (!predict(a, call, es, topo, &p).ok()) continue;
     if (best == nullptr || p.seconds < bestTime) {

@@ -16,7 +16,8 @@ namespace collie {
 
 /// The registered algorithm of `c` with the smallest predicted time on `topo`
 /// for `nranks` ranks (ties go to the registry's first), of those that need no
-/// mapped peers (AlgorithmInfo::mapsPeers). `bytes` is the call's
+/// mapped peers (AlgorithmInfo::mapsPeers) unless `direct` says the ranks map
+/// each other's buffers (COLLIE_DIRECT_TUNE, core/comm.h). `bytes` is the call's
 /// count argument times the element size, as core/collectives.cc has it: one
 /// rank block for reduce-scatter, allgather, gather and scatter, one peer's
 /// block for all-to-all, the whole send buffer of a rank for all-to-all-v.
@@ -24,8 +25,9 @@ namespace collie {
 /// Falls back to the default algorithm when no prediction succeeds; nullptr
 /// when `c` has no algorithm. A simulation per algorithm costs from
 /// microseconds to a few hundred milliseconds (1 GiB on 128 ranks), so answers
-/// are cached (thread-safe, by collective, size, ranks and topology).
-const AlgorithmInfo* tunedAlgorithm(Collective c, uint64_t bytes, int nranks, const Topology& topo);
+/// are cached (thread-safe, by collective, size, ranks, topology and `direct`).
+const AlgorithmInfo* tunedAlgorithm(Collective c, uint64_t bytes, int nranks, const Topology& topo,
+                                    bool direct = false);
 
 /// Parses a collective's name: allreduce, broadcast, reduce, allgather,
 /// reducescatter, alltoall, alltoallv, gather, scatter, sendrecv, barrier

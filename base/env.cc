@@ -84,6 +84,9 @@ const std::vector<VarInfo>& knownVars() {
       {"COLLIE_DIRECT_READ_BYTES", kUser, "131072",
        "host backend, ranks that are threads of one process: the smallest send a peer reads in place from the "
        "sender's buffer instead of through its slots (0: every send; negative: none)"},
+      {"COLLIE_DIRECT_TUNE", kUser, "0",
+       "CUDA backend: 1 lets the tuner choose the direct kernels (docs/cuda-executor.md) where every rank maps its "
+       "peers' buffers and the call fits them; 0: only COLLIE_ALGO names them. The same on every rank"},
       {"COLLIE_DIRECT_STAGING", kUser, "8388608",
        "CUDA backend, ranks that are processes of one machine: bytes of each rank's staging buffer, through which "
        "the direct kernels copy a buffer outside every window (collieCommWindowRegister): half for the input, half "

@@ -11,16 +11,19 @@ namespace collie {
 struct PeerInfo {
   char hostId[64];  // host identity (COLLIE_HOSTID, else hostname + boot id); equal => same machine
   int32_t pid;
-  int32_t cudaDevice;     // -1 for a host communicator
-  int32_t backend;        // collieBackend_t actually chosen
-  int32_t checkCalls;     // COLLIE_CHECK: all ranks must agree, or the checking ones would wait for the others
-  uint64_t windowBytes;   // size of this rank's shm window, so peers can map it
-  uint64_t algoHash;      // of this rank's COLLIE_ALGO overrides: ranks that disagree would run different programs
-  uint64_t machine;       // hash of hostname + boot id, never faked: ranks that share CPUs (core/cpu_share.h)
-  uint64_t cpus[16];      // the CPUs this rank may run on (a bit per CPU, the first 1024)
-  uint64_t pidNamespace;  // inode of /proc/self/ns/pid (0: unknown): pids compare only within one namespace
-  uint8_t gpuUuid[16];    // the GPU's UUID (zeros: a host communicator, or unknown): device ordinals differ
-                          // between processes with different CUDA_VISIBLE_DEVICES, the UUID does not
+  int32_t cudaDevice;      // -1 for a host communicator
+  int32_t backend;         // collieBackend_t actually chosen
+  int32_t checkCalls;      // COLLIE_CHECK: all ranks must agree, or the checking ones would wait for the others
+  uint64_t windowBytes;    // size of this rank's shm window, so peers can map it
+  uint64_t algoHash;       // of this rank's COLLIE_ALGO overrides: ranks that disagree would run different programs
+  uint64_t machine;        // hash of hostname + boot id, never faked: ranks that share CPUs (core/cpu_share.h)
+  uint64_t cpus[16];       // the CPUs this rank may run on (a bit per CPU, the first 1024)
+  uint64_t pidNamespace;   // inode of /proc/self/ns/pid (0: unknown): pids compare only within one namespace
+  uint8_t gpuUuid[16];     // the GPU's UUID (zeros: a host communicator, or unknown): device ordinals differ
+                           // between processes with different CUDA_VISIBLE_DEVICES, the UUID does not
+  uint64_t directStaging;  // COLLIE_DIRECT_STAGING: ranks that stage different amounts would refuse different calls
+  int32_t directTune;      // COLLIE_DIRECT_TUNE: ranks that disagree would choose different algorithms
+  int32_t unused;
 };
 
 /// Ranks a and b run on one host (hostId, which COLLIE_HOSTID may fake).

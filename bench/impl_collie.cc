@@ -71,8 +71,11 @@ std::vector<std::string> split(const std::string& s, const char* seps) {
   return out;
 }
 
+// --algo's name for the tuner's choice with the direct algorithms weighed too (COLLIE_DIRECT_TUNE=1).
+constexpr const char* kTunerDirect = "auto_direct";
+
 // The user's COLLIE_ALGO with this collective's entries replaced by `algo`
-// ("auto": removed, so the tuner chooses). Other collectives keep their choice.
+// ("auto" and "auto_direct": removed, so the tuner chooses). Other collectives keep their choice.
 std::string algoSpec(const char* original, Collective c, const std::string& algo) {
   std::string out;
   for (const std::string& entry : split(original ? original : "", ";,")) {
@@ -82,35 +85,40 @@ std::string algoSpec(const char* original, Collective c, const std::string& algo
     if (entry.find_first_not_of(" \t") == std::string::npos) continue;
     out += (out.empty() ? "" : ";") + entry;
   }
-  if (algo != "auto") out += (out.empty() ? "" : ";") + std::string(collectiveName(c)) + ":" + algo;
+  if (algo != "auto" && algo != kTunerDirect)
+    out += (out.empty() ? "" : ";") + std::string(collectiveName(c)) + ":" + algo;
   return out;
 }
 
-// The user's COLLIE_ALGO, saved before the first change, restored after each init.
-struct AlgoEnv {
+// A variable of the user's environment (COLLIE_ALGO, COLLIE_DIRECT_TUNE), saved before the first change,
+// restored after each init.
+struct SavedEnv {
+  const char* name;
   bool saved = false, had = false;
   std::string value;
-  void set(const std::string& spec) {
+  explicit SavedEnv(const char* n) : name(n) {}
+  void set(const std::string& v) {
     if (!saved) {
-      const char* v = getenv("COLLIE_ALGO");
-      had = v != nullptr;
-      value = v ? v : "";
+      const char* old = getenv(name);
+      had = old != nullptr;
+      value = old ? old : "";
       saved = true;
     }
-    if (spec.empty())
-      unsetenv("COLLIE_ALGO");
+    if (v.empty())
+      unsetenv(name);
     else
-      setenv("COLLIE_ALGO", spec.c_str(), 1);
+      setenv(name, v.c_str(), 1);
   }
   void restore() {
     if (!saved) return;
     if (had)
-      setenv("COLLIE_ALGO", value.c_str(), 1);
+      setenv(name, value.c_str(), 1);
     else
-      unsetenv("COLLIE_ALGO");
+      unsetenv(name);
   }
 };
-AlgoEnv gAlgoEnv;
+SavedEnv gAlgoEnv("COLLIE_ALGO");
+SavedEnv gTuneEnv("COLLIE_DIRECT_TUNE");
 
 // One stream per rank (worker thread, rank of the thread), shared by every Collie implementation of the run.
 // Each stream takes one of the GPU's hardware queues (CUDA_DEVICE_MAX_CONNECTIONS), and ranks whose streams share
@@ -260,7 +268,7 @@ class CollieImpl : public Impl {
   // grouped send/recv, which has no registered program, and for one rank, which copies instead.
   static const AlgorithmInfo* chosenAlgorithm(collieComm_t comm, const Case& c) {
     if (c.coll == Coll::kSendRecv || c.nranks == 1) return nullptr;
-    return comm->algorithmFor(toCollective(c.coll), c.count * c.typeBytes());
+    return comm->algorithmForCall(toCollective(c.coll), c.count, c.type, c.op);
   }
 
   // What core/collectives.cc runs for this case: one rank copies its data (nothing in place); more build the
@@ -368,7 +376,7 @@ std::vector<std::string> collieAlgorithms(const Options& o, std::string* err) {
     return out;
   }
   for (const std::string& name : split(o.algo, ",")) {
-    if (name == "auto" || findAlgorithm(c, name.c_str()) != nullptr) {
+    if (name == "auto" || name == kTunerDirect || findAlgorithm(c, name.c_str()) != nullptr) {
       out.push_back(name);
       continue;
     }
@@ -384,7 +392,9 @@ std::vector<std::string> collieAlgorithms(const Options& o, std::string* err) {
     }
     const std::string valid = algorithmNames(c);
     *err = "--algo: " + std::string(collInfo(o.coll).name) + " has no algorithm '" + name + "' (" +
-           (valid.empty() ? std::string("it has none to choose from; use auto") : "valid: auto, all, " + valid) + ")";
+           (valid.empty() ? std::string("it has none to choose from; use auto")
+                          : "valid: auto, auto_direct, all, " + valid) +
+           ")";
     return {};
   }
   return out;
@@ -393,15 +403,21 @@ std::vector<std::string> collieAlgorithms(const Options& o, std::string* err) {
 std::unique_ptr<Impl> makeCollieImpl(Team& team, int worker, const Options& o, const std::string& algo,
                                      std::string* err) {
   const int g = team.perThread();
-  auto impl = std::make_unique<CollieImpl>(
-      algo.empty() ? "collie" : (algo == "auto" ? "collie:tuner" : "collie:" + algo), team.nranks());
+  auto impl = std::make_unique<CollieImpl>(algo.empty() ? "collie"
+                                                        : (algo == "auto"         ? "collie:tuner"
+                                                           : algo == kTunerDirect ? "collie:tuner+direct"
+                                                                                  : "collie:" + algo),
+                                           team.nranks());
   struct IdMessage {
     int ok;
     collieUniqueId id;
   } msg;
   memset(&msg, 0, sizeof(msg));
   team.barrier(worker);  // nobody is inside an init that reads COLLIE_ALGO
-  if (worker == 0 && !algo.empty()) gAlgoEnv.set(algoSpec(getenv("COLLIE_ALGO"), toCollective(o.coll), algo));
+  if (worker == 0 && !algo.empty()) {
+    gAlgoEnv.set(algoSpec(getenv("COLLIE_ALGO"), toCollective(o.coll), algo));
+    if (algo == kTunerDirect) gTuneEnv.set("1");
+  }
   std::string rootError;
   if (team.isRoot(worker)) {
     msg.ok = collieGetUniqueId(&msg.id) == collieSuccess;
@@ -430,7 +446,10 @@ std::unique_ptr<Impl> makeCollieImpl(Team& team, int worker, const Options& o, c
     for (std::thread& t : threads) t.join();
   }
   team.barrier(worker);
-  if (worker == 0 && !algo.empty()) gAlgoEnv.restore();
+  if (worker == 0 && !algo.empty()) {
+    gAlgoEnv.restore();
+    gTuneEnv.restore();
+  }
 
   std::string mine;
   if (!msg.ok) mine = "collieGetUniqueId failed on rank 0" + (rootError.empty() ? "" : ": " + rootError);

@@ -202,7 +202,7 @@ void printPicks(const Report& r, FILE* out) {
     if (r.impls[i].baseline || r.impls[i].label.rfind("collie:", 0) != 0) continue;
     if (r.impls[i].label == "collie:tuner")
       tuner = i;
-    else
+    else if (r.impls[i].label != "collie:tuner+direct")  // a tuner too (auto_direct), not an algorithm
       algos.push_back(i);
   }
   if (tuner == r.impls.size() || algos.size() < 2) return;

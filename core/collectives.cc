@@ -127,7 +127,8 @@ Status executeCall(collieComm_t comm, const Call& call) {
     if (!st.ok()) comm->breakWith(st.withContext(call.name));
     return st.withContext(call.name);
   }
-  const collie::AlgorithmInfo* chosen = call.algo ? call.algo : comm->algorithmFor(call.collective, call.count * es);
+  const collie::AlgorithmInfo* chosen =
+      call.algo ? call.algo : comm->algorithmForCall(call.collective, call.count, call.type, call.op);
   if (chosen == nullptr)
     return Status::error(collieInternalError, "%s: no algorithm is registered for %s", call.name,
                          collie::collectiveName(call.collective));
@@ -150,9 +151,10 @@ Status executeCall(collieComm_t comm, const Call& call) {
   // too large for the staging buffer is this rank's own refusal (collieCommWindowRegister), whose peers' waits
   // then fail the call there.
   if (algo.mapsPeers)
-    COLLIE_RETURN_IF_ERROR(
-        comm->executor->checkDirect(call.collective, algo.name, call.count, call.type, exec.op, call.input, call.output)
-            .withContext(call.name));
+    COLLIE_RETURN_IF_ERROR(comm->executor
+                               ->checkDirect(call.collective, algo.name, call.count, call.type, exec.op, call.input,
+                                             call.output, call.scale.active)
+                               .withContext(call.name));
   exec.seq = comm->seq++;
   exec.collectiveSeq = comm->collectives++;
   exec.callSignature = callSignature(call, algo, exec.collectiveSeq);
@@ -329,7 +331,7 @@ collie::CallShape shapeOf(collieComm_t comm, Call* callp, bool valid) {
   shape.sendCounts = &call.sendCounts;
   shape.recvCounts = &call.recvCounts;
   if (valid) {
-    call.algo = comm->algorithmFor(call.collective, call.count * collie::typeSize(call.type));
+    call.algo = comm->algorithmForCall(call.collective, call.count, call.type, call.op);
     if (call.algo != nullptr) shape.algorithm = call.algo->name;
   }
   return shape;

@@ -22,6 +22,7 @@
 #include "executor/direct_sends.h"
 #include "executor/emulated_executor.h"
 #include "executor/host_executor.h"
+#include "executor/reduce_ops.h"
 #include "executor/remote_proxy.h"
 #include "executor/staged_executor.h"
 #include "transport/bootstrap/bootstrap.h"
@@ -78,7 +79,9 @@ const char* configString(const collieConfig_t* config, size_t offset) {
 
 }  // namespace collie
 
-const collie::AlgorithmInfo* collieComm::algorithmFor(collie::Collective c, uint64_t bytes) {
+const collie::AlgorithmInfo* collieComm::algorithmFor(collie::Collective c, uint64_t bytes, bool direct,
+                                                      bool* byTuner) {
+  if (byTuner != nullptr) *byTuner = false;
   auto it = algoOverrides.find(c);
   // A program file may serve only part of the sizes (min_bytes/max_bytes): the tuner picks for the rest.
   if (it != algoOverrides.end() &&
@@ -87,11 +90,26 @@ const collie::AlgorithmInfo* collieComm::algorithmFor(collie::Collective c, uint
   // All-to-all-v's byte count differs between ranks, and every rank must pick
   // the same algorithm, so only collectives whose size all ranks share are tuned.
   if (c == collie::Collective::kAllToAllv) return collie::defaultAlgorithm(c);
-  const auto key = std::make_pair(c, bytes);
+  if (byTuner != nullptr) *byTuner = true;
+  const bool weighDirect = direct && tuneDirect;
+  const auto key = std::make_tuple(c, bytes, weighDirect);
   auto hit = tuned.find(key);
   if (hit != tuned.end()) return hit->second;
   if (tuned.size() >= 64) tuned.clear();  // bounded, like the program cache: the sizes of one sweep
-  return tuned.emplace(key, collie::tunedAlgorithm(c, bytes, nranks, topology)).first->second;
+  return tuned.emplace(key, collie::tunedAlgorithm(c, bytes, nranks, topology, weighDirect)).first->second;
+}
+
+const collie::AlgorithmInfo* collieComm::algorithmForCall(collie::Collective c, uint64_t count, collieDataType_t type,
+                                                          collieRedOp_t op) {
+  const uint64_t bytes = count * collie::typeSize(type);
+  bool byTuner = false;
+  const collie::AlgorithmInfo* a = algorithmFor(c, bytes, true, &byTuner);
+  if (a == nullptr || !a->mapsPeers || !byTuner) return a;
+  // A pre-multiplied sum is a sum over inputs each rank scales first (core/redop.h).
+  collie::ReduceOp rop = collie::ReduceOp::kSum;
+  if (op < collieNumOps) collie::toReduceOp(op, &rop);
+  if (executor->directFits(c, a->name, count, type, rop)) return a;
+  return algorithmFor(c, bytes, false);
 }
 
 namespace collie {
@@ -221,6 +239,17 @@ Status resolveConfig(const collieConfig_t* config, InitOptions* out) {
   if (badCheck || check < 0 || check > 1)
     return Status::error(collieInvalidArgument, "COLLIE_CHECK must be 0 or 1 (compare each call across ranks)");
   o.checkCalls = check == 1;
+  bool badTune = false;
+  const int64_t tune = env::getInt("COLLIE_DIRECT_TUNE", 0, &badTune);
+  if (badTune || tune < 0 || tune > 1)
+    return Status::error(collieInvalidArgument,
+                         "COLLIE_DIRECT_TUNE must be 0 or 1 (let the tuner choose the direct kernels)");
+  o.directTune = tune == 1;
+  bool badStaging = false;
+  const int64_t staging = env::getInt("COLLIE_DIRECT_STAGING", 8 << 20, &badStaging);
+  if (badStaging || staging < 0)
+    return Status::error(collieInvalidArgument, "COLLIE_DIRECT_STAGING must be a byte count >= 0");
+  o.directStaging = static_cast<uint64_t>(staging);
   if (std::optional<std::string> algo = env::get("COLLIE_ALGO")) {
     COLLIE_RETURN_IF_ERROR(parseAlgorithmOverrides(*algo, &o.algoOverrides));
     o.algoSpec = *algo;

@@ -87,12 +87,24 @@ struct collieComm {
   std::map<collie::Collective, const collie::AlgorithmInfo*> algoOverrides;
   // What the tuner predicts on: the built-in "host" topology sized to this communicator.
   collie::Topology topology;
-  // The tuner's answers for this communicator, by (collective, bytes): a repeated
+  // COLLIE_DIRECT_TUNE=1 on every rank, and every peer's device window mapped (the CUDA executor's direct
+  // kernels run here): the tuner weighs the direct algorithms too.
+  bool tuneDirect = false;
+  bool directTuneOption = false;  // COLLIE_DIRECT_TUNE as init found it, and COLLIE_DIRECT_STAGING: for splits
+  uint64_t directStaging = 0;
+  // The tuner's answers for this communicator, by (collective, bytes, direct ones weighed): a repeated
   // call neither rebuilds the tuner's key nor takes its process-wide lock.
-  std::map<std::pair<collie::Collective, uint64_t>, const collie::AlgorithmInfo*> tuned;
-  /// The algorithm for a call of `c` moving `bytes` per rank: the override,
-  /// else the tuner's choice; nullptr when `c` has none.
-  const collie::AlgorithmInfo* algorithmFor(collie::Collective c, uint64_t bytes);
+  std::map<std::tuple<collie::Collective, uint64_t, bool>, const collie::AlgorithmInfo*> tuned;
+  /// The algorithm for a call of `c` moving `bytes` per rank: the override, else the tuner's choice (among the
+  /// direct algorithms too where tuneDirect and `direct`); nullptr when `c` has none. *byTuner, if given, says
+  /// whether the tuner chose.
+  const collie::AlgorithmInfo* algorithmFor(collie::Collective c, uint64_t bytes, bool direct = true,
+                                            bool* byTuner = nullptr);
+  /// The algorithm a call runs: algorithmFor's, except that a direct algorithm the tuner chose stands only where
+  /// the executor runs this very call with it on every rank (Executor::directFits, which looks at nothing one
+  /// rank could see differently); elsewhere the tuner's choice among the others.
+  const collie::AlgorithmInfo* algorithmForCall(collie::Collective c, uint64_t count, collieDataType_t type,
+                                                collieRedOp_t op);
 
   // Programs built so far, by (algorithm, count, stride, root).
   std::map<collie::CommProgramKey, collie::Program> programs;
@@ -125,6 +137,8 @@ struct InitOptions {
   std::map<Collective, const AlgorithmInfo*> algoOverrides;  // COLLIE_ALGO
   std::string algoSpec;                                      // the same, as text for messages
   bool checkCalls = false;                                   // COLLIE_CHECK (core/call_check.h)
+  bool directTune = false;                                   // COLLIE_DIRECT_TUNE (collieComm::tuneDirect)
+  uint64_t directStaging = 8 << 20;                          // COLLIE_DIRECT_STAGING: bytes of the staging buffer
 };
 
 /// Merges a caller's config (may be NULL) with COLLIE_DEVICE / COLLIE_TIMEOUT /

@@ -233,14 +233,10 @@ Status setupCudaBackend(collieComm* comm, const InitOptions& options, const std:
   COLLIE_RETURN_IF_ERROR(DevicePool::create(comm->cudaDevice, comm->rank, options.timeoutSec, &comm->devicePool));
   // The direct kernels' staging buffer, for peer processes (whose buffers outside every window they cannot reach):
   // in the window's allocation, so the peers map it with the window.
-  size_t staging = 0;
-  if (layout.directSlotLines > 0) {
-    bool bad = false;
-    const int64_t bytes = env::getInt("COLLIE_DIRECT_STAGING", 8 << 20, &bad);
-    if (bad || bytes < 0)
-      return Status::error(collieInvalidArgument, "COLLIE_DIRECT_STAGING must be a byte count >= 0");
-    staging = static_cast<size_t>(bytes);
-  }
+  const size_t staging = layout.directSlotLines > 0 ? static_cast<size_t>(options.directStaging) : 0;
+  // The tuner weighs the direct algorithms where they run; collieComm::algorithmForCall keeps its direct picks to
+  // the calls the executor runs on every rank.
+  comm->tuneDirect = options.directTune && layout.directSlotLines > 0;
   COLLIE_RETURN_IF_ERROR(DeviceWindows::create(comm->bootstrap.get(), comm->peers, comm->cudaDevice,
                                                layout.totalBytes(), staging, comm->devicePool, &comm->deviceWindows));
   std::unique_ptr<CudaExecutor> exec;

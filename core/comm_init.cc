@@ -142,6 +142,8 @@ Status describeRank(const collieComm& comm, const InitOptions& options, InitPlan
   }
   me.backend = comm.backend;
   me.checkCalls = options.checkCalls ? 1 : 0;
+  me.directTune = options.directTune ? 1 : 0;
+  me.directStaging = options.directStaging;
   me.pidNamespace = pidNamespace();
   describeCpus(&me);
 
@@ -191,6 +193,12 @@ Status checkPeersAgree(const collieComm& comm, const InitOptions& options, InitP
       return Status::error(collieInvalidUsage,
                            "rank %d runs with COLLIE_CHECK=%d, rank %d with COLLIE_CHECK=%d: set it alike on all ranks",
                            r, p.checkCalls, rank, me.checkCalls);
+    if (p.directTune != me.directTune || p.directStaging != me.directStaging)
+      return Status::error(collieInvalidUsage,
+                           "rank %d runs with COLLIE_DIRECT_TUNE=%d COLLIE_DIRECT_STAGING=%llu, rank %d with "
+                           "COLLIE_DIRECT_TUNE=%d COLLIE_DIRECT_STAGING=%llu: set them alike on all ranks",
+                           r, p.directTune, static_cast<unsigned long long>(p.directStaging), rank, me.directTune,
+                           static_cast<unsigned long long>(me.directStaging));
     if (p.backend != me.backend)
       return Status::error(collieInvalidUsage,
                            "rank %d runs the %s backend, rank %d the %s one: set COLLIE_DEVICE (or config.backend) "
@@ -226,6 +234,8 @@ Status checkProgramFiles(const collieComm& comm, const InitOptions& options, con
 void setTopology(const InitOptions& options, const InitPlan& plan, collieComm* comm) {
   comm->algoOverrides = options.algoOverrides;
   comm->checkCalls = options.checkCalls;
+  comm->directTuneOption = options.directTune;
+  comm->directStaging = options.directStaging;
   comm->topology = *findTopology("host");
   comm->topology.nranks = comm->nranks;
   comm->topology.ranksPerNode = nodeRanks(comm->peers);

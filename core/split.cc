@@ -46,6 +46,8 @@ InitOptions inheritedOptions(collieComm_t comm) {
   o.initTimeoutSec = comm->initTimeoutSec;
   o.algoOverrides = comm->algoOverrides;
   o.checkCalls = comm->checkCalls;
+  o.directTune = comm->directTuneOption;
+  o.directStaging = comm->directStaging;
   for (const auto& a : comm->algoOverrides)
     o.algoSpec += std::string(collectiveName(a.first)) + ":" + a.second->name + ";";
   return o;

@@ -123,35 +123,67 @@ Status CudaExecutor::unmapWindow(int number) {
 }
 
 Status CudaExecutor::checkDirect(Collective c, const std::string& algorithm, uint64_t count, collieDataType_t type,
-                                 ReduceOp op, const void* input, const void* output) {
+                                 ReduceOp op, const void* input, const void* output, bool scaled) {
   std::lock_guard<std::mutex> lock(mu_);
   COLLIE_RETURN_IF_ERROR(runsDirect(c, algorithm, count, type, op));
   DirectKind kind = DirectKind::kOneShotAllReduce;
   kernelFor(c, algorithm, &kind);
   DirectArgs d;
   StagedCopies staged;
-  return placeDirectBuffers(kind, c, count, type, input, output, &d, &staged);
+  // The one-shot kernel scales its own input (DirectArgs::premul); for the others runRounds scales into a buffer
+  // of its own.
+  const bool ownInput = scaled && kind != DirectKind::kOneShotAllReduce;
+  return placeDirectBuffers(kind, c, count, type, input, output, ownInput, &d, &staged);
+}
+
+bool CudaExecutor::directFits(Collective c, const std::string& algorithm, uint64_t count, collieDataType_t type,
+                              ReduceOp op) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!runsDirect(c, algorithm, count, type, op).ok()) return false;
+  DirectKind kind = DirectKind::kOneShotAllReduce;
+  kernelFor(c, algorithm, &kind);
+  // Ranks that are threads of this process reach each other's buffers wherever they lie, and the one-shot kernel
+  // reaches peers only through their scratch.
+  if (directRemotePeers_ == 0 || kind == DirectKind::kOneShotAllReduce) return true;
+  // Otherwise a rank may stage its input and output, whether or not they lie in windows on its peers: the fit
+  // must hold for what the largest announcer (a broadcast's root) stages.
+  uint64_t inBytes = 0, outBytes = 0;
+  directFootprint(kind, count, type, true, &inBytes, &outBytes);
+  const uint64_t half = stagingHalf();
+  return inBytes <= half && outBytes <= half;
+}
+
+void CudaExecutor::directFootprint(DirectKind kind, uint64_t count, collieDataType_t type, bool readsInput,
+                                   uint64_t* inBytes, uint64_t* outBytes) const {
+  const uint64_t n = layout_.nranks, block = count * typeSize(type);
+  const bool nIn = kind == DirectKind::kReduceScatter || kind == DirectKind::kAllToAll;
+  const bool nOut = kind == DirectKind::kAllGather || kind == DirectKind::kAllToAll;
+  *inBytes = readsInput ? (nIn ? n : 1) * block : 0;
+  *outBytes = (nOut ? n : 1) * block;
+}
+
+uint64_t CudaExecutor::stagingHalf() const {
+  // The staging buffer's halves: the input's, then the output's (on a 256-byte boundary).
+  for (const OwnWindow& w : ownWindows_)
+    if (w.number == 0) return w.bytes / 2 & ~uint64_t{255};
+  return 0;
 }
 
 Status CudaExecutor::placeDirectBuffers(DirectKind kind, Collective c, uint64_t count, collieDataType_t type,
-                                        const void* input, const void* output, DirectArgs* d,
+                                        const void* input, const void* output, bool ownInput, DirectArgs* d,
                                         StagedCopies* staged) const {
   if (directRemotePeers_ == 0 || kind == DirectKind::kOneShotAllReduce) return Status();
   d->remotePeers = directRemotePeers_;
   d->peerMaps = directMaps_;
-  const uint64_t n = layout_.nranks, block = count * typeSize(type);
-  const bool nIn = kind == DirectKind::kReduceScatter || kind == DirectKind::kAllToAll;
-  const bool nOut = kind == DirectKind::kAllGather || kind == DirectKind::kAllToAll;
   // A broadcast's non-root reads no input of its own: it announces its output in its place.
   const bool readsInput = kind != DirectKind::kBroadcast || input != nullptr;
-  const uint64_t inBytes = readsInput ? (nIn ? n : 1) * block : 0;
-  const uint64_t outBytes = (nOut ? n : 1) * block;
-  const OwnWindow* stage = nullptr;
+  uint64_t inBytes = 0, outBytes = 0;
+  directFootprint(kind, count, type, readsInput, &inBytes, &outBytes);
+  const uint64_t half = stagingHalf();
+  uintptr_t stageBase = 0;
   for (const OwnWindow& w : ownWindows_)
-    if (w.number == 0) stage = &w;
-  // The staging buffer's halves: the input's, then the output's (on a 256-byte boundary).
-  const uint64_t half = stage != nullptr ? stage->bytes / 2 & ~uint64_t{255} : 0;
-  auto place = [&](const void* p, uint64_t bytes, uint64_t stagedAt, const char* what, uint32_t* window,
+    if (w.number == 0) stageBase = w.base;
+  auto place = [&](const void* p, uint64_t bytes, uint64_t stagedAt, bool own, const char* what, uint32_t* window,
                    void** at) -> Status {
     *window = 0;
     if (bytes == 0) {
@@ -160,7 +192,7 @@ Status CudaExecutor::placeDirectBuffers(DirectKind kind, Collective c, uint64_t 
     }
     const uintptr_t a = reinterpret_cast<uintptr_t>(p);
     for (const OwnWindow& w : ownWindows_)
-      if (w.number != 0 && a >= w.base && a - w.base <= w.bytes && bytes <= w.bytes - (a - w.base)) {
+      if (!own && w.number != 0 && a >= w.base && a - w.base <= w.bytes && bytes <= w.bytes - (a - w.base)) {
         *window = static_cast<uint32_t>(w.number);
         *at = const_cast<void*>(p);
         return Status();
@@ -169,18 +201,20 @@ Status CudaExecutor::placeDirectBuffers(DirectKind kind, Collective c, uint64_t 
       return Status::error(collieInvalidUsage,
                            "rank %d: %s direct across processes: its %s (%llu bytes) lies outside every window "
                            "registered with collieCommWindowRegister, and the staging buffer takes at most %llu "
-                           "(COLLIE_DIRECT_STAGING holds the input and the output): register the buffers on every "
-                           "rank, raise COLLIE_DIRECT_STAGING, or choose another algorithm in COLLIE_ALGO",
+                           "(COLLIE_DIRECT_STAGING holds the input and the output): %sraise COLLIE_DIRECT_STAGING "
+                           "or choose another algorithm in COLLIE_ALGO",
                            rank_, collectiveName(c), what, static_cast<unsigned long long>(bytes),
-                           static_cast<unsigned long long>(half));
-    *at = reinterpret_cast<void*>(stage->base + stagedAt);
+                           static_cast<unsigned long long>(half), own ? "" : "register the buffers on every rank, ");
+    *at = reinterpret_cast<void*>(stageBase + stagedAt);
     return Status();
   };
   void* in = nullptr;
   void* out = nullptr;
-  COLLIE_RETURN_IF_ERROR(place(output, outBytes, half, "output", &d->outWindow, &out));
+  COLLIE_RETURN_IF_ERROR(place(output, outBytes, half, false, "output", &d->outWindow, &out));
   if (readsInput) {
-    COLLIE_RETURN_IF_ERROR(place(input, inBytes, 0, "input", &d->inWindow, &in));
+    COLLIE_RETURN_IF_ERROR(place(input, inBytes, 0, ownInput,
+                                 ownInput ? "scaled input (a pre-multiplied sum's copy, always staged)" : "input",
+                                 &d->inWindow, &in));
   } else {
     in = out;
     d->inWindow = d->outWindow;
@@ -221,8 +255,9 @@ Status CudaExecutor::planDirect(const Program& program, DirectKind kind, const E
   d->divisor = args.divisor;
   d->gpuScope = directGpuScope_ ? 1 : 0;
   d->timing = directTiming_;
-  COLLIE_RETURN_IF_ERROR(
-      placeDirectBuffers(kind, program.collective, program.count, args.type, args.input, args.output, d, staged));
+  // A scaled input (ExecArgs::scale) is already the executor's own buffer, in no window.
+  COLLIE_RETURN_IF_ERROR(placeDirectBuffers(kind, program.collective, program.count, args.type, args.input, args.output,
+                                            false, d, staged));
   if ((staged->inBytes > 0 || staged->outBytes > 0) && !stagedSaid_) {
     stagedSaid_ = true;
     COLLIE_INFO(

@@ -13,10 +13,10 @@
 //
 // Direct algorithms (AlgorithmInfo::mapsPeers, whose programs load and store peers' memory) run as the direct
 // kernels written for them (kernels/direct_kernels.h), where every rank's window is mapped and so holds the
-// kernels' region (WindowLayout::directSlotLines): allreduce direct_oneshot everywhere there; the others
-// (direct_twoshot, and reducescatter, allgather, alltoall and broadcast direct), which load and store peers' buffers,
-// where every rank is a thread of this process on this GPU. Their launches are ordered like the program kernel's; they
-// number their calls apart, on the device (DirectCounter), so a captured one replays as a fresh call.
+// kernels' region (WindowLayout::directSlotLines). Peers' buffers are reached as they are from threads of this
+// process, and through windows or the staging buffer from other processes (placeDirectBuffers). Their launches
+// are ordered like the program kernel's; they number their calls apart, on the device (DirectCounter), so a
+// captured one replays as a fresh call.
 #pragma once
 
 #include <cstdint>
@@ -92,11 +92,15 @@ class CudaExecutor : public Executor, private LaunchStorage {
   /// allocation before the call and no free after it on the caller's stream (see scaleInput).
   bool scalesInput() const override { return true; }
   Status checkDirect(Collective c, const std::string& algorithm, uint64_t count, collieDataType_t type, ReduceOp op,
-                     const void* input, const void* output) override;
+                     const void* input, const void* output, bool scaled) override;
   Status mapWindow(int number, const void* base, uint64_t bytes, const std::vector<PeerRange>& ranges) override;
   Status unmapWindow(int number) override;
   Status runsDirect(Collective c, const std::string& algorithm, uint64_t count, collieDataType_t type,
                     ReduceOp op) const override;
+  /// runsDirect, and with peer processes a call whose buffers fit the staging buffer: a rank stages what lies
+  /// outside its windows, and the staging buffer is the same size on every rank (core/comm_init.cc checks).
+  bool directFits(Collective c, const std::string& algorithm, uint64_t count, collieDataType_t type,
+                  ReduceOp op) const override;
   bool directSends(const Program& p, void* const* bufs, size_t elemSize, int divisor,
                    std::vector<uint8_t>* marks) const override {
     return directSendsOf(tables_, p, bufs, elemSize, divisor, marks);
@@ -135,9 +139,16 @@ class CudaExecutor : public Executor, private LaunchStorage {
   Status planDirect(const Program& program, DirectKind kind, const ExecArgs& args, DirectArgs* d, int* blocks,
                     StagedCopies* staged);
   // With peers in other processes: which window holds d's input and output for a call of `kind`, or their copies
-  // through the staging buffer (StagedCopies).
+  // through the staging buffer (StagedCopies). `ownInput`: the input is the executor's own (a scaled copy), in
+  // no window.
   Status placeDirectBuffers(DirectKind kind, Collective c, uint64_t count, collieDataType_t type, const void* input,
-                            const void* output, DirectArgs* d, StagedCopies* staged) const;
+                            const void* output, bool ownInput, DirectArgs* d, StagedCopies* staged) const;
+  // The bytes of its input and output a rank of a direct call of `kind` announces to its peers (a broadcast's
+  // non-root, `readsInput` false, none of its input).
+  void directFootprint(DirectKind kind, uint64_t count, collieDataType_t type, bool readsInput, uint64_t* inBytes,
+                       uint64_t* outBytes) const;
+  // Bytes of each half of the staging buffer (window 0); 0 without one. Under mu_.
+  uint64_t stagingHalf() const;
   // Device memory for the launch being planned, without waiting for the device: from pool_, in the order of the
   // launch's stream (during a capture, of the pool's stream); with no pool, cudaMalloc. Freed at destroy.
   Status deviceBlock(size_t bytes, void** out);

@@ -146,13 +146,23 @@ class Executor {
   /// Forgets window `number`, once every call enqueued so far that could use it has finished.
   virtual Status unmapWindow(int /*number*/) { return Status(); }
   /// Before a call of direct algorithm `algorithm` is numbered: OK where runRounds would run it on these buffers,
-  /// else the sentence saying why not; a refusal here leaves the communicator as it was. This one lets every call
-  /// through: executors without direct kernels refuse them all in runRounds (refuseDirectSteps, naming their
-  /// backend); the CUDA executor checks here what runsDirect checks and where its peers can reach the buffers.
+  /// else the sentence saying why not; a refusal here leaves the communicator as it was. `scaled`: a
+  /// pre-multiplied sum, whose input runRounds replaces with a scaled copy of its own (ExecArgs::scale). This one
+  /// lets every call through: executors without direct kernels refuse them all in runRounds (refuseDirectSteps,
+  /// naming their backend); the CUDA executor checks here what runsDirect checks and where its peers can reach
+  /// the buffers.
   virtual Status checkDirect(Collective /*c*/, const std::string& /*algorithm*/, uint64_t /*count*/,
-                             collieDataType_t /*type*/, ReduceOp /*op*/, const void* /*input*/,
-                             const void* /*output*/) {
+                             collieDataType_t /*type*/, ReduceOp /*op*/, const void* /*input*/, const void* /*output*/,
+                             bool /*scaled*/) {
     return Status();
+  }
+  /// Whether every rank of the communicator runs a call of direct algorithm `algorithm` with these arguments as
+  /// runsDirect and checkDirect allow, wherever its buffers lie, judged from what every rank shares: the arguments
+  /// and the communicator's setup. The tuner's choice of a direct algorithm stands only where it is
+  /// (collieComm::algorithmForCall). This one: never.
+  virtual bool directFits(Collective /*c*/, const std::string& /*algorithm*/, uint64_t /*count*/,
+                          collieDataType_t /*type*/, ReduceOp /*op*/) const {
+    return false;
   }
   /// Whether runRounds honours ExecArgs::scale, scaling the input as part of the launch. Otherwise core scales
   /// into staging of its own before the call and frees it after (core/collectives.cc, executeScaled).

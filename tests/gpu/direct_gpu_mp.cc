@@ -7,7 +7,8 @@
 // and an out-of-place input must come back untouched. Then the calls the direct path cannot take are refused on
 // every rank, and the communicator takes the next call: a staged call larger than half the staging buffer, a
 // one-shot call larger than its slots, a window over memory not from collieMemAlloc. The algorithms come from
-// config.algo, the same on every rank by construction, so the program needs no COLLIE_ALGO.
+// config.algo, the same on every rank by construction, so the program needs no COLLIE_ALGO. Last, the tuner with
+// COLLIE_DIRECT_TUNE=1 on a communicator of its own, on calls that fit the staging buffer and calls that do not.
 //   direct_gpu_mp --probe   exit 77 (skip), saying why, when no GPU is usable
 //   direct_gpu_mp           the cases; exit 0 when all pass on this rank
 #include <cuda_runtime.h>
@@ -59,10 +60,11 @@ struct Rank {
   }
 };
 
-// A communicator and the allreduce algorithm config.algo names for it.
+// A communicator, the allreduce algorithm config.algo names for it, and the other collectives'.
 struct Comm {
   collieComm_t comm;
   const char* allreduce;
+  const char* others = "direct";
 };
 
 // One call: which collective on which communicator, on which data, and where the buffers lie.
@@ -78,7 +80,7 @@ struct Case {
   int root;
 
   std::string name() const {
-    const char* algo = coll == Coll::kAllReduce ? comm->allreduce : "direct";
+    const char* algo = coll == Coll::kAllReduce ? comm->allreduce : comm->others;
     char s[256];
     snprintf(s, sizeof(s), "%s %s %s %s count %zu %s%s%s%s", collie::test::collName(coll), algo, collie::typeName(type),
              collie::opName(op), count, modeName(mode), placement, inPlace ? " in place" : "",
@@ -310,8 +312,9 @@ bool refused(Rank& me, const Comm& comm, const std::string& what, const char* sa
 }
 
 // The calls the direct path refuses, each followed by one that works: every collective on plain buffers larger
-// than half the staging buffer (per-rank input and output; exactly half is taken), and a one-shot allreduce
-// larger than its slots. A call the tuner's algorithm ran would be taken: this also shows config.algo took.
+// than half the staging buffer (per-rank input and output; exactly half is taken), a pre-multiplied sum as large
+// in a window, and a one-shot allreduce larger than its slots. A call the tuner's algorithm ran would be taken:
+// this also shows config.algo took.
 bool refusals(Rank& me, const Comm& oneShot, const Comm& twoShot) {
   const char* env = getenv("COLLIE_DIRECT_STAGING");
   // Each half starts on a 256-byte boundary.
@@ -338,10 +341,55 @@ bool refusals(Rank& me, const Comm& oneShot, const Comm& twoShot) {
   if (intact && alive)
     alive = runCase(me, Case{Coll::kAllReduce, &twoShot, collieFloat32, collieSum, most, false, Mode::kStaged, "", 0},
                     {in, out});
+  // A pre-multiplied sum's input is the executor's scaled copy, always staged: with the buffers in a window, one
+  // over half the staging buffer is refused all the same, before it is numbered.
+  if (intact && alive) {
+    Memory mem((most + 1) * sizeof(float), false);
+    collieWindow_t win = nullptr;
+    collieRedOp_t premul;
+    float scalar = 0.5f;
+    if (!mem.ok() || collieCommWindowRegister(twoShot.comm, mem.window, mem.windowBytes, &win, 0) != collieSuccess ||
+        collieRedOpCreatePreMulSum(&premul, &scalar, collieFloat32, collieScalarHostImmediate, twoShot.comm) !=
+            collieSuccess) {
+      me.fail(std::string("a window and an operator for the scaled refusal: ") + collieGetLastError(twoShot.comm));
+    } else {
+      intact = refused(me, twoShot, "allreduce direct_twoshot, pre-multiplied, in a window", "scaled input", [&] {
+        return collieAllReduce(mem.in, mem.out, most + 1, collieFloat32, premul, twoShot.comm, me.stream);
+      });
+      collieRedOpDestroy(premul, twoShot.comm);
+    }
+    if (win != nullptr) collieCommWindowDeregister(twoShot.comm, win);
+    if (intact) alive = stillWorks(me, twoShot, "a pre-multiplied call too large to stage");
+  }
   const size_t over = kOneShotMostBytes / sizeof(float) + 1;
   if (refused(me, oneShot, "allreduce direct_oneshot, " + std::to_string(over * 4) + " bytes per rank", "slots",
               [&] { return collieAllReduce(in, out, over, collieFloat32, collieSum, oneShot.comm, me.stream); }))
     alive = stillWorks(me, oneShot, "a one-shot call too large") && alive;
+  cudaFree(in);
+  cudaFree(out);
+  return alive;
+}
+
+// COLLIE_DIRECT_TUNE=1 across processes: the tuner's direct picks stand only for calls that fit the staging
+// buffer, so that every rank could stage them. Every collective on plain buffers (staged), at a count whose
+// buffers fit half the staging buffer and one just past it, runs on every rank and gives the right bits: a rank
+// never refuses a call its peers have queued.
+bool tunedPicks(Rank& me, const Comm& tuned) {
+  const char* env = getenv("COLLIE_DIRECT_STAGING");
+  const size_t half = (env != nullptr ? strtoull(env, nullptr, 0) : size_t{8} << 20) / 2 & ~size_t{255};
+  const size_t fit = half / sizeof(float) / static_cast<size_t>(me.n), over = half / sizeof(float) + 1;
+  const size_t bytes = over * sizeof(float) * static_cast<size_t>(me.n) + kGuard;
+  char *in = nullptr, *out = nullptr;
+  if (cudaMalloc(&in, bytes) != cudaSuccess || cudaMalloc(&out, bytes) != cudaSuccess) {
+    me.fail("cudaMalloc of the tuned calls' buffers");
+    return true;
+  }
+  bool alive = true;
+  for (Coll coll : {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kAllToAll, Coll::kBroadcast})
+    for (size_t count : {fit, over})
+      if (alive)
+        alive =
+            runCase(me, Case{coll, &tuned, collieFloat32, collieSum, count, false, Mode::kStaged, "", 1}, {in, out});
   cudaFree(in);
   cudaFree(out);
   return alive;
@@ -507,6 +555,17 @@ int main(int argc, char** argv) {
   // What must be refused comes last: a refusal that broke a communicator would fail every case after it.
   alive = alive && capturedReplays(me, twoShot);
   alive = alive && plainWindowRefused(me, twoShot) && refusals(me, oneShot, twoShot);
+  // The tuner with the direct algorithms weighed, on a communicator of its own (every rank sets the variable).
+  setenv("COLLIE_DIRECT_TUNE", "1", 1);
+  collieConfig_t tunedConfig = COLLIE_CONFIG_INITIALIZER;
+  tunedConfig.backend = collieBackendCuda;
+  Comm tuned{nullptr, "tuned", "tuned"};
+  if (collieCommSplit(oneShot.comm, 0, me.rank, &tuned.comm, &tunedConfig) != collieSuccess) {
+    me.fail(std::string("split with COLLIE_DIRECT_TUNE=1: ") + collieGetLastError(oneShot.comm));
+  } else {
+    alive = tunedPicks(me, tuned) && alive;
+    collieCommDestroy(tuned.comm);
+  }
   cudaStreamDestroy(me.stream);
   collieCommDestroy(twoShot.comm);
   collieCommDestroy(oneShot.comm);

@@ -89,6 +89,66 @@ TEST(CudaBackend, DirectAlgorithmsRun) {
   }
 }
 
+// COLLIE_DIRECT_TUNE=1: the tuner weighs the direct algorithms too, here where every rank maps its peers. Each
+// collective with a direct kernel goes direct at some size (the shared-GPU model), and those calls give the right
+// bits, at that count and an odd one beside it; a call over what one launch moves is given the tuner's choice
+// among the others, which it also gives every call without the variable.
+TEST(CudaBackend, TheTunerChoosesDirectKernelsWhereAsked) {
+  SKIP_WITHOUT_GPU();
+  struct Case {
+    Coll coll;
+    collie::Collective c;
+  };
+  const Case cases[] = {{Coll::kAllReduce, collie::Collective::kAllReduce},
+                        {Coll::kReduceScatter, collie::Collective::kReduceScatter},
+                        {Coll::kAllGather, collie::Collective::kAllGather},
+                        {Coll::kAllToAll, collie::Collective::kAllToAll},
+                        {Coll::kBroadcast, collie::Collective::kBroadcast}};
+  const uint64_t counts[] = {1, 256, 4096, 65536, 1 << 20};
+  const uint64_t tooMany = uint64_t{1} << 31;  // floats: 8 GiB per rank, past kDirectMaxBytes
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
+  ScopedEnv algo("COLLIE_ALGO", nullptr);
+  const uint64_t seed = collie::test::testSeed();
+  {
+    ScopedEnv tune("COLLIE_DIRECT_TUNE", "1");
+    collie::test::Comms comms(3);
+    ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+    ASSERT_TRUE(comms[0]->tuneDirect);
+    for (const Case& k : cases) {
+      const char* name = collie::collectiveName(k.c);
+      uint64_t direct = 0;
+      for (uint64_t count : counts)
+        if (direct == 0 && comms[0]->algorithmForCall(k.c, count, collieFloat32, collieSum)->mapsPeers) direct = count;
+      ASSERT_NE(direct, uint64_t{0}) << name << ": the tuner never chose a direct algorithm";
+      printf("%s: the tuner's first direct pick, at %llu floats: %s\n", name, static_cast<unsigned long long>(direct),
+             comms[0]->algorithmForCall(k.c, direct, collieFloat32, collieSum)->name);
+      for (uint64_t count : {direct, direct + 1})
+        for (bool inPlace : {false, true}) {
+          if (inPlace && !collie::test::collHasInPlace(k.coll)) continue;
+          const std::string err = collie::test::runCollectiveCase(comms, k.coll, collieFloat32, collieSum, count,
+                                                                  inPlace, 1, seed, Memory::kDevice);
+          ASSERT_EQ(err, "") << name << " count " << count << (inPlace ? " in place" : "") << " (seed " << seed << ")";
+        }
+      // Past one launch: weighed alone, the direct algorithm would win; for the call, the others do.
+      const uint64_t bytes = tooMany * 4;
+      printf("%s at %llu floats: weighed alone %s, for the call %s\n", name, static_cast<unsigned long long>(tooMany),
+             comms[0]->algorithmFor(k.c, bytes)->name,
+             comms[0]->algorithmForCall(k.c, tooMany, collieFloat32, collieSum)->name);
+      EXPECT_TRUE(comms[0]->algorithmFor(k.c, bytes)->mapsPeers) << name << ": nothing to fall back from";
+      EXPECT_FALSE(comms[0]->algorithmForCall(k.c, tooMany, collieFloat32, collieSum)->mapsPeers) << name;
+      EXPECT_FALSE(comms[0]->algorithmFor(k.c, bytes, false)->mapsPeers) << name;
+    }
+  }
+  collie::test::Comms comms(3);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  EXPECT_FALSE(comms[0]->tuneDirect);
+  for (const Case& k : cases)
+    for (uint64_t count : counts)
+      EXPECT_FALSE(comms[0]->algorithmForCall(k.c, count, collieFloat32, collieSum)->mapsPeers)
+          << collie::collectiveName(k.c) << " count " << count;
+}
+
 // One rank's buffers on the GPU and a stream, for the refusals below.
 struct RankDevice {
   explicit RankDevice(size_t bytes) {

@@ -340,21 +340,22 @@ part_perf() {
   # allreduce with no synchronisation at all (kernels/ceiling_kernels.h).
   perf_step perf_ceilings "$build/tests/ceilings" --jsonl "$jsonl" --bytes "$(IFS=,; echo "${large[*]}")"
   perf_step perf_launch_floor "$build/tests/launch_floor" --jsonl "$jsonl" 2000 1 2 3 4 5 6 7 8
-  # Small allreduces: the tuner's pick, the interpreted one-shot and the direct one (n/a over 64 KiB).
+  # Small allreduces: the tuner's pick without and with the direct kernels (COLLIE_DIRECT_TUNE, whose default
+  # waits for these figures), the interpreted one-shot and the direct one (n/a over 64 KiB).
   for t in 2 4 8; do
     perf_step "perf_small_t$t" "$bench" allreduce -t "$t" --backend cuda "${few[@]}" \
-      --algo auto,oneshot,direct_oneshot
+      --algo auto,auto_direct,oneshot,direct_oneshot
   done
-  # Large calls: the tuner's pick beside the direct kernels, with the copy limit, so the byte floor's share.
+  # Large calls: the tuner's picks beside the direct kernels, with the copy limit, so the byte floor's share.
   for t in 2 4 8; do
     perf_step "perf_large_allreduce_t$t" "$bench" allreduce -t "$t" --backend cuda "${big[@]}" \
-      --algo auto,twoshot,direct_twoshot
+      --algo auto,auto_direct,twoshot,direct_twoshot
   done
   for c in reducescatter allgather; do
-    perf_step "perf_large_${c}_t4" "$bench" "$c" -t 4 --backend cuda "${big[@]}" --algo auto,direct
+    perf_step "perf_large_${c}_t4" "$bench" "$c" -t 4 --backend cuda "${big[@]}" --algo auto,auto_direct,direct
   done
-  perf_step perf_large_alltoall_t4 "$bench" alltoall -t 4 --backend cuda "${big[@]}" --algo auto,direct
-  perf_step perf_large_broadcast_t4 "$bench" broadcast -t 4 --backend cuda "${big[@]}" --algo auto,direct
+  perf_step perf_large_alltoall_t4 "$bench" alltoall -t 4 --backend cuda "${big[@]}" --algo auto,auto_direct,direct
+  perf_step perf_large_broadcast_t4 "$bench" broadcast -t 4 --backend cuda "${big[@]}" --algo auto,auto_direct,direct
   # Inside the direct kernels, by the GPU's timer: each rank's time from its kernel's start to its end, and until
   # every peer had come (the launch skew it saw), one size per run.
   timed_step perf_timing_oneshot_t4 "$bench" allreduce -t 4 --backend cuda -b 8 -e 8 -n 200 -w 20 --algo direct_oneshot

@@ -60,6 +60,12 @@ refused_at_init "different COLLIE_ALGO" "was started with a different COLLIE_ALG
   COLLIE_ALGO=allreduce:ring COLLIE_ALGO=allreduce:rd
 # COLLIE_CHECK set on one rank only: the checking rank would wait for a comparison its peer never sends.
 refused_at_init "COLLIE_CHECK on one rank only" "COLLIE_CHECK=.*set it alike on all ranks" COLLIE_CHECK=0 COLLIE_CHECK=1
+# COLLIE_DIRECT_TUNE or COLLIE_DIRECT_STAGING unlike: on a GPU the ranks would choose different algorithms, or
+# refuse different direct calls. Checked on every backend, so here too.
+refused_at_init "COLLIE_DIRECT_TUNE on one rank only" "COLLIE_DIRECT_TUNE=.*set them alike on all ranks" \
+  COLLIE_DIRECT_TUNE=0 COLLIE_DIRECT_TUNE=1
+refused_at_init "different COLLIE_DIRECT_STAGING" "COLLIE_DIRECT_STAGING=[0-9]*, rank [01] with .*set them alike" \
+  COLLIE_DIRECT_STAGING=1048576 COLLIE_DIRECT_STAGING=2097152
 # LL flags repeating at different periods (COLLIE_TEST_LL_FLAG_PERIOD, here on the emulated kernels): each rank would
 # take the other's lines for stale or new at the wrong time. The window headers differ.
 refused_at_init "different COLLIE_TEST_LL_FLAG_PERIOD" "flag period \(256\|512\).*COLLIE_TEST_LL_FLAG_PERIOD" \

@@ -65,7 +65,7 @@ const Direct kDirect[] = {{Collective::kAllReduce, "direct_oneshot"}, {Collectiv
                           {Collective::kReduceScatter, "direct"},     {Collective::kAllGather, "direct"},
                           {Collective::kAllToAll, "direct"},          {Collective::kBroadcast, "direct"}};
 
-TEST(DirectAlgorithms, AreRegisteredAsNeedingMappedPeersAndNeverTuned) {
+TEST(DirectAlgorithms, AreRegisteredAsNeedingMappedPeersAndTunedOnlyWhereMapped) {
   for (const Direct& d : kDirect) {
     const collie::AlgorithmInfo& a = algo(d.collective, d.name);
     EXPECT_TRUE(a.mapsPeers) << d.name;
@@ -82,6 +82,39 @@ TEST(DirectAlgorithms, AreRegisteredAsNeedingMappedPeersAndNeverTuned) {
   std::map<Collective, const collie::AlgorithmInfo*> chosen;
   ASSERT_TRUE(collie::parseAlgorithmOverrides("allreduce:Direct-TwoShot", &chosen).ok());
   EXPECT_EQ(chosen[Collective::kAllReduce], &algo(Collective::kAllReduce, "direct_twoshot"));
+}
+
+// Where the ranks map each other's buffers (COLLIE_DIRECT_TUNE, core/comm.h), the tuner weighs the direct
+// algorithms beside the others: on a GPU the ranks share, a large call of each collective that has one goes direct
+// (each moves the least bytes through the memory, algorithms/memory_traffic.h), and every answer is one the
+// simulator ranks first. The same question without them, asked after, is answered without them: the cache keeps
+// the two apart.
+TEST(DirectAlgorithms, TheTunerWeighsThemWhereAsked) {
+  const collie::Topology* shared = collie::findTopology("h200-shared");
+  ASSERT_NE(shared, nullptr);
+  for (int n : {2, 4, 8}) {
+    collie::Topology t = *shared;
+    t.nranks = n;
+    for (const Direct& d : kDirect) {
+      if (d.collective == Collective::kAllReduce && std::string(d.name) == "direct_oneshot") continue;
+      const uint64_t bytes = uint64_t{64} << 20;
+      const collie::AlgorithmInfo* weighed = collie::tunedAlgorithm(d.collective, bytes, n, t, true);
+      EXPECT_TRUE(weighed->mapsPeers) << collie::collectiveName(d.collective) << " on " << n << ": " << weighed->name;
+      EXPECT_FALSE(collie::tunedAlgorithm(d.collective, bytes, n, t, false)->mapsPeers);
+      // The winner's predicted time is the least of all (ties to the first registered).
+      collie::ProgramArgs call;
+      call.collective = d.collective;
+      call.nranks = n;
+      call.count = bytes / 4;
+      collie::Prediction best;
+      ASSERT_TRUE(collie::predict(*weighed, call, 4, t, &best).ok());
+      for (const collie::AlgorithmInfo& a : collie::algorithms()) {
+        collie::Prediction p;
+        if (a.collective != d.collective || !collie::predict(a, call, 4, t, &p).ok()) continue;
+        EXPECT_LE(best.seconds, p.seconds) << a.name << " beats " << weighed->name << " on " << n << " ranks";
+      }
+    }
+  }
 }
 
 // Shapes the sweep covers too, here by name: ranks that do not divide the count, count 0, one rank, both
