@@ -267,7 +267,8 @@ typedef struct collieWindow* collieWindow_t;
  * every peer's window (cudaIpc handles, opened once, closed at deregistration or destroy), so the direct kernels
  * (COLLIE_ALGO direct algorithms) load and store buffers inside windows in place; a buffer outside every window is
  * first copied through a buffer of the communicator's own (COLLIE_DIRECT_STAGING). Across processes a window must
- * lie in memory from collieMemAlloc, whose extent is known. Elsewhere (ranks of one process, the host backend) it
+ * lie inside one allocation that cudaIpc can hand over: memory from collieMemAlloc or cudaMalloc (a caching
+ * allocator's segment included), not from cudaMallocAsync. Elsewhere (ranks of one process, the host backend) it
  * is bookkeeping only.
  */
 collieResult_t collieCommWindowRegister(collieComm_t comm, void* buff, size_t size, collieWindow_t* win, int flags);

@@ -1,7 +1,9 @@
 // Unit tests of the fake CUDA runtime's allocations as they meet running work: cudaMalloc and
 // cudaHostAlloc wait for the device, as the CUDA programming guide allows ("Implicit Synchronization"),
 // while stream-ordered allocations, from the default pool or one of cudaMemPoolCreate, wait for nothing;
-// which calls count as waiting for other streams; a pool's access by other GPUs.
+// which calls count as waiting for other streams; a pool's access by other GPUs; the driver's address range.
+#include <cuda.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -209,4 +211,45 @@ TEST_F(FakeCuda, PoolAccessNeedsP2PAndPoolsCanBeMissing) {
 }
 
 }  // namespace
+// The one driver entry point the fake has, cuMemGetAddressRange: the allocation holding an interior pointer, of
+// cudaMalloc and pool memory alike; host memory and unknown addresses are none. Other symbols are not found.
+TEST_F(FakeCuda, TheDriversAddressRangeFindsTheAllocation) {
+  using GetRange = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  ASSERT_EQ(cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault, &found),
+            cudaSuccess);
+  ASSERT_EQ(found, cudaDriverEntryPointSuccess);
+  ASSERT_NE(fn, nullptr);
+  const GetRange range = reinterpret_cast<GetRange>(fn);
+  void* plainMem = nullptr;
+  void* pooledMem = nullptr;
+  void* host = nullptr;
+  ASSERT_EQ(cudaMalloc(&plainMem, 1 << 20), cudaSuccess);
+  ASSERT_EQ(cudaMallocAsync(&pooledMem, 4096, nullptr), cudaSuccess);
+  char* plain = static_cast<char*>(plainMem);
+  char* pooled = static_cast<char*>(pooledMem);
+  ASSERT_EQ(cudaMallocHost(&host, 4096), cudaSuccess);
+  for (char* base : {plain, pooled}) {
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    ASSERT_EQ(range(&start, &size, reinterpret_cast<CUdeviceptr>(base + 100)), CUDA_SUCCESS);
+    EXPECT_EQ(start, reinterpret_cast<CUdeviceptr>(base));
+    EXPECT_EQ(size, base == plain ? size_t{1} << 20 : size_t{4096});
+  }
+  CUdeviceptr start = 0;
+  size_t size = 0;
+  EXPECT_EQ(range(&start, &size, reinterpret_cast<CUdeviceptr>(host)), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(range(&start, &size, reinterpret_cast<CUdeviceptr>(&size)), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cudaGetDriverEntryPointByVersion("cuNoSuchCall", &fn, 12000, cudaEnableDefault, &found), cudaSuccess);
+  EXPECT_EQ(fn, nullptr);
+  EXPECT_EQ(found, cudaDriverEntryPointSymbolNotFound);
+  EXPECT_EQ(cudaGetDriverEntryPointByVersion(nullptr, &fn, 12000, cudaEnableDefault, &found), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaFreeAsync(pooled, nullptr), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess);
+  EXPECT_EQ(cudaFree(plain), cudaSuccess);
+  EXPECT_EQ(cudaFreeHost(host), cudaSuccess);
+}
+
 }  // namespace fakecuda_test

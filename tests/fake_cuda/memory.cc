@@ -5,6 +5,7 @@
 // kind holds a garbage pattern (kGarbage), never zeros. Queued copies check again when they run that
 // their registered operands are still allocated (cudaErrorIllegalAddress, sticky, otherwise), which
 // catches a free that is not ordered after the work using the memory.
+#include <cuda.h>  // the driver's types, for its one entry point here
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -539,6 +540,22 @@ cudaError_t memsetAsync(void* p, int value, size_t n, cudaStream_t handle) {
 
 }  // namespace
 
+namespace {
+
+// cuMemGetAddressRange: the device allocation (cudaMalloc, pool, managed, or a peer's opened by IPC) holding
+// `p`; CUDA_ERROR_INVALID_VALUE for host memory and addresses in none.
+CUresult fakeAddressRange(CUdeviceptr* base, size_t* size, CUdeviceptr p) {
+  State& st = state();
+  auto lock = lockState();
+  const Allocation* a = findAllocation(st, reinterpret_cast<const void*>(static_cast<uintptr_t>(p)));
+  if (a == nullptr || a->kind == Kind::kHost) return CUDA_ERROR_INVALID_VALUE;
+  if (base != nullptr) *base = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(a->base));
+  if (size != nullptr) *size = a->size;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
 extern "C" {
 
 cudaError_t CUDARTAPI cudaMalloc(void** devPtr, size_t size) { return report(allocate(Kind::kDevice, devPtr, size)); }
@@ -613,6 +630,18 @@ cudaError_t CUDARTAPI cudaPointerGetAttributes(cudaPointerAttributes* attributes
 }
 
 cudaError_t CUDARTAPI cudaMemGetInfo(size_t* free, size_t* total) { return report(memGetInfo(free, total)); }
+
+// The driver's entry points, of which the fake has one: cuMemGetAddressRange (fakeAddressRange).
+cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion(const char* symbol, void** funcPtr, unsigned int cudaVersion,
+                                                       unsigned long long flags,
+                                                       cudaDriverEntryPointQueryResult* driverStatus) {
+  if (symbol == nullptr || funcPtr == nullptr || cudaVersion < 3020 || flags > cudaEnablePerThreadDefaultStream)
+    return report(cudaErrorInvalidValue);
+  const bool known = strcmp(symbol, "cuMemGetAddressRange") == 0;
+  *funcPtr = known ? reinterpret_cast<void*>(&fakeAddressRange) : nullptr;
+  if (driverStatus != nullptr) *driverStatus = known ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
+  return report(cudaSuccess);
+}
 
 cudaError_t CUDARTAPI cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
   countHostWait();

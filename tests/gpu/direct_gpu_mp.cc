@@ -1,12 +1,12 @@
 // The direct kernels (executor/cuda_direct.cc) with ranks as processes sharing one GPU, started by collie-run:
 // allreduce direct_oneshot and direct_twoshot, and reducescatter, allgather, alltoall and broadcast direct, with
-// every rank's buffers in windows (collieCommWindowRegister over collieMemAlloc memory, which the kernels reach in
-// place), outside every window (copied through the communicator's staging buffer, COLLIE_DIRECT_STAGING), and
-// mixed (rank 0's in a window, the others' not). Every rank makes every rank's input from the shared seed and
-// computes its own reference; outputs are poisoned, results compared bit for bit, and the bytes after an output
-// and an out-of-place input must come back untouched. Then the calls the direct path cannot take are refused on
-// every rank, and the communicator takes the next call: a staged call larger than half the staging buffer, a
-// one-shot call larger than its slots, a window over memory not from collieMemAlloc. The algorithms come from
+// every rank's buffers in windows (collieCommWindowRegister over collieMemAlloc or cudaMalloc memory, which the
+// kernels reach in place), outside every window (copied through the communicator's staging buffer,
+// COLLIE_DIRECT_STAGING), and mixed (rank 0's in a window, the others' not). Every rank makes every rank's input from
+// the shared seed and computes its own reference; outputs are poisoned, results compared bit for bit, and the bytes
+// after an output and an out-of-place input must come back untouched. Then the calls the direct path cannot take are
+// refused on every rank, and the communicator takes the next call: a staged call larger than half the staging buffer, a
+// one-shot call larger than its slots, windows no peer process can map. The algorithms come from
 // config.algo, the same on every rank by construction, so the program needs no COLLIE_ALGO. Last, the tuner with
 // COLLIE_DIRECT_TUNE=1 on a communicator of its own, on calls that fit the staging buffer and calls that do not.
 //   direct_gpu_mp --probe   exit 77 (skip), saying why, when no GPU is usable
@@ -167,14 +167,15 @@ bool runCase(Rank& me, const Case& c, const Place& at) {
   return true;
 }
 
-// Device memory of the cases of one count: a collieMemAlloc block, a window inside it, and plain cudaMalloc buffers
-// outside every window; each buffer holds `cap` bytes and kGuard after them.
+// Device memory of the cases of one count: a block from collieMemAlloc (or, `plainBlock`, from cudaMalloc, whose
+// start the driver tells), a window inside it, and plain cudaMalloc buffers outside every window; each buffer
+// holds `cap` bytes and kGuard after them.
 struct Memory {
-  Memory(size_t cap, bool atOffset) {
+  Memory(size_t cap, bool atOffset, bool plainBlock = false) : plain(plainBlock) {
     const size_t slot = roundUp(cap + kGuard, 256);
     blockBytes = 2 * slot + 3 * 4096;
     void* p = nullptr;
-    if (collieMemAlloc(&p, blockBytes) != collieSuccess) return;
+    if ((plain ? cudaMalloc(&p, blockBytes) != cudaSuccess : collieMemAlloc(&p, blockBytes) != collieSuccess)) return;
     block = static_cast<char*>(p);
     if (!atOffset) {
       // The window is the block; the buffers start at its start.
@@ -194,7 +195,10 @@ struct Memory {
     cudaMalloc(&plainOut, slot);
   }
   ~Memory() {
-    collieMemFree(block);
+    if (plain)
+      cudaFree(block);
+    else
+      collieMemFree(block);
     cudaFree(plainIn);
     cudaFree(plainOut);
   }
@@ -207,6 +211,7 @@ struct Memory {
     return inWindow ? Place{in, out} : Place{plainIn, plainOut};
   }
 
+  bool plain = false;
   char* block = nullptr;
   size_t blockBytes = 0;
   char* window = nullptr;
@@ -395,25 +400,46 @@ bool tunedPicks(Rank& me, const Comm& tuned) {
   return alive;
 }
 
-// A window over plain cudaMalloc memory, whose extent no peer process can learn, fails on every rank.
-bool plainWindowRefused(Rank& me, const Comm& comm) {
+// Windows no peer process can map fail on every rank, and the communicator goes on: one over memory of a
+// stream-ordered pool (cudaMallocAsync), which cudaIpc cannot hand over, and one that runs past the end of its
+// cudaMalloc allocation (a handle stands for one allocation).
+bool unmappableWindowsRefused(Rank& me, const Comm& comm) {
   const size_t bytes = size_t{2} << 20;
+  char* pooled = nullptr;
   char* plain = nullptr;
-  cudaMalloc(&plain, bytes);
-  collieWindow_t win = nullptr;
-  const collieResult_t rc = collieCommWindowRegister(comm.comm, plain, bytes, &win, 0);
-  ++me.cases;
-  if (rc == collieSuccess) {
-    me.fail("a window over cudaMalloc memory was registered");
-    collieCommWindowDeregister(comm.comm, win);
-  } else if (rc != collieInvalidArgument) {
-    me.fail(std::string("a window over cudaMalloc memory: ") + collieGetErrorString(rc) +
-            ", not collieInvalidArgument: " + collieGetLastError(comm.comm));
-  } else if (me.rank == 0) {
-    printf("refused as it must be: a window over cudaMalloc memory: %s: %s\n", collieGetErrorString(rc),
-           collieGetLastError(comm.comm));
+  if (cudaMallocAsync(&pooled, bytes, me.stream) != cudaSuccess || cudaStreamSynchronize(me.stream) != cudaSuccess ||
+      cudaMalloc(&plain, bytes) != cudaSuccess) {
+    me.fail("allocating the refused windows' memory");
+    return true;
   }
-  const bool alive = stillWorks(me, comm, "a refused window");
+  struct Refusal {
+    const char* what;
+    char* base;
+    size_t bytes;
+    const char* says;
+  };
+  const Refusal refusals[] = {{"a window over cudaMallocAsync memory", pooled, bytes, "cudaIpc cannot hand"},
+                              {"a window past the end of its cudaMalloc allocation", plain + 4096, bytes,
+                               "does not lie inside one device allocation"}};
+  bool alive = true;
+  for (const Refusal& r : refusals) {
+    collieWindow_t win = nullptr;
+    const collieResult_t rc = collieCommWindowRegister(comm.comm, r.base, r.bytes, &win, 0);
+    ++me.cases;
+    const std::string why = collieGetLastError(comm.comm);
+    if (rc == collieSuccess) {
+      me.fail(std::string(r.what) + " was registered");
+      collieCommWindowDeregister(comm.comm, win);
+    } else if (rc != collieInvalidArgument || why.find(r.says) == std::string::npos) {
+      me.fail(std::string(r.what) + ": " + collieGetErrorString(rc) + ", not collieInvalidArgument saying \"" + r.says +
+              "\": " + why);
+    } else if (me.rank == 0) {
+      printf("refused as it must be: %s: %s: %s\n", r.what, collieGetErrorString(rc), why.c_str());
+    }
+    alive = alive && stillWorks(me, comm, r.what);
+  }
+  cudaFreeAsync(pooled, me.stream);
+  cudaStreamSynchronize(me.stream);
   cudaFree(plain);
   return alive;
 }
@@ -532,11 +558,12 @@ int main(int argc, char** argv) {
   bool alive = true;
   for (size_t count : {size_t{0}, size_t{1}, size_t{1001}, size_t{70001}}) {
     // A window that is the whole block with the buffers at its start, then a window inside the block with the
-    // buffers inside it.
-    for (bool atOffset : {false, true}) {
+    // buffers inside it, then the same inside a block from cudaMalloc.
+    for (int layout = 0; layout < 3; ++layout) {
       if (!alive) break;
+      const bool atOffset = layout > 0, plainBlock = layout == 2;
       const size_t cap = count * 8 * static_cast<size_t>(me.n);  // any case's input or output
-      Memory mem(cap, atOffset);
+      Memory mem(cap, atOffset, plainBlock);
       if (!mem.ok()) {
         me.fail("allocating " + std::to_string(mem.blockBytes) + " bytes for count " + std::to_string(count));
         alive = false;
@@ -547,14 +574,18 @@ int main(int argc, char** argv) {
       collieWindow_t wins[2] = {nullptr, nullptr};
       if (alive && registerWindows(me, comms, mem, wins, count)) {
         for (Mode mode : {Mode::kWindow, Mode::kMixed})
-          if (alive) alive = runCount(me, oneShot, twoShot, count, mode, mem, atOffset ? " at offsets" : "");
+          if (alive)
+            alive = runCount(me, oneShot, twoShot, count, mode, mem,
+                             plainBlock ? " at offsets of cudaMalloc memory"
+                             : atOffset ? " at offsets"
+                                        : "");
       }
       if (alive) deregisterWindows(me, comms, wins);
     }
   }
   // What must be refused comes last: a refusal that broke a communicator would fail every case after it.
   alive = alive && capturedReplays(me, twoShot);
-  alive = alive && plainWindowRefused(me, twoShot) && refusals(me, oneShot, twoShot);
+  alive = alive && unmappableWindowsRefused(me, twoShot) && refusals(me, oneShot, twoShot);
   // The tuner with the direct algorithms weighed, on a communicator of its own (every rank sets the variable).
   setenv("COLLIE_DIRECT_TUNE", "1", 1);
   collieConfig_t tunedConfig = COLLIE_CONFIG_INITIALIZER;

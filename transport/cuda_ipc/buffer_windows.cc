@@ -1,5 +1,6 @@
 #include "transport/cuda_ipc/buffer_windows.h"
 
+#include <cuda.h>  // the driver's types, for the one entry point reached through the runtime
 #include <cuda_runtime_api.h>
 
 #include <cstring>
@@ -23,6 +24,25 @@ struct RangeRecord {
   int32_t failed;       // 1: this rank cannot offer its range (its own error says why)
   int32_t unused;
 };
+
+// The start of the device allocation holding [p, p + bytes), as the driver knows it (cuMemGetAddressRange,
+// reached through the runtime, so that Collie links no driver library); null where it knows no such allocation.
+const void* driverAllocationStart(const void* p, uint64_t bytes) {
+  using GetRange = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+      fn == nullptr || found != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  CUdeviceptr start = 0;
+  size_t size = 0;
+  const uint64_t a = reinterpret_cast<uint64_t>(p);
+  if (reinterpret_cast<GetRange>(fn)(&start, &size, static_cast<CUdeviceptr>(a)) != CUDA_SUCCESS) return nullptr;
+  if (a < start || a - start > size || bytes > size - (a - start)) return nullptr;
+  return reinterpret_cast<const void*>(static_cast<uintptr_t>(start));
+}
 
 }  // namespace
 
@@ -57,18 +77,25 @@ Status BufferWindows::add(const void* base, uint64_t bytes, const void* allocSta
   memset(&mine, 0, sizeof(mine));
   mine.base = reinterpret_cast<uint64_t>(base);
   mine.bytes = bytes;
-  mine.allocStart = reinterpret_cast<uint64_t>(allocStart);
   for (int w = 0; w < most; ++w)
     if (!used_[static_cast<size_t>(w)]) mine.freeMask |= uint64_t{1} << w;
   // A failure of our own still goes through the exchange, so that no peer waits for us in vain.
   Status own = refusal;
-  if (own.ok() && offered && allocStart == nullptr)
+  if (own.ok() && offered && allocStart == nullptr) allocStart = driverAllocationStart(base, bytes);
+  mine.allocStart = reinterpret_cast<uint64_t>(allocStart);
+  if (own.ok() && offered && allocStart == nullptr) {
     own = Status::error(collieInvalidArgument,
-                        "rank %d's window at %p is not inside memory from collieMemAlloc: across processes a window "
-                        "must be, so that its allocation can be handed to the peers (cudaIpc)",
+                        "rank %d's window at %p (%llu bytes) does not lie inside one device allocation: across "
+                        "processes a window must, so that its allocation can be handed to the peers (cudaIpc)",
+                        rank, base, static_cast<unsigned long long>(bytes));
+  } else if (own.ok() && offered && cudaIpcGetMemHandle(&mine.handle, const_cast<void*>(allocStart)) != cudaSuccess) {
+    (void)cudaGetLastError();
+    own = Status::error(collieInvalidArgument,
+                        "rank %d's window at %p lies in memory that cudaIpc cannot hand to other processes (a "
+                        "stream-ordered pool's, from cudaMallocAsync, or cuMemCreate's): across processes a window "
+                        "must lie in memory from cudaMalloc or collieMemAlloc",
                         rank, base);
-  else if (own.ok() && offered)
-    own = cudaStatus(cudaIpcGetMemHandle(&mine.handle, const_cast<void*>(allocStart)), "cudaIpcGetMemHandle");
+  }
   mine.failed = own.ok() ? 0 : 1;
   COLLIE_RETURN_IF_ERROR(bootstrap_->allGather(records.data(), sizeof(RangeRecord)));
   COLLIE_RETURN_IF_ERROR(own);

@@ -8,10 +8,11 @@
 //                       cudaIpcOpenMemHandle, once per peer allocation however many windows lie in it
 //
 // A handle stands for a whole cudaMalloc allocation, and opening it yields the allocation's start, so a range
-// offered to peer processes must come with the start of its allocation (collieMemAlloc's memory, the staging
-// buffer); one without is refused on every rank. Registration and removal are collective, in the same order on
-// every rank, so a window's number is the same everywhere: each registration takes the lowest number free on all
-// ranks.
+// offered to peer processes goes with the start of its allocation: known for collieMemAlloc's memory and the
+// staging buffer, asked of the driver (cuMemGetAddressRange) for other memory, such as a caching allocator's
+// segment. A range in no single allocation, or in memory cudaIpc cannot export, is refused on every rank.
+// Registration and removal are collective, in the same order on every rank, so a window's number is the same
+// everywhere: each registration takes the lowest number free on all ranks.
 #pragma once
 
 #include <cstddef>
@@ -42,7 +43,8 @@ class BufferWindows {
 
   /// Collective: registers this rank's [base, base + bytes) as the window numbered the lowest free on every rank
   /// (0 is never: the communicator's staging buffer, which the device windows map). `allocStart`: the start of
-  /// the cudaMalloc allocation holding it, or null where unknown (then no peer process can map it). `refusal`:
+  /// the cudaMalloc allocation holding it, or null where unknown (then the driver is asked, where peers are
+  /// processes). `refusal`:
   /// this rank's own error with its arguments, which it still brings to the exchange. On success, *number is the
   /// window's, and (*ranges)[r] says how to reach rank r's range. Every rank fails alike.
   Status add(const void* base, uint64_t bytes, const void* allocStart, const Status& refusal, int* number,
