@@ -157,6 +157,9 @@ python3 tests/gpu/perf_table.py "$rehearsal/perf.jsonl" >"$rehearsal/perf.md"
 for section in Machine Ceilings 'Launch floor' 'Large calls' 'Small allreduce' 'Inside the direct' Notes; do
   grep -q "^## $section" "$rehearsal/perf.md" || { echo "perf_table.py: no $section section" >&2; exit 1; }
 done
+# The tuner with the direct kernels weighed (COLLIE_DIRECT_TUNE, --algo auto_direct) is timed beside the default.
+grep -q '"implementation": *"collie:tuner+direct"' "$rehearsal/perf.jsonl" ||
+  { echo "perf: no figure of collie:tuner+direct" >&2; exit 1; }
 # A deadline already reached: every step is reported as not run, and the call fails.
 if OUT=$rehearsal GPU_BUILD=$build tests/gpu/run.sh --deadline 5 --only gpu_nccl test; then
   echo "tests/gpu/run.sh passed with its only step not run" >&2
