@@ -76,6 +76,10 @@ COLLIE_TEST_SOAK_SECONDS=20 COLLIE_TEST_SOAK_MEMORY=device COLLIE_TEST_LL_FLAG_P
 # no peer (a launch per exchange times out). About 190 cases in 20 s.
 COLLIE_TEST_FAKE_CUDA_QUEUES=1 COLLIE_TEST_SOAK_MEMORY=device COLLIE_TEST_LL_FLAG_PERIOD=16 COLLIE_TEST_SOAK_SECONDS=20 \
   every_test "$build/tests/soak_test"
+# The same with the tuner weighing the direct kernels (COLLIE_DIRECT_TUNE=1): about one case in ten runs on them,
+# the rest on the interpreted algorithms as before, between them on the same communicators.
+COLLIE_DIRECT_TUNE=1 COLLIE_TEST_SOAK_MEMORY=device COLLIE_TEST_LL_FLAG_PERIOD=16 COLLIE_TEST_SOAK_SECONDS=20 \
+  every_test "$build/tests/soak_test"
 # Uploaded programs reused across changing counts, kept while queued launches or captured graphs read them; 22
 # ranks with the streams dealt to 32 hardware queues, as run.sh runs them on a GPU. A program copy the enqueue
 # waits for on a stream of the executor's own times out here: with 44 streams that stream shares a queue with a

@@ -445,7 +445,7 @@ TEST(Soak, RandomCasesMatchTheReference) {
   Cliques cliques;
   std::map<std::string, int> perKind;
   const auto t0 = std::chrono::steady_clock::now();
-  uint64_t done = 0;
+  uint64_t done = 0, tunedDirect = 0;
   for (uint64_t i = onlySet ? only : 0; i < (onlySet ? only + 1 : iters); ++i) {
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > budget) break;
     const Case c = drawCase(seed, i);
@@ -468,11 +468,17 @@ TEST(Soak, RandomCasesMatchTheReference) {
     }
     ++perKind[kKinds[c.kind].name];
     ++done;
+    // With COLLIE_DIRECT_TUNE=1 on device memory, some of the tuner's cases run on the direct kernels.
+    const Collective coll = kKinds[c.kind].collective;
+    if (c.algo == nullptr && c.nranks > 1 && coll != Collective::kSendRecv && coll != Collective::kAllToAllv &&
+        (*comms)[0]->algorithmForCall(coll, c.count, c.type, c.op)->mapsPeers)
+      ++tunedDirect;
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::string mix;
   for (const auto& kv : perKind) mix += " " + kv.first + " " + std::to_string(kv.second);
-  printf("soak seed %" PRIu64 ": %" PRIu64 " cases exact in %.1f s;%s\n", seed, done, secs, mix.c_str());
+  printf("soak seed %" PRIu64 ": %" PRIu64 " cases exact in %.1f s;%s; the tuner's on direct kernels: %" PRIu64 "\n",
+         seed, done, secs, mix.c_str(), tunedDirect);
   EXPECT_GT(done, 0u);
 }
 
