@@ -55,8 +55,8 @@ struct AlgorithmInfo {
   bool nodeAware = false;             // reads ProgramArgs::ranksPerNode: the verifier proves it for every node size
   const ProgramFile* file = nullptr;  // an algorithm from a program file (program_file.h): build is null
   /// Its programs hold direct steps (program.h, "Direct steps"): only executors whose ranks map each other's
-  /// buffers run them, the others refuse them (executor/executor.h, refuseDirectSteps), and the tuner never
-  /// picks them, so they run only where COLLIE_ALGO names them.
+  /// buffers run them, the others refuse them (executor/executor.h, refuseDirectSteps), and the tuner weighs
+  /// them only where the caller says the ranks map each other's buffers (tunedAlgorithm's `direct`).
   bool mapsPeers = false;
 };
 

@@ -598,7 +598,7 @@ int cmdCompare(const Options& o) {
     algos.push_back(a);
   }
   // Algorithms of direct steps are marked: they run only where ranks map each other's buffers, and the tuner
-  // never picks them.
+  // weighs them only there and with COLLIE_DIRECT_TUNE=1.
   auto label = [](const AlgorithmInfo* a) { return std::string(a->name) + (a->mapsPeers ? "*" : ""); };
   bool anyDirect = false;
   int width = 12;
@@ -663,7 +663,9 @@ int cmdCompare(const Options& o) {
     }
   std::printf("%s\n", any ? "" : " none (one winner over the whole range)");
   if (anyDirect)
-    std::printf("\n* direct steps: runs only where ranks map each other's buffers; the tuner never picks it\n");
+    std::printf(
+        "\n* direct steps: runs only where ranks map each other's buffers; the tuner weighs it there with "
+        "COLLIE_DIRECT_TUNE=1\n");
   return failures ? 1 : 0;
 }
 

@@ -36,7 +36,7 @@ size_t oneShotMost(collieDataType_t type) {
   return static_cast<size_t>(uint64_t{collie::kDirectSlotLines} * collie::kDirectLinePayload / collie::typeSize(type));
 }
 
-// Every direct algorithm with a kernel on the CUDA backend (COLLIE_ALGO names them; the tuner never picks them) on
+// Every direct algorithm with a kernel on the CUDA backend (COLLIE_ALGO names them here) on
 // 3 ranks (8 with an odd count): every sweep type, operators rotated over the counts (avg included), counts 0, odd,
 // and large (for the one-shot the most its slots hold), in place and out of place. (Every rank count, type and
 // operator, with odd offsets, runs on the kernels' bodies in direct_kernels_test; what runs here is the executor's
