@@ -66,6 +66,7 @@ std::string figureObject(const Figure& f) {
          ", \"algbw_gbps\": " + num(f.algbw) + ", \"busbw_gbps\": " + num(f.busbw) +
          ", \"wrong\": " + (f.wrong < 0 ? std::string("null") : std::to_string(f.wrong)) +
          ", \"traffic_bytes_per_rank\": " + num(f.traffic < 0 ? NAN : f.traffic) +
+         (f.issue < 0 ? std::string() : ", \"issue_us\": " + num(f.issue * 1e6)) +
          (f.algorithm.empty() ? std::string() : ", \"algorithm\": " + jsonString(f.algorithm)) + "}";
 }
 

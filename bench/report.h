@@ -24,7 +24,10 @@ struct Figure {
   std::string why;                       // why it did not run
   double sec = 0, algbw = 0, busbw = 0;  // sec: per call (with --reps, the median loop's)
   double p90 = 0;                        // seconds per call of the 90th-percentile loop (--reps; else sec)
-  long long wrong = -1;                  // -1: not checked (-c 0)
+  // Host seconds per call spent inside the call itself (its enqueue: checks, waits, launches; no sync), the
+  // median loop's, reduced over ranks as `sec` is; negative: not measured (CUDA graphs).
+  double issue = -1;
+  long long wrong = -1;  // -1: not checked (-c 0)
   // Collie: the most bytes any rank's program reads and writes in memory per call (algorithms/memory_traffic.h);
   // negative: not known (baselines, send/recv).
   double traffic = -1;

@@ -116,6 +116,8 @@ assert any("note" in x for x in lines) and any(x.get("version") == "collie" for 
 for x in figures:
     f = x["figure"]
     assert f["wrong"] == 0 and f["time_us"] > 0 and f["p90_us"] >= f["time_us"], x
+    # The host's time inside the calls: part of each call's time (no sync in it).
+    assert 0 < f["issue_us"] <= f["time_us"] + 1e-3, x
     want = {"allreduce": 2.0, "allgather": 1.5}[x["collective"]] * x["size"]
     got = x["floor_us"] * 1e-6 * x["limit_gbps"] * 1e9
     assert abs(got - want) < 1e-6 * want, (got, want, x)

@@ -131,6 +131,20 @@ def main(path):
                 out.append(f"| {n} | {'yes' if g else 'no'} | {impl} | " + " | ".join(cells) +
                            f" | {verdict} | {us(launch.get(n))} |")
         out.append("")
+    # Part 4 of the direct kernels' issue: what an enqueue costs on the host beside the launch itself.
+    enqueue = [k for k in small if not k[2]]
+    if enqueue and any("issue_us" in x["figure"] for k in enqueue for x in rows[k].values()):
+        out += ["## Host time inside a small allreduce call (its enqueue: us per call, no graphs, out of place)", "",
+                "| ranks | path | " + " | ".join(human(s) for s in SMALL_SIZES) + " | launch floor |",
+                "| ---: | --- |" + " ---: |" * len(SMALL_SIZES) + " ---: |"]
+        for n in sorted({k[1] for k in enqueue}):
+            for impl in sorted({i for k in enqueue if k[1] == n for i in rows[k]}):
+                cells = []
+                for s in SMALL_SIZES:
+                    x = rows.get(("allreduce", n, 0, s, "out_of_place"), {}).get(impl)
+                    cells.append(us(x["figure"].get("issue_us")) if x is not None and ran(x) else "-")
+                out.append(f"| {n} | {impl} | " + " | ".join(cells) + f" | {us(launch.get(n))} |")
+        out.append("")
     if timings:
         out += ["## Inside the direct kernels (COLLIE_KERNEL_TIMING; mean per launch, by the GPU's timer)", "",
                 "| step | rank | launches | start to end us | until every peer had come us |",
