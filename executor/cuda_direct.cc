@@ -162,11 +162,16 @@ void CudaExecutor::directFootprint(DirectKind kind, uint64_t count, collieDataTy
   *outBytes = (nOut ? n : 1) * block;
 }
 
+const CudaExecutor::OwnWindow* CudaExecutor::stagingWindow() const {
+  for (const OwnWindow& w : ownWindows_)
+    if (w.number == 0) return &w;
+  return nullptr;
+}
+
 uint64_t CudaExecutor::stagingHalf() const {
   // The staging buffer's halves: the input's, then the output's (on a 256-byte boundary).
-  for (const OwnWindow& w : ownWindows_)
-    if (w.number == 0) return w.bytes / 2 & ~uint64_t{255};
-  return 0;
+  const OwnWindow* stage = stagingWindow();
+  return stage != nullptr ? stage->bytes / 2 & ~uint64_t{255} : 0;
 }
 
 Status CudaExecutor::placeDirectBuffers(DirectKind kind, Collective c, uint64_t count, collieDataType_t type,
@@ -180,9 +185,8 @@ Status CudaExecutor::placeDirectBuffers(DirectKind kind, Collective c, uint64_t 
   uint64_t inBytes = 0, outBytes = 0;
   directFootprint(kind, count, type, readsInput, &inBytes, &outBytes);
   const uint64_t half = stagingHalf();
-  uintptr_t stageBase = 0;
-  for (const OwnWindow& w : ownWindows_)
-    if (w.number == 0) stageBase = w.base;
+  const OwnWindow* stage = stagingWindow();
+  const uintptr_t stageBase = stage != nullptr ? stage->base : 0;
   auto place = [&](const void* p, uint64_t bytes, uint64_t stagedAt, bool own, const char* what, uint32_t* window,
                    void** at) -> Status {
     *window = 0;

@@ -147,7 +147,10 @@ class CudaExecutor : public Executor, private LaunchStorage {
   // non-root, `readsInput` false, none of its input).
   void directFootprint(DirectKind kind, uint64_t count, collieDataType_t type, bool readsInput, uint64_t* inBytes,
                        uint64_t* outBytes) const;
-  // Bytes of each half of the staging buffer (window 0); 0 without one. Under mu_.
+  // The staging buffer (window 0) among ownWindows_, or null; and the bytes of each of its halves (0 without
+  // one). Under mu_.
+  struct OwnWindow;
+  const OwnWindow* stagingWindow() const;
   uint64_t stagingHalf() const;
   // Device memory for the launch being planned, without waiting for the device: from pool_, in the order of the
   // launch's stream (during a capture, of the pool's stream); with no pool, cudaMalloc. Freed at destroy.

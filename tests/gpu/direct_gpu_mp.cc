@@ -316,14 +316,18 @@ bool refused(Rank& me, const Comm& comm, const std::string& what, const char* sa
   return false;
 }
 
+// Bytes of each half of the communicator's staging buffer (COLLIE_DIRECT_STAGING), each on a 256-byte boundary.
+size_t stagingHalf() {
+  const char* env = getenv("COLLIE_DIRECT_STAGING");
+  return (env != nullptr ? strtoull(env, nullptr, 0) : size_t{8} << 20) / 2 & ~size_t{255};
+}
+
 // The calls the direct path refuses, each followed by one that works: every collective on plain buffers larger
 // than half the staging buffer (per-rank input and output; exactly half is taken), a pre-multiplied sum as large
 // in a window, and a one-shot allreduce larger than its slots. A call the tuner's algorithm ran would be taken:
 // this also shows config.algo took.
 bool refusals(Rank& me, const Comm& oneShot, const Comm& twoShot) {
-  const char* env = getenv("COLLIE_DIRECT_STAGING");
-  // Each half starts on a 256-byte boundary.
-  const size_t half = (env != nullptr ? strtoull(env, nullptr, 0) : size_t{8} << 20) / 2 & ~size_t{255};
+  const size_t half = stagingHalf();
   const size_t most = half / sizeof(float);
   const size_t bytes = (most + 1) * sizeof(float) * static_cast<size_t>(me.n) + kGuard;
   char *in = nullptr, *out = nullptr;
@@ -380,8 +384,7 @@ bool refusals(Rank& me, const Comm& oneShot, const Comm& twoShot) {
 // buffers fit half the staging buffer and one just past it, runs on every rank and gives the right bits: a rank
 // never refuses a call its peers have queued.
 bool tunedPicks(Rank& me, const Comm& tuned) {
-  const char* env = getenv("COLLIE_DIRECT_STAGING");
-  const size_t half = (env != nullptr ? strtoull(env, nullptr, 0) : size_t{8} << 20) / 2 & ~size_t{255};
+  const size_t half = stagingHalf();
   const size_t fit = half / sizeof(float) / static_cast<size_t>(me.n), over = half / sizeof(float) + 1;
   const size_t bytes = over * sizeof(float) * static_cast<size_t>(me.n) + kGuard;
   char *in = nullptr, *out = nullptr;
