@@ -16,6 +16,18 @@ AlgorithmInfo direct(Collective c, const char* name, const char* description, Pr
   return a;
 }
 
+// A direct algorithm's copy-engine form (AlgorithmInfo::namedOnly).
+AlgorithmInfo copyEngine(Collective c, const char* description, Program (*build)(const ProgramArgs&)) {
+  AlgorithmInfo a = direct(c, "direct_ce", description, build);
+  a.namedOnly = true;
+  return a;
+}
+
+Program renamedCe(Program p) {
+  p.algorithm = "direct_ce";
+  return p;
+}
+
 }  // namespace
 
 const std::vector<AlgorithmInfo>& algorithms() {
@@ -85,9 +97,22 @@ const std::vector<AlgorithmInfo>& algorithms() {
              buildAllToAllDirect),
       direct(Collective::kBroadcast, "direct",
              "mapped peers: every rank reads the root's input from its buffer; 2 barriers", buildBroadcastDirect),
+      copyEngine(Collective::kAllGather,
+                 "direct's moves by the copy engine: a cudaMemcpyAsync per peer, ordered by events; one process",
+                 buildAllGatherDirectCe),
+      copyEngine(Collective::kAllToAll,
+                 "direct's moves by the copy engine: a cudaMemcpyAsync per peer, ordered by events; one process",
+                 buildAllToAllDirectCe),
+      copyEngine(Collective::kBroadcast,
+                 "direct's moves by the copy engine: a cudaMemcpyAsync per peer, ordered by events; one process",
+                 buildBroadcastDirectCe),
   };
   return list;
 }
+
+Program buildAllGatherDirectCe(const ProgramArgs& args) { return renamedCe(buildAllGatherDirect(args)); }
+Program buildAllToAllDirectCe(const ProgramArgs& args) { return renamedCe(buildAllToAllDirect(args)); }
+Program buildBroadcastDirectCe(const ProgramArgs& args) { return renamedCe(buildBroadcastDirect(args)); }
 
 Program emptyProgram(const ProgramArgs& args, const char* algorithm) {
   Program p;

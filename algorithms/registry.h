@@ -58,6 +58,10 @@ struct AlgorithmInfo {
   /// buffers run them, the others refuse them (executor/executor.h, refuseDirectSteps), and the tuner weighs
   /// them only where the caller says the ranks map each other's buffers (tunedAlgorithm's `direct`).
   bool mapsPeers = false;
+  /// Named only (COLLIE_ALGO, `collie-bench --algo`), never weighed by the tuner: a variant whose cost the
+  /// model cannot tell from another's (direct_ce moves what direct moves, by the copy engine) until a GPU run
+  /// says where it wins.
+  bool namedOnly = false;
 };
 
 /// `a`'s program for `args`: a.build(args), or the program file's scaled to args' count and stride.
@@ -111,6 +115,11 @@ Program buildReduceScatterDirect(const ProgramArgs& args);
 Program buildAllGatherDirect(const ProgramArgs& args);
 Program buildAllToAllDirect(const ProgramArgs& args);
 Program buildBroadcastDirect(const ProgramArgs& args);
+/// direct_ce: the direct program of the same collective under that name (the CUDA executor moves it by
+/// cudaMemcpyAsync instead of a kernel; executor/cuda_copy_engine.cc).
+Program buildAllGatherDirectCe(const ProgramArgs& args);
+Program buildAllToAllDirectCe(const ProgramArgs& args);
+Program buildBroadcastDirectCe(const ProgramArgs& args);
 
 /// `args` for a group of `nranks` ranks among which this one is `rank`, the
 /// group's root `root`, on `count` elements: one phase of a composed

@@ -109,8 +109,9 @@ const AlgorithmInfo* tunedAlgorithm(Collective c, uint64_t bytes, int nranks, co
   const AlgorithmInfo* best = nullptr;
   double bestTime = 0;
   for (const AlgorithmInfo& a : algorithms()) {
-    // Direct algorithms run only where ranks map each other's buffers, which the caller knows.
-    if (a.collective != c || (a.mapsPeers && !direct)) continue;
+    // Direct algorithms run only where ranks map each other's buffers, which the caller knows; a named-only one
+    // never.
+    if (a.collective != c || (a.mapsPeers && !direct) || a.namedOnly) continue;
     Prediction p;
     if (!predict(a, call, es, topo, &p).ok()) continue;
     if (best == nullptr || p.seconds < bestTime) {

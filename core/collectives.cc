@@ -153,7 +153,7 @@ Status executeCall(collieComm_t comm, const Call& call) {
   if (algo.mapsPeers)
     COLLIE_RETURN_IF_ERROR(comm->executor
                                ->checkDirect(call.collective, algo.name, call.count, call.type, exec.op, call.input,
-                                             call.output, call.scale.active)
+                                             call.output, call.scale.active, call.stream)
                                .withContext(call.name));
   exec.seq = comm->seq++;
   exec.collectiveSeq = comm->collectives++;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/cuda_check.h"
 #include "base/device_memory.h"
 #include "base/log.h"
 #include "executor/cuda_executor.h"
@@ -27,6 +28,10 @@ bool kernelFor(Collective c, const std::string& algorithm, DirectKind* kind) {
       {Collective::kAllGather, "direct", DirectKind::kAllGather},
       {Collective::kAllToAll, "direct", DirectKind::kAllToAll},
       {Collective::kBroadcast, "direct", DirectKind::kBroadcast},
+      // Their copy-engine forms: the same moves by cudaMemcpyAsync (cuda_copy_engine.cc).
+      {Collective::kAllGather, "direct_ce", DirectKind::kAllGather},
+      {Collective::kAllToAll, "direct_ce", DirectKind::kAllToAll},
+      {Collective::kBroadcast, "direct_ce", DirectKind::kBroadcast},
   };
   for (const Entry& e : kKernels)
     if (e.c == c && algorithm == e.algorithm) {
@@ -45,8 +50,8 @@ Status CudaExecutor::runsDirect(Collective c, const std::string& algorithm, uint
   if (!kernelFor(c, algorithm, &kind))
     return Status::error(collieInvalidUsage,
                          "%s %s has no direct kernel on the cuda backend yet (allreduce direct_oneshot and "
-                         "direct_twoshot, and reducescatter, allgather, alltoall and broadcast direct have): choose "
-                         "another %s algorithm in COLLIE_ALGO",
+                         "direct_twoshot, reducescatter, allgather, alltoall and broadcast direct, and allgather, "
+                         "alltoall and broadcast direct_ce have): choose another %s algorithm in COLLIE_ALGO",
                          coll, algorithm.c_str(), coll);
   if (layout_.directSlotLines == 0)
     return Status::error(collieInvalidUsage,
@@ -54,6 +59,17 @@ Status CudaExecutor::runsDirect(Collective c, const std::string& algorithm, uint
                          "P2P) and 2 to %d ranks; this communicator of %u ranks has not: choose another %s algorithm "
                          "in COLLIE_ALGO",
                          coll, algorithm.c_str(), kDirectMaxRanks, layout_.nranks, coll);
+  if (algorithm == "direct_ce") {
+    // Copies take their addresses on the host, where only threads of one process know each other's buffers, and
+    // any count (no kernel's grid or slots bound them).
+    if (ceBoard_ == nullptr)
+      return Status::error(collieInvalidUsage,
+                           "%s direct_ce needs every rank a thread of this process (its copies take their peers' "
+                           "buffers on the host); ranks in other processes reach them only from a kernel: choose "
+                           "%s direct or another %s algorithm in COLLIE_ALGO",
+                           coll, coll, coll);
+    return Status();
+  }
   const uint64_t bytes = count * typeSize(type);
   if (kind != DirectKind::kOneShotAllReduce) {
     // These kernels load and store peers' buffers where the peers announce them (direct_kernels.h): as they are
@@ -123,9 +139,24 @@ Status CudaExecutor::unmapWindow(int number) {
 }
 
 Status CudaExecutor::checkDirect(Collective c, const std::string& algorithm, uint64_t count, collieDataType_t type,
-                                 ReduceOp op, const void* input, const void* output, bool scaled) {
+                                 ReduceOp op, const void* input, const void* output, bool scaled,
+                                 collieStream_t stream) {
   std::lock_guard<std::mutex> lock(mu_);
   COLLIE_RETURN_IF_ERROR(runsDirect(c, algorithm, count, type, op));
+  if (algorithm == "direct_ce") {
+    // Its copies meet the peers' parts on the host as the call is queued (cuda_copy_engine.cc), which a replay
+    // would not repeat: it would copy between the captured call's buffers, unordered with the peers' work.
+    bool captured = false;
+    DeviceGuard guard(device_);
+    COLLIE_RETURN_IF_ERROR(streamCaptured(static_cast<cudaStream_t>(stream), &captured));
+    if (captured)
+      return Status::error(collieInvalidUsage,
+                           "%s direct_ce cannot be captured into a CUDA graph (its copies meet the peers' parts on "
+                           "the host when the call is queued, which a replay does not repeat): choose %s direct in "
+                           "COLLIE_ALGO",
+                           collectiveName(c), collectiveName(c));
+    return Status();
+  }
   DirectKind kind = DirectKind::kOneShotAllReduce;
   kernelFor(c, algorithm, &kind);
   DirectArgs d;

@@ -11,6 +11,7 @@
 #include "base/env.h"
 #include "base/log.h"
 #include "executor/colocated_streams.h"
+#include "executor/copy_engine_board.h"  // ceBoard_'s destructor
 #include "executor/direct_sends.h"
 #include "executor/launch_plan.h"
 #include "executor/remote_proxy.h"
@@ -127,6 +128,8 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
       e->directMaps_ = static_cast<DirectPeerMap*>(maps);
       COLLIE_RETURN_IF_ERROR(e->pool_->zero(maps, bytes, "zeroing the table of peers' windows"));
       e->extraBytes_ += bytes;
+    } else {
+      COLLIE_RETURN_IF_ERROR(e->openCopyEngineBoard(windows));
     }
     if (switches.timing) {
       const size_t bytes = kDirectTimingWords * sizeof(uint64_t);
@@ -551,6 +554,9 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
     else
       (void)cudaGetLastError();
   }
+  // direct_ce: checkDirect refused a capture before the call was numbered.
+  const bool copyEngine = direct && plan.last[0].program->algorithm == "direct_ce";
+  if (copyEngine && capturing_) return Status::error(collieInternalError, "a direct_ce call came captured");
   // Programs whose graphs are gone count against the cache's limits again; learn which programs no launch reads
   // any more, so their blocks can be reused.
   unpinGone();
@@ -584,8 +590,9 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   DirectArgs d;
   int directBlocks = 1;
   StagedCopies staged;
-  Status planned = direct ? planDirect(*plan.last[0].program, directKind, args, &d, &directBlocks, &staged)
-                          : planLaunch(plan, args, tables_, this, &a, &empty);
+  Status planned = copyEngine ? Status()
+                   : direct   ? planDirect(*plan.last[0].program, directKind, args, &d, &directBlocks, &staged)
+                              : planLaunch(plan, args, tables_, this, &a, &empty);
   if (direct) empty = false;
   slowLog.done(SlowEnqueueLog::kPlan);
   if (!planned.ok() || empty) return withoutLaunch(planned);
@@ -603,16 +610,23 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   // between the kernel's entry and exit barriers.
   if (staged.inBytes > 0)
     rc = cudaMemcpyAsync(staged.stagedIn, staged.in, staged.inBytes, cudaMemcpyDeviceToDevice, stream);
-  if (rc == 0)
+  Status moved;
+  double met = 0;  // direct_ce: seconds meeting the peers, counted as waiting for them
+  if (copyEngine)
+    moved = copyEngineCall(*plan.last[0].program, args, &met);
+  else if (rc == 0)
     rc = direct ? launchDirect(d, directKind, args.type, args.op, directBlocks, kDirectMaxThreads, args.stream)
                 : launchProgram(a, args.type, args.op, args.stream);
   if (rc == 0 && staged.outBytes > 0)
     rc = cudaMemcpyAsync(staged.out, staged.stagedOut, staged.outBytes, cudaMemcpyDeviceToDevice, stream);
   slowLog.done(SlowEnqueueLog::kLaunch);
+  slowLog.secs[SlowEnqueueLog::kLaunch] -= met;
+  slowLog.secs[SlowEnqueueLog::kPeers] += met;
   // From here the kernel may be queued, even after an error: it counts as a launch (the programs it read stay
   // until a later checkpoint), and the next launch waits for the event whatever its stream.
   ++launchSeq_;
   enqueued(args.stream);
+  if (!moved.ok()) return moved;
   if (rc != 0)
     return cudaStatus(static_cast<cudaError_t>(rc),
                       direct ? "launching the direct kernel or its staging copies" : "launching the program kernel");
@@ -666,15 +680,15 @@ Status CudaExecutor::waitForColocatedPeers() {
   if (colocated_ == nullptr) return Status();
   bool waited = false;
   COLLIE_RETURN_IF_ERROR(colocated_->waitForPeers(
-      tables_.timeoutSec,
-      [this] {
-        if (status_ != nullptr && __atomic_load_n(&status_->abort, __ATOMIC_RELAXED) != 0)
-          return Status::error(collieRemoteError, "rank %d: the communicator was aborted", rank_);
-        return asyncStatus();
-      },
-      &waited));
+      tables_.timeoutSec, [this] { return whyStopWaiting(); }, &waited));
   if (waited) ++peerWaits_;
   return Status();
+}
+
+Status CudaExecutor::whyStopWaiting() {
+  if (status_ != nullptr && __atomic_load_n(&status_->abort, __ATOMIC_RELAXED) != 0)
+    return Status::error(collieRemoteError, "rank %d: the communicator was aborted", rank_);
+  return asyncStatus();
 }
 
 void CudaExecutor::p2pQueued(int peer, uint64_t sends, uint64_t recvs) {

@@ -16,7 +16,8 @@
 // kernels' region (WindowLayout::directSlotLines). Peers' buffers are reached as they are from threads of this
 // process, and through windows or the staging buffer from other processes (placeDirectBuffers). Their launches
 // are ordered like the program kernel's; they number their calls apart, on the device (DirectCounter), so a
-// captured one replays as a fresh call.
+// captured one replays as a fresh call. Their copy-engine forms (direct_ce) run as cudaMemcpyAsync per peer
+// instead, where every rank is a thread of this process (cuda_copy_engine.cc).
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,7 @@ namespace collie {
 struct GraphsGone;  // cuda_executor.cc
 
 class ColocatedStreams;
+class CopyEngineBoard;
 class DevicePool;
 class DeviceWindows;
 class RemoteProxy;
@@ -92,7 +94,7 @@ class CudaExecutor : public Executor, private LaunchStorage {
   /// allocation before the call and no free after it on the caller's stream (see scaleInput).
   bool scalesInput() const override { return true; }
   Status checkDirect(Collective c, const std::string& algorithm, uint64_t count, collieDataType_t type, ReduceOp op,
-                     const void* input, const void* output, bool scaled) override;
+                     const void* input, const void* output, bool scaled, collieStream_t stream) override;
   Status mapWindow(int number, const void* base, uint64_t bytes, const std::vector<PeerRange>& ranges) override;
   Status unmapWindow(int number) override;
   Status runsDirect(Collective c, const std::string& algorithm, uint64_t count, collieDataType_t type,
@@ -136,6 +138,11 @@ class CudaExecutor : public Executor, private LaunchStorage {
     const void* stagedOut = nullptr;
     uint64_t outBytes = 0;
   };
+  // A direct_ce call of `program` (cuda_copy_engine.cc): its moves queued as copies on args' stream, ordered
+  // after and before the peers' parts by events. *waitSecs: the time spent meeting the peers on the host.
+  Status copyEngineCall(const Program& program, const ExecArgs& args, double* waitSecs);
+  // Where every rank is a thread of this process: ceBoard_, with this rank's events.
+  Status openCopyEngineBoard(const DeviceWindows& windows);
   Status planDirect(const Program& program, DirectKind kind, const ExecArgs& args, DirectArgs* d, int* blocks,
                     StagedCopies* staged);
   // With peers in other processes: which window holds d's input and output for a call of `kind`, or their copies
@@ -180,6 +187,8 @@ class CudaExecutor : public Executor, private LaunchStorage {
   // With mu_ held: until every co-located peer has queued its part of what this rank queued before
   // (ColocatedStreams::waitForPeers); ends early on an abort or a failed kernel of ours.
   Status waitForColocatedPeers();
+  // Between the polls of a wait on the host for peers: the abort, or a failed kernel of ours; else OK.
+  Status whyStopWaiting();
   // The graph being captured owns a CUDA user object for the program in `block`, whose destructor queues the
   // block in graphsGone_ once the graph, its executable graphs and their replays are all gone; unpinGone() then
   // unpins it in the cache. Without one (an error), the program stays pinned until the communicator goes.
@@ -190,7 +199,10 @@ class CudaExecutor : public Executor, private LaunchStorage {
   int device_ = -1;
   WindowLayout layout_;
   std::unique_ptr<ColocatedStreams> colocated_;  // with peers that are threads of this process on this GPU
-  std::vector<uint8_t*> windows_;                // as this rank addresses them (null: a peer on another host)
+  // direct_ce: where the ranks meet, with this rank's events, when every rank is a thread of this process (else
+  // null).
+  std::unique_ptr<CopyEngineBoard> ceBoard_;
+  std::vector<uint8_t*> windows_;         // as this rank addresses them (null: a peer on another host)
   std::vector<uint8_t*> inboxes_;         // where each peer's slices for us land: our window, or the proxy's inbox
   uint8_t** deviceWindows_ = nullptr;     // windows_ then inboxes_, in device memory
   const RemoteProxy* proxy_ = nullptr;    // with a proxy: for the reason it lost a peer

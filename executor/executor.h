@@ -147,13 +147,14 @@ class Executor {
   virtual Status unmapWindow(int /*number*/) { return Status(); }
   /// Before a call of direct algorithm `algorithm` is numbered: OK where runRounds would run it on these buffers,
   /// else the sentence saying why not; a refusal here leaves the communicator as it was. `scaled`: a
-  /// pre-multiplied sum, whose input runRounds replaces with a scaled copy of its own (ExecArgs::scale). This one
+  /// pre-multiplied sum, whose input runRounds replaces with a scaled copy of its own (ExecArgs::scale); `stream`
+  /// the call's (CUDA backend: direct_ce refuses one being captured). This one
   /// lets every call through: executors without direct kernels refuse them all in runRounds (refuseDirectSteps,
   /// naming their backend); the CUDA executor checks here what runsDirect checks and where its peers can reach
   /// the buffers.
   virtual Status checkDirect(Collective /*c*/, const std::string& /*algorithm*/, uint64_t /*count*/,
                              collieDataType_t /*type*/, ReduceOp /*op*/, const void* /*input*/, const void* /*output*/,
-                             bool /*scaled*/) {
+                             bool /*scaled*/, collieStream_t /*stream*/) {
     return Status();
   }
   /// Whether every rank of the communicator runs a call of direct algorithm `algorithm` with these arguments as

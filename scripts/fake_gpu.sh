@@ -164,6 +164,9 @@ done
 # The tuner with the direct kernels weighed (COLLIE_DIRECT_TUNE, --algo auto_direct) is timed beside the default.
 grep -q '"implementation": *"collie:tuner+direct"' "$rehearsal/perf.jsonl" ||
   { echo "perf: no figure of collie:tuner+direct" >&2; exit 1; }
+# And the copy-engine form of the copies beside the kernel's.
+grep -q '"implementation": *"collie:direct_ce"' "$rehearsal/perf.jsonl" ||
+  { echo "perf: no figure of collie:direct_ce" >&2; exit 1; }
 # A deadline already reached: every step is reported as not run, and the call fails.
 if OUT=$rehearsal GPU_BUILD=$build tests/gpu/run.sh --deadline 5 --only gpu_nccl test; then
   echo "tests/gpu/run.sh passed with its only step not run" >&2

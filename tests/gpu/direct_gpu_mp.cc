@@ -379,6 +379,33 @@ bool refusals(Rank& me, const Comm& oneShot, const Comm& twoShot) {
   return alive;
 }
 
+// direct_ce takes its peers' buffers on the host, where only threads of one process know them: between processes
+// every rank refuses it before numbering, and the communicator takes the next call.
+bool copyEngineRefused(Rank& me, const Comm& parent) {
+  collieConfig_t config = COLLIE_CONFIG_INITIALIZER;
+  config.backend = collieBackendCuda;
+  config.algo = "alltoall:direct_ce";
+  Comm ce{nullptr, "tuned", "direct_ce"};
+  if (collieCommSplit(parent.comm, 0, me.rank, &ce.comm, &config) != collieSuccess) {
+    me.fail(std::string("split with alltoall:direct_ce: ") + collieGetLastError(parent.comm));
+    return true;
+  }
+  const size_t count = 1001, bytes = count * sizeof(float) * static_cast<size_t>(me.n);
+  char* buf = nullptr;
+  bool alive = true;
+  if (cudaMalloc(&buf, 2 * bytes) != cudaSuccess) {
+    me.fail("cudaMalloc of the direct_ce refusal's buffers");
+  } else if (refused(me, ce, "alltoall direct_ce between processes", "a thread of this process",
+                     [&] { return collieAllToAll(buf, buf + bytes, count, collieFloat32, ce.comm, me.stream); })) {
+    alive = stillWorks(me, ce, "a direct_ce call between processes");
+  } else {
+    alive = false;
+  }
+  cudaFree(buf);
+  collieCommDestroy(ce.comm);
+  return alive;
+}
+
 // COLLIE_DIRECT_TUNE=1 across processes: the tuner's direct picks stand only for calls that fit the staging
 // buffer, so that every rank could stage them. Every collective on plain buffers (staged), at a count whose
 // buffers fit half the staging buffer and one just past it, runs on every rank and gives the right bits: a rank
@@ -589,6 +616,7 @@ int main(int argc, char** argv) {
   // What must be refused comes last: a refusal that broke a communicator would fail every case after it.
   alive = alive && capturedReplays(me, twoShot);
   alive = alive && unmappableWindowsRefused(me, twoShot) && refusals(me, oneShot, twoShot);
+  alive = alive && copyEngineRefused(me, oneShot);
   // The tuner with the direct algorithms weighed, on a communicator of its own (every rank sets the variable).
   setenv("COLLIE_DIRECT_TUNE", "1", 1);
   collieConfig_t tunedConfig = COLLIE_CONFIG_INITIALIZER;

@@ -1,16 +1,19 @@
 // Direct algorithms on the CUDA backend (executor/cuda_executor.h, "Direct algorithms"), ranks as threads sharing
 // the GPU: allreduce direct_oneshot and direct_twoshot, and reducescatter, allgather, alltoall and broadcast direct
-// run as the direct kernels, exact for every type and operator, in place and out of place, across many calls;
-// what the backend cannot run yet is refused with a sentence that says so. Every test skips, saying why, when no
-// GPU is usable.
+// run as the direct kernels, and allgather, alltoall and broadcast direct_ce as copies by the copy engine, exact for
+// every type and operator, in place and out of place, across many calls; what the backend cannot run yet is
+// refused with a sentence that says so. Every test skips, saying why, when no GPU is usable.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -36,7 +39,7 @@ size_t oneShotMost(collieDataType_t type) {
   return static_cast<size_t>(uint64_t{collie::kDirectSlotLines} * collie::kDirectLinePayload / collie::typeSize(type));
 }
 
-// Every direct algorithm with a kernel on the CUDA backend (COLLIE_ALGO names them here) on
+// Every direct algorithm with a kernel or copies on the CUDA backend (COLLIE_ALGO names them here) on
 // 3 ranks (8 with an odd count): every sweep type, operators rotated over the counts (avg included), counts 0, odd,
 // and large (for the one-shot the most its slots hold), in place and out of place. (Every rank count, type and
 // operator, with odd offsets, runs on the kernels' bodies in direct_kernels_test; what runs here is the executor's
@@ -54,7 +57,10 @@ TEST(CudaBackend, DirectAlgorithmsRun) {
                         {Coll::kReduceScatter, collie::Collective::kReduceScatter, "direct"},
                         {Coll::kAllGather, collie::Collective::kAllGather, "direct"},
                         {Coll::kAllToAll, collie::Collective::kAllToAll, "direct"},
-                        {Coll::kBroadcast, collie::Collective::kBroadcast, "direct"}};
+                        {Coll::kBroadcast, collie::Collective::kBroadcast, "direct"},
+                        {Coll::kAllGather, collie::Collective::kAllGather, "direct_ce"},
+                        {Coll::kAllToAll, collie::Collective::kAllToAll, "direct_ce"},
+                        {Coll::kBroadcast, collie::Collective::kBroadcast, "direct_ce"}};
   ScopedEnv device("COLLIE_DEVICE", "cuda");
   ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
   const uint64_t seed = collie::test::testSeed();
@@ -189,7 +195,8 @@ std::vector<std::pair<collieResult_t, std::string>> callOnRanks(const collie::te
 }
 
 // What the CUDA backend cannot run as a direct kernel is refused on every rank, before anything is queued, with a
-// sentence naming the algorithm and what to do: a one-shot call larger than its slots.
+// sentence naming the algorithm and what to do: a one-shot call larger than its slots, and a copy-engine call
+// being captured into a CUDA graph.
 TEST(CudaBackend, DirectCallsItCannotRunAreRefused) {
   SKIP_WITHOUT_GPU();
   ScopedEnv device("COLLIE_DEVICE", "cuda");
@@ -204,6 +211,7 @@ TEST(CudaBackend, DirectCallsItCannotRunAreRefused) {
   const Case cases[] = {
       {"allreduce:direct_oneshot", Coll::kAllReduce, oneShotMost(collieFloat32) + 1, false,
        "takes at most 65536 bytes per rank"},
+      {"alltoall:direct_ce", Coll::kAllToAll, 1001, true, "cannot be captured into a CUDA graph"},
   };
   for (const Case& c : cases) {
     ScopedEnv algo("COLLIE_ALGO", c.algo);
@@ -317,6 +325,75 @@ TEST(CudaBackend, DirectCallsReplayFromCudaGraphs) {
       in.reset();
     });
     for (int r = 0; r < n; ++r) EXPECT_EQ(wrong[static_cast<size_t>(r)], "") << algo << ", rank " << r;
+  }
+}
+
+// direct_ce orders its copies by events alone: a rank's stream goes past the call only once every peer's copies
+// into its output have ended, and no rank copies into a peer's output before that peer's stream has reached the
+// call. The last rank's stream is held shut by a host function, then poisons its output, then makes its call: the
+// other ranks' streams must still be busy 100 ms after their calls (they wait for its copies), and once it opens,
+// every output must be exact (a copy into the last rank's output before its poison would be overwritten).
+TEST(CudaBackend, CopyEngineCallsWaitForTheirPeersStreams) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
+  const int n = 3, slow = n - 1;
+  const size_t count = 1001;  // per rank (all-to-all: per block)
+  for (Coll coll : {Coll::kAllGather, Coll::kAllToAll, Coll::kBroadcast}) {
+    const char* name = collie::test::collName(coll);
+    const std::string spec = std::string(name) + ":direct_ce";
+    ScopedEnv algo("COLLIE_ALGO", spec.c_str());
+    collie::test::Comms comms(n);
+    ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+    const size_t inElems = coll == Coll::kAllToAll ? count * n : count;
+    const size_t outElems = coll == Coll::kBroadcast ? count : count * n;
+    auto value = [](int p, size_t i) { return static_cast<float>(p * 100000 + static_cast<int>(i)); };
+    std::atomic<bool> open{false};
+    std::atomic<int> queried{0};
+    std::vector<std::string> wrong(static_cast<size_t>(n));
+    collie::test::onRanks(n, [&](int r) {
+      cudaSetDevice(0);
+      std::string& bad = wrong[static_cast<size_t>(r)];
+      RankDevice in(inElems * sizeof(float)), out(outElems * sizeof(float));
+      std::vector<float> host(inElems), got(outElems);
+      for (size_t i = 0; i < inElems; ++i) host[i] = value(r, i);
+      // (A pageable copy to the device may land after cudaMemcpy returns: ordered on the stream instead.)
+      cudaMemcpyAsync(in.buf, host.data(), inElems * sizeof(float), cudaMemcpyHostToDevice, in.stream);
+      cudaStreamSynchronize(in.stream);
+      if (r == slow) {
+        cudaLaunchHostFunc(
+            in.stream,
+            [](void* gate) {
+              while (!static_cast<std::atomic<bool>*>(gate)->load())
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            },
+            &open);
+        cudaMemsetAsync(out.buf, 0xff, outElems * sizeof(float), in.stream);
+      }
+      const collieResult_t rc = collie::test::callCollective(coll, in.buf, out.buf, count, collieFloat32, collieSum,
+                                                             slow, comms[r], in.stream);
+      if (rc != collieSuccess) bad = std::string("the call failed: ") + collieGetLastError(comms[r]);
+      if (r != slow) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (rc == collieSuccess && cudaStreamQuery(in.stream) != cudaErrorNotReady)
+          bad = "its stream went past the call before the held rank's copies";
+        ++queried;
+      } else {
+        while (queried.load() < n - 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        open = true;
+      }
+      if (cudaStreamSynchronize(in.stream) != cudaSuccess) bad += " (the stream failed)";
+      cudaMemcpy(got.data(), out.buf, outElems * sizeof(float), cudaMemcpyDeviceToHost);
+      for (size_t i = 0; i < outElems && bad.empty() && rc == collieSuccess; ++i) {
+        const size_t q = i / count, at = i % count;
+        const float want = coll == Coll::kAllGather  ? value(static_cast<int>(q), at)
+                           : coll == Coll::kAllToAll ? value(static_cast<int>(q), static_cast<size_t>(r) * count + at)
+                                                     : value(slow, i);
+        if (got[i] != want)
+          bad = "element " + std::to_string(i) + " is " + std::to_string(got[i]) + ", not " + std::to_string(want);
+      }
+    });
+    for (int r = 0; r < n; ++r) EXPECT_EQ(wrong[static_cast<size_t>(r)], "") << spec << ", rank " << r;
   }
 }
 

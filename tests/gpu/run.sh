@@ -359,14 +359,14 @@ part_perf() {
     perf_step "perf_large_allreduce_t$t" "$bench" allreduce -t "$t" --backend cuda "${big[@]}" \
       --algo "$(algos auto,auto_direct,twoshot,direct_twoshot auto,twoshot)"
   done
-  for c in reducescatter allgather; do
+  # The copies (allgather, all-to-all, broadcast) by the SMs' kernel and by the copy engine (direct_ce), which
+  # the ceilings' ce_ lines bound.
+  perf_step perf_large_reducescatter_t4 "$bench" reducescatter -t 4 --backend cuda "${big[@]}" \
+    --algo "$(algos auto,auto_direct,direct auto)"
+  for c in allgather alltoall broadcast; do
     perf_step "perf_large_${c}_t4" "$bench" "$c" -t 4 --backend cuda "${big[@]}" \
-      --algo "$(algos auto,auto_direct,direct auto)"
+      --algo "$(algos auto,auto_direct,direct,direct_ce auto)"
   done
-  perf_step perf_large_alltoall_t4 "$bench" alltoall -t 4 --backend cuda "${big[@]}" \
-    --algo "$(algos auto,auto_direct,direct auto)"
-  perf_step perf_large_broadcast_t4 "$bench" broadcast -t 4 --backend cuda "${big[@]}" \
-    --algo "$(algos auto,auto_direct,direct auto)"
   # Inside the direct kernels, by the GPU's timer: each rank's time from its kernel's start to its end, and until
   # every peer had come (the launch skew it saw), one size per run.
   if [ "$direct" = 1 ]; then
@@ -386,12 +386,12 @@ part_perf() {
       --algo "$(algos auto,oneshot,direct_oneshot auto,oneshot)"
   done
   for t in 2 8; do
-    for c in reducescatter allgather; do
-      perf_step "perf_large_${c}_t$t" "$bench" "$c" -t "$t" --backend cuda "${big[@]}" \
-        --algo "$(algos auto,direct auto)"
-    done
-    perf_step "perf_large_alltoall_t$t" "$bench" alltoall -t "$t" --backend cuda "${big[@]}" \
+    perf_step "perf_large_reducescatter_t$t" "$bench" reducescatter -t "$t" --backend cuda "${big[@]}" \
       --algo "$(algos auto,direct auto)"
+    for c in allgather alltoall; do
+      perf_step "perf_large_${c}_t$t" "$bench" "$c" -t "$t" --backend cuda "${big[@]}" \
+        --algo "$(algos auto,direct,direct_ce auto)"
+    done
   done
 }
 

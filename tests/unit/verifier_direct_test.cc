@@ -84,6 +84,42 @@ TEST(DirectAlgorithms, AreRegisteredAsNeedingMappedPeersAndTunedOnlyWhereMapped)
   EXPECT_EQ(chosen[Collective::kAllReduce], &algo(Collective::kAllReduce, "direct_twoshot"));
 }
 
+// direct_ce (allgather, alltoall, broadcast) is the direct program under its own name, which the CUDA executor
+// moves by the copy engine: step for step the same on every rank, so the verifier's proof of one is the other's,
+// and named only: the tuner never answers with it, mapped peers or not.
+TEST(DirectAlgorithms, CopyEngineFormsAreTheDirectProgramsNamedOnly) {
+  const collie::Topology* shared = collie::findTopology("h200-shared");
+  ASSERT_NE(shared, nullptr);
+  for (Collective c : {Collective::kAllGather, Collective::kAllToAll, Collective::kBroadcast}) {
+    const collie::AlgorithmInfo& ce = algo(c, "direct_ce");
+    EXPECT_TRUE(ce.mapsPeers);
+    EXPECT_TRUE(ce.namedOnly);
+    EXPECT_FALSE(algo(c, "direct").namedOnly);
+    for (int n : {2, 3, 8}) {
+      const std::vector<Program> mine = programs(c, "direct_ce", n, 1001, n - 1);
+      const std::vector<Program> theirs = programs(c, "direct", n, 1001, n - 1);
+      ASSERT_EQ(mine.size(), theirs.size());
+      for (size_t r = 0; r < mine.size(); ++r) {
+        EXPECT_EQ(mine[r].algorithm, "direct_ce");
+        ASSERT_EQ(mine[r].steps.size(), theirs[r].steps.size()) << collie::collectiveName(c) << " rank " << r;
+        for (size_t i = 0; i < mine[r].steps.size(); ++i) {
+          const Step &a = mine[r].steps[i], &b = theirs[r].steps[i];
+          EXPECT_TRUE(a.op == b.op && a.sendPeer == b.sendPeer && a.recvPeer == b.recvPeer &&
+                      a.src.buffer == b.src.buffer && a.src.offset == b.src.offset && a.dst.buffer == b.dst.buffer &&
+                      a.dst.offset == b.dst.offset && a.count == b.count)
+              << collie::collectiveName(c) << " on " << n << " ranks, rank " << r << " step " << i;
+        }
+      }
+      collie::Topology t = *shared;
+      t.nranks = n;
+      for (uint64_t bytes : {uint64_t{8}, uint64_t{1} << 16, uint64_t{64} << 20, uint64_t{1} << 30}) {
+        EXPECT_FALSE(collie::tunedAlgorithm(c, bytes, n, t, true)->namedOnly) << bytes;
+        EXPECT_FALSE(collie::tunedAlgorithm(c, bytes, n, t, false)->namedOnly) << bytes;
+      }
+    }
+  }
+}
+
 // Where the ranks map each other's buffers (COLLIE_DIRECT_TUNE, core/comm.h), the tuner weighs the direct
 // algorithms beside the others: on a GPU the ranks share, a large call of each collective that has one goes direct
 // (each moves the least bytes through the memory, algorithms/memory_traffic.h), and every answer is one the

@@ -1,0 +1,112 @@
+#include "executor/copy_engine_board.h"
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace collie {
+
+struct CopyEngineBoard::Slot {
+  // 2 x seq + meeting of the last post; 0: none yet. The post's fields are written before it.
+  std::atomic<uint64_t> stamp{0};
+  std::atomic<bool> gone{false};
+  // By meeting: a peer that has seen every rank's first post may make its second before this rank has read its
+  // first.
+  Post post[3];
+  void* events[2] = {};  // readyEvent, doneEvent
+  void (*destroy)(void*) = nullptr;
+  ~Slot() {
+    for (void* e : events)
+      if (e != nullptr) destroy(e);
+  }
+};
+
+namespace {
+
+using Slot = CopyEngineBoard::Slot;
+
+// The process-wide table: each rank's slot by its window's address.
+std::mutex tableMu;
+std::map<const void*, std::weak_ptr<Slot>>& table() {
+  static auto* t = new std::map<const void*, std::weak_ptr<Slot>>();  // never destroyed: ranks may outlive main
+  return *t;
+}
+
+uint64_t stampOf(uint64_t seq, CopyEngineBoard::Meeting m) { return 2 * seq + static_cast<uint64_t>(m); }
+
+}  // namespace
+
+CopyEngineBoard::CopyEngineBoard(int rank, const void* own, std::vector<std::pair<int, const void*>> peers,
+                                 void* readyEvent, void* doneEvent, void (*destroy)(void*))
+    : rank_(rank), own_(own), slot_(std::make_shared<Slot>()), peerKeys_(std::move(peers)), peers_(peerKeys_.size()) {
+  slot_->events[0] = readyEvent;
+  slot_->events[1] = doneEvent;
+  slot_->destroy = destroy;
+  std::lock_guard<std::mutex> lock(tableMu);
+  table()[own_] = slot_;
+}
+
+CopyEngineBoard::~CopyEngineBoard() {
+  slot_->gone.store(true, std::memory_order_release);
+  std::lock_guard<std::mutex> lock(tableMu);
+  auto it = table().find(own_);
+  if (it != table().end() && it->second.lock() == slot_) table().erase(it);
+}
+
+void* CopyEngineBoard::readyEvent() const { return slot_->events[0]; }
+void* CopyEngineBoard::doneEvent() const { return slot_->events[1]; }
+
+Status CopyEngineBoard::meet(uint64_t seq, Meeting m, const Post& mine, double timeoutSec,
+                             const std::function<Status()>& stop, std::vector<Post>* posts) {
+  const uint64_t want = stampOf(seq, m);
+  slot_->post[m] = mine;
+  slot_->stamp.store(want, std::memory_order_release);
+  size_t top = static_cast<size_t>(rank_);
+  for (const auto& k : peerKeys_) top = std::max(top, static_cast<size_t>(k.first));
+  posts->assign(top + 1, Post{});
+  (*posts)[static_cast<size_t>(rank_)] = mine;
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  // The first peer not yet there; checked again from there after each pause.
+  for (size_t i = 0, polls = 0; i < peerKeys_.size(); ++polls) {
+    if (!peers_[i]) {
+      std::lock_guard<std::mutex> lock(tableMu);
+      auto it = table().find(peerKeys_[i].second);
+      if (it != table().end()) peers_[i] = it->second.lock();
+    }
+    const Slot* p = peers_[i].get();
+    const int r = peerKeys_[i].first;
+    // A peer can be one meeting ahead (it has seen this rank's post and gone on), never further: it waits for
+    // this rank's next post, and only then rewrites this meeting's.
+    if (p != nullptr && p->stamp.load(std::memory_order_acquire) >= want) {
+      (*posts)[static_cast<size_t>(r)] = p->post[m];
+      ++i;
+      continue;
+    }
+    if (p != nullptr && p->gone.load(std::memory_order_acquire))
+      return Status::error(collieRemoteError,
+                           "rank %d: rank %d, a thread of this process, destroyed its communicator before its part "
+                           "of direct_ce collective #%llu",
+                           rank_, r, static_cast<unsigned long long>(seq));
+    COLLIE_RETURN_IF_ERROR(stop());
+    const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+    if (secs > timeoutSec)
+      return Status::error(
+          collieTimeout,
+          "rank %d waited %.1f s for rank %d, a thread of this process, to %s of direct_ce collective #%llu: the copy "
+          "engine's copies take their peers' addresses on the host, so the ranks' calls meet there, and every rank "
+          "must make its call from a thread of its own or inside one group (collieGroupStart/End) holding all of "
+          "them; one thread making the ranks' calls one after the other waits here",
+          rank_, secs, r, m == kReady ? "enqueue its part" : "queue its copies", static_cast<unsigned long long>(seq));
+    // The peer is usually microseconds behind; a thread that sleeps at once would add a scheduler tick.
+    if (polls < 200)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  return Status();
+}
+
+}  // namespace collie

@@ -1,0 +1,62 @@
+// Where the ranks of one communicator that are threads of one process meet for a direct_ce call
+// (executor/cuda_copy_engine.cc). A copy by the copy engine (cudaMemcpyAsync) takes its addresses from the host
+// when it is queued, so before a rank queues its copies into its peers' outputs it must know those outputs, and
+// its stream must wait for events its peers have already recorded (waiting on an event not yet recorded waits for
+// nothing). So each call meets twice: every rank posts its buffers and the event recorded where its stream
+// reached the call, then, once its copies are queued, the event recorded after them.
+//
+// Each rank's post lies in a process-wide table under its device window's address (as ColocatedStreams' notes),
+// so no communicator object is shared between the ranks' threads. A post's fields are written before its stamp
+// (release) and read after it (acquire); a rank rewrites them only after every peer has posted the call's second
+// meeting, which each does after reading them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+
+namespace collie {
+
+class CopyEngineBoard {
+ public:
+  /// What a rank posts at a meeting.
+  struct Post {
+    const void* input = nullptr;
+    void* output = nullptr;
+    void* event = nullptr;  // a cudaEvent_t recorded on the rank's stream before the post
+  };
+  enum Meeting : uint64_t { kReady = 1, kDone = 2 };
+
+  /// `own` keys this rank in the table (its device window's address: unique in the process while the
+  /// communicator lives); `peers` are every other rank with its key, all threads of this process. The board owns
+  /// `events`, this rank's two (cudaEvent_t): its peers' streams may wait for them until the peers' boards are
+  /// gone too, so `destroy` frees them only when the last board that could reach them goes.
+  CopyEngineBoard(int rank, const void* own, std::vector<std::pair<int, const void*>> peers, void* readyEvent,
+                  void* doneEvent, void (*destroy)(void*));
+  void* readyEvent() const;
+  void* doneEvent() const;
+  ~CopyEngineBoard();
+  CopyEngineBoard(const CopyEngineBoard&) = delete;
+  CopyEngineBoard& operator=(const CopyEngineBoard&) = delete;
+
+  /// Posts `mine` for meeting `m` of collective #`seq` and waits until every peer has posted the same: then
+  /// (*posts)[r] is rank r's post (this rank's own included). `stop` is asked between polls; a status it returns
+  /// other than OK ends the wait with it. After `timeoutSec`: collieTimeout naming the late peer.
+  Status meet(uint64_t seq, Meeting m, const Post& mine, double timeoutSec, const std::function<Status()>& stop,
+              std::vector<Post>* posts);
+
+  struct Slot;  // one rank's post (copy_engine_board.cc)
+
+ private:
+  int rank_;
+  const void* own_;
+  std::shared_ptr<Slot> slot_;
+  std::vector<std::pair<int, const void*>> peerKeys_;
+  std::vector<std::shared_ptr<Slot>> peers_;  // found in the table on first use (a peer may register later)
+};
+
+}  // namespace collie

@@ -1,0 +1,94 @@
+// direct_ce (cuda_executor.h, "Direct algorithms"): the direct all-to-all, allgather and broadcast moved by the
+// copy engine, a cudaMemcpyAsync per peer on the call's stream, where every rank is a thread of this process. The
+// copies are those of the direct program: rank r pushes block q of its input into block r of rank q's output
+// (all-to-all), its input into block r of every output (allgather), the root its input into every output
+// (broadcast).
+//
+// No kernel waits for peers, so the host orders the copies with events, and the ranks' enqueues meet twice
+// (executor/copy_engine_board.h):
+//   1. each records its ready event where its stream reached the call, and posts it with its buffers; once every
+//      rank has, its stream waits for the ready events of the peers it writes into (their outputs are free);
+//   2. after its copies, each records its done event and posts it; once every rank has, its stream waits for
+//      every peer's done event (its output is complete, and its input no longer read).
+// The copy engines run beside the SMs, so these calls leave the SMs to other work; the cost is two meetings on the
+// host per call, and no capture into a CUDA graph (runRounds refuses it).
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "base/cuda_check.h"
+#include "executor/copy_engine_board.h"
+#include "executor/cuda_executor.h"
+#include "transport/cuda_ipc/device_windows.h"
+
+namespace collie {
+
+Status CudaExecutor::openCopyEngineBoard(const DeviceWindows& windows) {
+  std::vector<std::pair<int, const void*>> others;
+  for (int r = 0; r < static_cast<int>(layout_.nranks); ++r)
+    if (r != rank_) others.emplace_back(r, windows.window(r));
+  cudaEvent_t ready = nullptr, done = nullptr;
+  Status made = cudaStatus(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate");
+  if (made.ok()) made = cudaStatus(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
+  if (!made.ok()) {
+    if (ready != nullptr) (void)cudaEventDestroy(ready);
+    return made;
+  }
+  ceBoard_ = std::make_unique<CopyEngineBoard>(rank_, windows.window(rank_), std::move(others), ready, done,
+                                               [](void* ev) { (void)cudaEventDestroy(static_cast<cudaEvent_t>(ev)); });
+  return Status();
+}
+
+Status CudaExecutor::copyEngineCall(const Program& program, const ExecArgs& args, double* waitSecs) {
+  using Clock = std::chrono::steady_clock;
+  cudaStream_t stream = static_cast<cudaStream_t>(args.stream);
+  const int n = static_cast<int>(layout_.nranks), me = rank_;
+  const size_t es = typeSize(args.type);
+  const size_t bytes = static_cast<size_t>(program.count) * es, stride = static_cast<size_t>(program.stride) * es;
+  const Collective c = program.collective;
+  // Only a broadcast's root copies; everyone waits for everyone's copies.
+  const bool copies = c != Collective::kBroadcast || me == program.root;
+  auto meet = [&](CopyEngineBoard::Meeting m, void* event, std::vector<CopyEngineBoard::Post>* posts) -> Status {
+    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(static_cast<cudaEvent_t>(event), stream),
+                                      "cudaEventRecord for a direct_ce meeting"));
+    const Clock::time_point start = Clock::now();
+    Status met = ceBoard_->meet(
+        args.collectiveSeq, m, CopyEngineBoard::Post{args.input, args.output, event}, tables_.timeoutSec,
+        [this] { return whyStopWaiting(); }, posts);
+    *waitSecs += std::chrono::duration<double>(Clock::now() - start).count();
+    return met;
+  };
+  auto waitFor = [&](const CopyEngineBoard::Post& p) {
+    return cudaStatus(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(p.event), 0),
+                      "cudaStreamWaitEvent on a peer's direct_ce event");
+  };
+  std::vector<CopyEngineBoard::Post> posts;
+  COLLIE_RETURN_IF_ERROR(meet(CopyEngineBoard::kReady, ceBoard_->readyEvent(), &posts));
+  // Starting at rank r+1, as the direct kernels do, so that the ranks' copies go to different peers at a time.
+  for (int k = 0; k < n && copies && bytes > 0; ++k) {
+    const int q = (me + k) % n;
+    const CopyEngineBoard::Post& peer = posts[static_cast<size_t>(q)];
+    const uint8_t* src = static_cast<const uint8_t*>(args.input);
+    uint8_t* dst = static_cast<uint8_t*>(peer.output);
+    if (c == Collective::kAllToAll) {
+      src += static_cast<size_t>(q) * stride;
+      dst += static_cast<size_t>(me) * stride;
+    } else if (c == Collective::kAllGather) {
+      dst += static_cast<size_t>(me) * stride;
+    }
+    if (q != me) COLLIE_RETURN_IF_ERROR(waitFor(peer));
+    if (dst != src)
+      COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream),
+                                        "cudaMemcpyAsync of a direct_ce call"));
+  }
+  COLLIE_RETURN_IF_ERROR(meet(CopyEngineBoard::kDone, ceBoard_->doneEvent(), &posts));
+  for (int q = 0; q < n; ++q)
+    if (q != me) COLLIE_RETURN_IF_ERROR(waitFor(posts[static_cast<size_t>(q)]));
+  return Status();
+}
+
+}  // namespace collie
