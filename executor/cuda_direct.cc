@@ -234,11 +234,12 @@ Status CudaExecutor::placeDirectBuffers(DirectKind kind, Collective c, uint64_t 
       }
     if (bytes > half)
       return Status::error(collieInvalidUsage,
-                           "rank %d: %s direct across processes: its %s (%llu bytes) lies outside every window "
+                           "rank %d: %s direct across processes: its %s (%llu bytes)%s lies outside every window "
                            "registered with collieCommWindowRegister, and the staging buffer takes at most %llu "
                            "(COLLIE_DIRECT_STAGING holds the input and the output): %sraise COLLIE_DIRECT_STAGING "
                            "or choose another algorithm in COLLIE_ALGO",
                            rank_, collectiveName(c), what, static_cast<unsigned long long>(bytes),
+                           own ? ", a pre-multiplied sum's copy that is always staged," : "",
                            static_cast<unsigned long long>(half), own ? "" : "register the buffers on every rank, ");
     *at = reinterpret_cast<void*>(stageBase + stagedAt);
     return Status();
@@ -247,9 +248,7 @@ Status CudaExecutor::placeDirectBuffers(DirectKind kind, Collective c, uint64_t 
   void* out = nullptr;
   COLLIE_RETURN_IF_ERROR(place(output, outBytes, half, false, "output", &d->outWindow, &out));
   if (readsInput) {
-    COLLIE_RETURN_IF_ERROR(place(input, inBytes, 0, ownInput,
-                                 ownInput ? "scaled input (a pre-multiplied sum's copy, always staged)" : "input",
-                                 &d->inWindow, &in));
+    COLLIE_RETURN_IF_ERROR(place(input, inBytes, 0, ownInput, ownInput ? "scaled input" : "input", &d->inWindow, &in));
   } else {
     in = out;
     d->inWindow = d->outWindow;

@@ -397,4 +397,46 @@ TEST(CudaBackend, CopyEngineCallsWaitForTheirPeersStreams) {
   }
 }
 
+// direct_ce's ranks meet on the host as they queue a call, so one thread cannot make their calls one after the
+// other: inside one group (collieGroupStart/End runs each communicator's calls on a thread of its own) every result
+// is exact; outside one, the first call waits for its peers until COLLIE_TIMEOUT and says why.
+TEST(CudaBackend, CopyEngineCallsFromOneThread) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv timeout("COLLIE_TIMEOUT", "3");
+  ScopedEnv algo("COLLIE_ALGO", "alltoall:direct_ce");
+  const int n = 3;
+  const size_t count = 1001, elems = count * n;
+  collie::test::Comms comms(n);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  std::vector<std::unique_ptr<RankDevice>> in, out;
+  for (int r = 0; r < n; ++r) {
+    in.push_back(std::make_unique<RankDevice>(elems * sizeof(float)));
+    out.push_back(std::make_unique<RankDevice>(elems * sizeof(float)));
+    std::vector<float> host(elems);
+    for (size_t i = 0; i < elems; ++i) host[i] = static_cast<float>(r * 100000 + static_cast<int>(i));
+    cudaMemcpyAsync(in.back()->buf, host.data(), elems * sizeof(float), cudaMemcpyHostToDevice, in.back()->stream);
+    cudaStreamSynchronize(in.back()->stream);
+  }
+  ASSERT_EQ(collieGroupStart(), collieSuccess);
+  for (int r = 0; r < n; ++r)
+    ASSERT_EQ(collieAllToAll(in[r]->buf, out[r]->buf, count, collieFloat32, comms[r], in[r]->stream), collieSuccess);
+  ASSERT_EQ(collieGroupEnd(), collieSuccess) << collieGetLastError(nullptr);
+  for (int r = 0; r < n; ++r) {
+    std::vector<float> got(elems);
+    ASSERT_EQ(cudaStreamSynchronize(in[r]->stream), cudaSuccess);
+    cudaMemcpy(got.data(), out[r]->buf, elems * sizeof(float), cudaMemcpyDeviceToHost);
+    for (size_t i = 0; i < elems; ++i) {
+      const float want = static_cast<float>(static_cast<int>(i / count) * 100000 + r * static_cast<int>(count) +
+                                            static_cast<int>(i % count));
+      ASSERT_EQ(got[i], want) << "rank " << r << " element " << i;
+    }
+  }
+  // Rank 0's call alone, from this thread: its peers never come.
+  EXPECT_EQ(collieAllToAll(in[0]->buf, out[0]->buf, count, collieFloat32, comms[0], in[0]->stream), collieTimeout);
+  const std::string why = collieGetLastError(comms[0]);
+  EXPECT_NE(why.find("must make its call from a thread of its own or inside one group"), std::string::npos) << why;
+  cudaStreamSynchronize(in[0]->stream);
+}
+
 }  // namespace
