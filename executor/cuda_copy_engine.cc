@@ -1,17 +1,19 @@
 // direct_ce (cuda_executor.h, "Direct algorithms"): the direct all-to-all, allgather and broadcast moved by the
 // copy engine, a cudaMemcpyAsync per peer on the call's stream, where every rank is a thread of this process. The
-// copies are those of the direct program: rank r pushes block q of its input into block r of rank q's output
-// (all-to-all), its input into block r of every output (allgather), the root its input into every output
-// (broadcast).
+// copies move what the direct program moves: rank r pushes block q of its input into block r of rank q's output
+// (all-to-all) and its input into block r of every output (allgather); every rank pulls the root's input into its
+// own output (broadcast), so that a broadcast's copies run on every rank's stream at once, as the kernel spreads
+// them over every rank's grid.
 //
 // No kernel waits for peers, so the host orders the copies with events, and the ranks' enqueues meet twice
 // (executor/copy_engine_board.h):
 //   1. each records its ready event where its stream reached the call, and posts it with its buffers; once every
-//      rank has, its stream waits for the ready events of the peers it writes into (their outputs are free);
+//      rank has, its stream waits for the ready events of the peers whose buffers it touches (an output is free,
+//      an input written);
 //   2. after its copies, each records its done event and posts it; once every rank has, its stream waits for
 //      every peer's done event (its output is complete, and its input no longer read).
 // The copy engines run beside the SMs, so these calls leave the SMs to other work; the cost is two meetings on the
-// host per call, and no capture into a CUDA graph (runRounds refuses it).
+// host per call, and no capture into a CUDA graph (checkDirect refuses it).
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -50,8 +52,6 @@ Status CudaExecutor::copyEngineCall(const Program& program, const ExecArgs& args
   const size_t es = typeSize(args.type);
   const size_t bytes = static_cast<size_t>(program.count) * es, stride = static_cast<size_t>(program.stride) * es;
   const Collective c = program.collective;
-  // Only a broadcast's root copies; everyone waits for everyone's copies.
-  const bool copies = c != Collective::kBroadcast || me == program.root;
   auto meet = [&](CopyEngineBoard::Meeting m, void* event, std::vector<CopyEngineBoard::Post>* posts) -> Status {
     COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(static_cast<cudaEvent_t>(event), stream),
                                       "cudaEventRecord for a direct_ce meeting"));
@@ -68,8 +68,16 @@ Status CudaExecutor::copyEngineCall(const Program& program, const ExecArgs& args
   };
   std::vector<CopyEngineBoard::Post> posts;
   COLLIE_RETURN_IF_ERROR(meet(CopyEngineBoard::kReady, ceBoard_->readyEvent(), &posts));
+  if (c == Collective::kBroadcast) {
+    const CopyEngineBoard::Post& root = posts[static_cast<size_t>(program.root)];
+    if (me != program.root) COLLIE_RETURN_IF_ERROR(waitFor(root));
+    if (bytes > 0 && args.output != root.input)
+      COLLIE_RETURN_IF_ERROR(
+          cudaStatus(cudaMemcpyAsync(args.output, root.input, bytes, cudaMemcpyDeviceToDevice, stream),
+                     "cudaMemcpyAsync of a direct_ce call"));
+  }
   // Starting at rank r+1, as the direct kernels do, so that the ranks' copies go to different peers at a time.
-  for (int k = 0; k < n && copies && bytes > 0; ++k) {
+  for (int k = 0; k < n && c != Collective::kBroadcast && bytes > 0; ++k) {
     const int q = (me + k) % n;
     const CopyEngineBoard::Post& peer = posts[static_cast<size_t>(q)];
     const uint8_t* src = static_cast<const uint8_t*>(args.input);

@@ -329,10 +329,11 @@ TEST(CudaBackend, DirectCallsReplayFromCudaGraphs) {
 }
 
 // direct_ce orders its copies by events alone: a rank's stream goes past the call only once every peer's copies
-// into its output have ended, and no rank copies into a peer's output before that peer's stream has reached the
-// call. The last rank's stream is held shut by a host function, then poisons its output, then makes its call: the
-// other ranks' streams must still be busy 100 ms after their calls (they wait for its copies), and once it opens,
-// every output must be exact (a copy into the last rank's output before its poison would be overwritten).
+// into its output have ended, and no rank touches a peer's buffers before that peer's stream has reached the call.
+// The last rank (a broadcast's root) starts with stale input; its stream is held shut by a host function, then
+// poisons its output and writes its input, then makes its call: the other ranks' streams must still be busy 100 ms
+// after their calls (they wait for its copies), and once it opens, every output must be exact (a copy into its
+// output before the poison would be overwritten, one from its input before the write would be stale).
 TEST(CudaBackend, CopyEngineCallsWaitForTheirPeersStreams) {
   SKIP_WITHOUT_GPU();
   ScopedEnv device("COLLIE_DEVICE", "cuda");
@@ -356,10 +357,11 @@ TEST(CudaBackend, CopyEngineCallsWaitForTheirPeersStreams) {
       std::string& bad = wrong[static_cast<size_t>(r)];
       RankDevice in(inElems * sizeof(float)), out(outElems * sizeof(float));
       std::vector<float> host(inElems), got(outElems);
-      for (size_t i = 0; i < inElems; ++i) host[i] = value(r, i);
+      for (size_t i = 0; i < inElems; ++i) host[i] = value(r, i) + (r == slow ? 0.5f : 0.0f);
       // (A pageable copy to the device may land after cudaMemcpy returns: ordered on the stream instead.)
       cudaMemcpyAsync(in.buf, host.data(), inElems * sizeof(float), cudaMemcpyHostToDevice, in.stream);
       cudaStreamSynchronize(in.stream);
+      for (size_t i = 0; i < inElems; ++i) host[i] = value(r, i);
       if (r == slow) {
         cudaLaunchHostFunc(
             in.stream,
@@ -369,6 +371,7 @@ TEST(CudaBackend, CopyEngineCallsWaitForTheirPeersStreams) {
             },
             &open);
         cudaMemsetAsync(out.buf, 0xff, outElems * sizeof(float), in.stream);
+        cudaMemcpyAsync(in.buf, host.data(), inElems * sizeof(float), cudaMemcpyHostToDevice, in.stream);
       }
       const collieResult_t rc = collie::test::callCollective(coll, in.buf, out.buf, count, collieFloat32, collieSum,
                                                              slow, comms[r], in.stream);
