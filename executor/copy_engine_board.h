@@ -27,7 +27,8 @@ class CopyEngineBoard {
   struct Post {
     const void* input = nullptr;
     void* output = nullptr;
-    void* event = nullptr;  // a cudaEvent_t recorded on the rank's stream before the post
+    void* event = nullptr;   // a cudaEvent_t recorded on the rank's stream before the post
+    uint64_t signature = 0;  // the call's (ExecArgs::callSignature): ranks whose calls differ refuse them
   };
   enum Meeting : uint64_t { kReady = 1, kDone = 2 };
 
@@ -43,8 +44,9 @@ class CopyEngineBoard {
   CopyEngineBoard(const CopyEngineBoard&) = delete;
   CopyEngineBoard& operator=(const CopyEngineBoard&) = delete;
 
-  /// Posts `mine` for meeting `m` of collective #`seq` and waits until every peer has posted the same: then
-  /// (*posts)[r] is rank r's post (this rank's own included). `stop` is asked between polls; a status it returns
+  /// Posts `mine` for meeting `m` of collective #`seq` and waits until every peer has posted the same, or a later
+  /// one (a peer whose calls are out of step with this rank's, whose signature then differs): then (*posts)[r] is
+  /// rank r's post (this rank's own included). `stop` is asked between polls; a status it returns
   /// other than OK ends the wait with it. After `timeoutSec`: collieTimeout naming the late peer.
   Status meet(uint64_t seq, Meeting m, const Post& mine, double timeoutSec, const std::function<Status()>& stop,
               std::vector<Post>* posts);

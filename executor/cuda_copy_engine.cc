@@ -57,8 +57,8 @@ Status CudaExecutor::copyEngineCall(const Program& program, const ExecArgs& args
                                       "cudaEventRecord for a direct_ce meeting"));
     const Clock::time_point start = Clock::now();
     Status met = ceBoard_->meet(
-        args.collectiveSeq, m, CopyEngineBoard::Post{args.input, args.output, event}, tables_.timeoutSec,
-        [this] { return whyStopWaiting(); }, posts);
+        args.collectiveSeq, m, CopyEngineBoard::Post{args.input, args.output, event, args.callSignature},
+        tables_.timeoutSec, [this] { return whyStopWaiting(); }, posts);
     *waitSecs += std::chrono::duration<double>(Clock::now() - start).count();
     return met;
   };
@@ -68,6 +68,14 @@ Status CudaExecutor::copyEngineCall(const Program& program, const ExecArgs& args
   };
   std::vector<CopyEngineBoard::Post> posts;
   COLLIE_RETURN_IF_ERROR(meet(CopyEngineBoard::kReady, ceBoard_->readyEvent(), &posts));
+  // Copies sized by this rank's call into a peer's buffers sized by another would overrun them. Every rank compares
+  // every peer, so where two calls differ every rank refuses, before any copy.
+  for (int q = 0; q < n; ++q)
+    if (posts[static_cast<size_t>(q)].signature != args.callSignature)
+      return Status::error(collieInvalidUsage, "%s",
+                           callMismatch(rank_, q, posts[static_cast<size_t>(q)].signature, args.callSignature,
+                                        args.collectiveSeq, std::string(collectiveName(c)) + " " + program.algorithm)
+                               .c_str());
   if (c == Collective::kBroadcast) {
     const CopyEngineBoard::Post& root = posts[static_cast<size_t>(program.root)];
     if (me != program.root) COLLIE_RETURN_IF_ERROR(waitFor(root));
