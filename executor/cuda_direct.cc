@@ -289,6 +289,8 @@ Status CudaExecutor::planDirect(const Program& program, DirectKind kind, const E
   d->divisor = args.divisor;
   d->gpuScope = directGpuScope_ ? 1 : 0;
   d->timing = directTiming_;
+  // Without the call's number: a replay of a captured call is a call like any other (the device numbers it).
+  d->signature = args.callSignature != 0 ? launchSignature(args.callSignature) : 0;
   // A scaled input (ExecArgs::scale) is already the executor's own buffer, in no window.
   COLLIE_RETURN_IF_ERROR(placeDirectBuffers(kind, program.collective, program.count, args.type, args.input, args.output,
                                             false, d, staged));

@@ -748,13 +748,19 @@ Status CudaExecutor::asyncStatus() const {
     const uint32_t code = __atomic_load_n(&directError_->code, __ATOMIC_ACQUIRE);
     if (code != 0) {
       const unsigned long long call = directError_->call;
-      if (code == collieInvalidUsage && directError_->peer >= 0)  // a peer's buffer in a window not mapped here
+      if (code == collieInvalidUsage && directError_->reason == kDirectCallsDiffer)
+        return Status::error(collieInvalidUsage,
+                             "rank %d: in direct call #%llu rank %d's call differs from this rank's: the collective, "
+                             "data type, operator, count, root or algorithm is not the same (COLLIE_CHECK=1 compares "
+                             "them before each call and names what differs); found on the GPU, before any move",
+                             directError_->rank, call, directError_->peer);
+      if (code == collieInvalidUsage && directError_->reason == kDirectUnmappedWindow)
         return Status::error(collieInvalidUsage,
                              "rank %d: in direct call #%llu rank %d announced a buffer in a window this rank has not "
                              "mapped: register and deregister windows (collieCommWindowRegister) on every rank "
                              "alike",
                              directError_->rank, call, directError_->peer);
-      if (code == collieInvalidUsage)  // no wait's: a one-shot numbered past its flags (direct_kernels.h)
+      if (code == collieInvalidUsage)  // a one-shot numbered past its flags (direct_kernels.h)
         return Status::error(collieInvalidUsage,
                              "rank %d: direct call #%llu is a one-shot allreduce past the %llu calls its flags tell "
                              "apart: make a new communicator",

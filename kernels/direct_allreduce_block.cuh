@@ -214,12 +214,14 @@ __device__ inline int stopWaiting(const DirectArgs& a, Wait* w) {
 
 /// Records why this rank's call `call` failed, unless another of its threads did first: the fields, then (after a
 /// system fence, for a host that reads a mapped record) the code that says they are complete.
-__device__ inline void recordFailure(const DirectArgs& a, uint64_t call, int block, int peer, int code) {
+__device__ inline void recordFailure(const DirectArgs& a, uint64_t call, int block, int peer, int code,
+                                     int reason = 0) {
   if (!dev::raiseFirst(&a.error->claimed)) return;
   a.error->rank = a.rank;
   a.error->peer = peer;
   a.error->call = call;
   a.error->block = block;
+  a.error->reason = reason;
   dev::fenceSystem();
   dev::storeFlag(&a.error->code, static_cast<uint32_t>(code));
 }
@@ -321,7 +323,7 @@ __device__ void oneShotAllReduce(const DirectArgs& a, int block, int nblocks) {
   T* const out = static_cast<T*>(a.output);
   const uint64_t call = callNumber(a);
   if (call > kDirectMaxOneShotCalls) {  // its flags would repeat an old call's (direct_kernels.h)
-    if (block == 0 && dev::tid() == 0) recordFailure(a, call, block, -1, collieInvalidUsage);
+    if (block == 0 && dev::tid() == 0) recordFailure(a, call, block, -1, collieInvalidUsage, kDirectPastOneShotCalls);
     endLaunch(a, call, nblocks);
     return;
   }
@@ -415,6 +417,7 @@ __device__ inline bool rankBarrier(const DirectArgs& a, int n, int block, uint64
       storeAs<uint64_t>(flagAt(p, a.rank) + 8, static_cast<uint64_t>(reinterpret_cast<uintptr_t>(a.input)));
       storeAs<uint64_t>(flagAt(p, a.rank) + 16, static_cast<uint64_t>(reinterpret_cast<uintptr_t>(a.output)));
       storeAs<uint64_t>(flagAt(p, a.rank) + 24, a.inWindow | static_cast<uint64_t>(a.outWindow) << 32);
+      storeAs<uint64_t>(flagAt(p, a.rank) + 32, a.signature);
     }
     if (a.gpuScope != 0)
       dev::storeReleaseGpu(flagAt(p, a.rank), epoch);
@@ -436,6 +439,18 @@ __device__ inline bool rankBarrier(const DirectArgs& a, int n, int block, uint64
       }
   }
   return !dev::syncOr(failed);
+}
+
+/// After block `block`'s entry barrier: the first peer whose call's signature differs from this rank's (both
+/// given), or -1.
+__device__ inline int differingPeer(const DirectArgs& a, int n, int block) {
+  if (a.signature == 0) return -1;
+  for (int p = 0; p < n; ++p) {
+    if (p == a.rank) continue;
+    const uint64_t theirs = loadAs<uint64_t>(barrierRecord(a, a.rank, p, block) + 32);
+    if (theirs != 0 && theirs != a.signature) return p;
+  }
+  return -1;
 }
 
 /// An address peer `p` announced inside its window `window`, as this rank addresses it (DirectArgs::peerMaps);
@@ -490,10 +505,15 @@ __device__ inline void barrierCall(const DirectArgs& a, int n, int block, int nb
     const uint8_t* ins[N];
     uint8_t* outs[N];
     const int unmapped = peerBuffers<N>(a, n, block, ins, outs);
-    if (unmapped >= 0) {
+    const int differs = differingPeer(a, n, block);
+    if (differs >= 0) {
+      // Every rank compares every peer, so where two calls differ every rank stops here: no move, no exit
+      // announcement, no wait.
+      if (dev::tid() == 0) recordFailure(a, call, block, differs, collieInvalidUsage, kDirectCallsDiffer);
+    } else if (unmapped >= 0) {
       // No move and no exit announcement: the peers' waits for it fail the call on every rank (a move without
       // this rank's part would leave their outputs silently wrong).
-      if (dev::tid() == 0) recordFailure(a, call, block, unmapped, collieInvalidUsage);
+      if (dev::tid() == 0) recordFailure(a, call, block, unmapped, collieInvalidUsage, kDirectUnmappedWindow);
     } else {
       move(ins, outs);
       if (rankBarrier(a, n, block, call, 2 * call, false)) stamps.end(a);

@@ -21,7 +21,8 @@
 //    write, laid out [parity 2][sender n][slotLines lines of 16 bytes];
 //  * barrier flags, the others: per rank, kDirectBarrierBytes of device memory its peers can write, laid out
 //    [block kDirectMaxBlocks][sender kDirectMaxRanks] records of kDirectBarrierRecord bytes: the sender's epoch, and
-//    from its entry announcement the addresses of its input and output for the call and the windows they lie in;
+//    from its entry announcement the addresses of its input and output for the call, the windows they lie in and
+//    the call's signature (DirectArgs::signature: a receiver whose call differs refuses it before any move);
 //  * peers in other processes only: the table through which this rank reaches their windows (DirectPeerMap),
 //    written when a window is registered, and the windows of its own input and output;
 //  * the rank's own input and output for the call. Its peers' arrive with their entry announcements (the barrier
@@ -63,8 +64,9 @@ constexpr uint64_t kDirectLineBytes = 16;
 /// Data bytes one line carries.
 constexpr uint64_t kDirectLinePayload = 8;
 /// One [block][sender] record of a rank's barrier flags: the epoch (8 bytes), the sender's input and output
-/// addresses (8 bytes each, written before the entry epoch), and the windows they lie in (4 bytes each).
-constexpr uint64_t kDirectBarrierRecord = 32;
+/// addresses (8 bytes each, written before the entry epoch), the windows they lie in (4 bytes each), and the call's
+/// signature (8 bytes).
+constexpr uint64_t kDirectBarrierRecord = 40;
 /// Each rank's barrier flags: [block][sender] records.
 constexpr uint64_t kDirectBarrierBytes = uint64_t{kDirectMaxBlocks} * kDirectMaxRanks * kDirectBarrierRecord;
 /// Lines of a communicator's one-shot slots (executor/protocol.h, WindowLayout::directSlotLines): one-shot calls of
@@ -130,13 +132,21 @@ inline bool directHoldsBlocks(DirectKind kind) {
 /// the call has finished. `code` is written last (after a system fence): nonzero, the other fields are complete.
 struct DirectError {
   uint32_t claimed = 0;  // 1 once a thread took the record (dev::raiseFirst)
-  // collieTimeout (a peer never came), collieRemoteError (the abort flag) or collieInvalidUsage (a one-shot past
-  // kDirectMaxOneShotCalls); 0 while healthy
+  // collieTimeout (a peer never came), collieRemoteError (the abort flag) or collieInvalidUsage (`reason`); 0
+  // while healthy
   uint32_t code = 0;
   int32_t rank = -1;   // the rank that gave up
-  int32_t peer = -1;   // the rank it was waiting for; -1: no wait's (a one-shot past kDirectMaxOneShotCalls)
+  int32_t peer = -1;   // the rank it was waiting for or refused; -1: none (a one-shot past kDirectMaxOneShotCalls)
   uint64_t call = 0;   // the call's number
   int32_t block = -1;  // the block that gave up
+  int32_t reason = 0;  // with collieInvalidUsage: a DirectRefusal
+};
+
+/// Why a direct call was refused on the device (DirectError::reason, with collieInvalidUsage).
+enum DirectRefusal : int32_t {
+  kDirectPastOneShotCalls = 1,  // a one-shot numbered past kDirectMaxOneShotCalls
+  kDirectUnmappedWindow = 2,    // `peer` announced a buffer in a window this rank has not mapped
+  kDirectCallsDiffer = 3,       // `peer`'s call differs from this rank's (DirectArgs::signature)
 };
 
 /// One launch's arguments; the same struct for every kernel and rank count. Pointers are as this rank addresses
@@ -179,6 +189,11 @@ struct DirectArgs {
   uint64_t scalarBits = 0;
   const void* scalarDevice = nullptr;
   uint64_t* timing = nullptr;  // kDirectTimingWords sums (device memory, this rank's launches only); null: untimed
+  // The call's collective, type, operator, count, root and algorithm, hashed (executor/protocol.h,
+  // launchSignature), announced at the entry barrier: a barrier kernel whose peer's differs refuses the call
+  // before any move, since its moves, sized by its own count, would overrun buffers sized by the peer's. 0: not
+  // compared (on either side).
+  uint64_t signature = 0;
 };
 
 // Kernel parameters are limited to 4 KiB on every architecture we build for.

@@ -442,37 +442,41 @@ TEST(CudaBackend, CopyEngineCallsFromOneThread) {
   cudaStreamSynchronize(in[0]->stream);
 }
 
-// Copies sized by one rank's call into buffers sized by another's would overrun them: where one rank's direct_ce
-// call differs from its peers' (here its count), every rank refuses it with collieInvalidUsage, saying so, and no
-// output is touched.
-TEST(CudaBackend, CopyEngineCallsThatDifferAreRefused) {
+// Moves sized by one rank's call into buffers sized by another's would overrun them: where one rank's direct call
+// differs from its peers' (here its count), every rank refuses it with collieInvalidUsage, saying so, and no output
+// is touched. direct_ce refuses as the call is queued (its ranks meet on the host); the kernel on the device, after
+// its entry barrier, before any move (the communicator's asynchronous error).
+TEST(CudaBackend, DirectCallsThatDifferAreRefused) {
   SKIP_WITHOUT_GPU();
   ScopedEnv device("COLLIE_DEVICE", "cuda");
   ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
-  ScopedEnv algo("COLLIE_ALGO", "allgather:direct_ce");
   const int n = 3;
   const size_t count = 1001, elems = (count + 1) * n;
-  collie::test::Comms comms(n);
-  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
-  std::vector<std::string> wrong(static_cast<size_t>(n));
-  collie::test::onRanks(n, [&](int r) {
-    cudaSetDevice(0);
-    std::string& bad = wrong[static_cast<size_t>(r)];
-    RankDevice in(elems * sizeof(float)), out(elems * sizeof(float));
-    cudaMemsetAsync(out.buf, 0x7f, elems * sizeof(float), in.stream);
-    cudaStreamSynchronize(in.stream);
-    const collieResult_t rc =
-        collieAllGather(in.buf, out.buf, r == 1 ? count + 1 : count, collieFloat32, comms[r], in.stream);
-    const std::string why = collieGetLastError(comms[r]);
-    if (rc != collieInvalidUsage || why.find("differs from") == std::string::npos)
-      bad = std::string(collieGetErrorString(rc)) + ", not collieInvalidUsage saying the calls differ: " + why;
-    cudaStreamSynchronize(in.stream);
-    std::vector<uint8_t> got(elems * sizeof(float));
-    cudaMemcpy(got.data(), out.buf, got.size(), cudaMemcpyDeviceToHost);
-    for (size_t i = 0; i < got.size() && bad.empty(); ++i)
-      if (got[i] != 0x7f) bad = "output byte " + std::to_string(i) + " was written";
-  });
-  for (int r = 0; r < n; ++r) EXPECT_EQ(wrong[static_cast<size_t>(r)], "") << "rank " << r;
+  for (const char* spec : {"allgather:direct_ce", "allgather:direct"}) {
+    ScopedEnv algo("COLLIE_ALGO", spec);
+    collie::test::Comms comms(n);
+    ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+    std::vector<std::string> wrong(static_cast<size_t>(n));
+    collie::test::onRanks(n, [&](int r) {
+      cudaSetDevice(0);
+      std::string& bad = wrong[static_cast<size_t>(r)];
+      RankDevice in(elems * sizeof(float)), out(elems * sizeof(float));
+      cudaMemsetAsync(out.buf, 0x7f, elems * sizeof(float), in.stream);
+      cudaStreamSynchronize(in.stream);
+      collieResult_t rc =
+          collieAllGather(in.buf, out.buf, r == 1 ? count + 1 : count, collieFloat32, comms[r], in.stream);
+      cudaStreamSynchronize(in.stream);
+      if (rc == collieSuccess) collieCommGetAsyncError(comms[r], &rc);
+      const std::string why = collieGetLastError(comms[r]);
+      if (rc != collieInvalidUsage || why.find("differs from") == std::string::npos)
+        bad = std::string(collieGetErrorString(rc)) + ", not collieInvalidUsage saying the calls differ: " + why;
+      std::vector<uint8_t> got(elems * sizeof(float));
+      cudaMemcpy(got.data(), out.buf, got.size(), cudaMemcpyDeviceToHost);
+      for (size_t i = 0; i < got.size() && bad.empty(); ++i)
+        if (got[i] != 0x7f) bad = "output byte " + std::to_string(i) + " was written";
+    });
+    for (int r = 0; r < n; ++r) EXPECT_EQ(wrong[static_cast<size_t>(r)], "") << spec << ", rank " << r;
+  }
 }
 
 }  // namespace

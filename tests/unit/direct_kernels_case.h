@@ -27,6 +27,7 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "collie.h"
@@ -163,6 +164,8 @@ class World {
       for (int w : {1, 2})
         for (int p = 0; p < n_; ++p) maps(r)[w * kDirectMaxRanks + p] = DirectPeerMap{1, 1};
   }
+  /// From now on rank r's launches carry signatures[r] (DirectArgs::signature).
+  void signCalls(std::vector<uint64_t> signatures) { signatures_ = std::move(signatures); }
   DirectPeerMap* maps(int r) { return maps_.data() + static_cast<size_t>(r) * kDirectMaxWindows * kDirectMaxRanks; }
 
   /// Runs `calls` in order on the ranks listed (all when empty; a rank left out never comes) and returns a line
@@ -290,6 +293,7 @@ class World {
       a.inWindow = 1;
       a.outWindow = 2;
     }
+    if (!signatures_.empty()) a.signature = signatures_[static_cast<size_t>(r)];
     a.divisor = c.op == TestOp::kAvg ? n_ : 0;
     if (c.op == TestOp::kPreMulSum) {
       a.premul = 1;
@@ -356,7 +360,8 @@ class World {
   uint32_t seq_ = 0;
   uint32_t abort_ = 0;
   std::vector<uint64_t> timing_;
-  std::vector<DirectPeerMap> maps_;  // mapAsProcesses: [rank][window][peer]; empty: ranks are threads
+  std::vector<DirectPeerMap> maps_;   // mapAsProcesses: [rank][window][peer]; empty: ranks are threads
+  std::vector<uint64_t> signatures_;  // signCalls: [rank]; empty: none
   std::vector<Rank> ranks_;
 };
 

@@ -223,6 +223,36 @@ TEST(DirectKernels, PeerProcessesBuffersGoThroughTheirWindows) {
   }
 }
 
+// A barrier kernel's moves are sized by its own call: where a peer's call differs (its signature), every rank
+// refuses the call after the entry barrier, before any move, with collieInvalidUsage naming the first peer that
+// differs, and no rank waits for an exit the others never announce. Signatures that agree, or a 0 on either side
+// (not compared), run as ever.
+TEST(DirectKernels, CallsThatDifferAreRefusedBeforeAnyMove) {
+  std::mt19937_64 rng(13);
+  for (DirectKind kind : kKinds) {
+    if (kind == DirectKind::kOneShotAllReduce) continue;  // no barrier: it reaches peers only through their scratch
+    SCOPED_TRACE(collie::test::direct::kindName(kind));
+    World world = worldOf(3);  // a wait that hangs fails at ctest's limit
+    world.signCalls({7, 0, 7});
+    const std::vector<std::string> fine =
+        world.run({makeCall(kind, collieFloat32, TestOp::kSum, 1000, false, 3, &rng, true)});
+    ASSERT_TRUE(fine.empty()) << joined(fine);
+    world.signCalls({7, 7, 9});
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<std::string> wrong =
+        world.run({makeCall(kind, collieFloat32, TestOp::kSum, 1000, false, 3, &rng, true)});
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
+    EXPECT_EQ(wrong.size(), 3u) << joined(wrong);
+    for (int r = 0; r < 3; ++r) {
+      const DirectError& e = world.error(r);
+      EXPECT_EQ(e.code, static_cast<uint32_t>(collieInvalidUsage)) << "rank " << r;
+      EXPECT_EQ(e.reason, collie::kDirectCallsDiffer) << "rank " << r;
+      EXPECT_EQ(e.peer, r == 2 ? 0 : 2) << "rank " << r;
+      EXPECT_EQ(e.call, 2u) << "rank " << r;
+    }
+  }
+}
+
 TEST(DirectKernels, TheAbortFlagEndsAWaitAtOnce) {
   std::mt19937_64 rng(6);
   for (DirectKind kind : {DirectKind::kOneShotAllReduce, DirectKind::kTwoShotAllReduce}) {
