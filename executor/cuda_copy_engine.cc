@@ -84,7 +84,8 @@ Status CudaExecutor::copyEngineCall(const Program& program, const ExecArgs& args
           cudaStatus(cudaMemcpyAsync(args.output, root.input, bytes, cudaMemcpyDeviceToDevice, stream),
                      "cudaMemcpyAsync of a direct_ce call"));
   }
-  // Starting at rank r+1, as the direct kernels do, so that the ranks' copies go to different peers at a time.
+  // Its own block first, then ranks r+1, r+2, ..., as the direct kernels go, so that the ranks' copies go to
+  // different peers at a time.
   for (int k = 0; k < n && c != Collective::kBroadcast && bytes > 0; ++k) {
     const int q = (me + k) % n;
     const CopyEngineBoard::Post& peer = posts[static_cast<size_t>(q)];
