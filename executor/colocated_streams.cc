@@ -6,10 +6,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
+
+#include "executor/process_table.h"
 
 namespace collie {
 
@@ -43,13 +44,6 @@ namespace {
 
 using Kind = Entry::Kind;
 using Note = ColocatedStreams::Note;
-
-// The process-wide table: each co-located rank's note by its window's address.
-std::mutex tableMu;
-std::map<const void*, std::weak_ptr<Note>>& table() {
-  static auto* t = new std::map<const void*, std::weak_ptr<Note>>();  // never destroyed: ranks may outlive main
-  return *t;
-}
 
 std::string describe(const Entry& n) {
   char buf[96];
@@ -100,15 +94,12 @@ ColocatedStreams::ColocatedStreams(int rank, int device, const void* own,
   note_->sends.reset(new std::atomic<uint64_t>[static_cast<size_t>(top) + 1]());
   note_->recvs.reset(new std::atomic<uint64_t>[static_cast<size_t>(top) + 1]());
   slots_ = static_cast<size_t>(top) + 1;
-  std::lock_guard<std::mutex> lock(tableMu);
-  table()[own_] = note_;
+  ProcessTable<Note>::put(own_, note_);
 }
 
 ColocatedStreams::~ColocatedStreams() {
   note_->gone.store(true, std::memory_order_release);
-  std::lock_guard<std::mutex> lock(tableMu);
-  auto it = table().find(own_);
-  if (it != table().end() && it->second.lock() == note_) table().erase(it);
+  ProcessTable<Note>::remove(own_, note_);
 }
 
 Status ColocatedStreams::note(uint64_t seq, void* stream) {
@@ -166,11 +157,7 @@ Status ColocatedStreams::note(uint64_t seq, void* stream) {
 }
 
 ColocatedStreams::Note* ColocatedStreams::peer(size_t i) {
-  if (!peers_[i]) {
-    std::lock_guard<std::mutex> lock(tableMu);
-    auto it = table().find(peerKeys_[i].second);
-    if (it != table().end()) peers_[i] = it->second.lock();
-  }
+  if (!peers_[i]) peers_[i] = ProcessTable<Note>::find(peerKeys_[i].second);
   return peers_[i].get();
 }
 

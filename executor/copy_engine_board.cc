@@ -1,10 +1,11 @@
 #include "executor/copy_engine_board.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <map>
-#include <mutex>
 #include <thread>
+
+#include "executor/process_table.h"
 
 namespace collie {
 
@@ -27,13 +28,6 @@ namespace {
 
 using Slot = CopyEngineBoard::Slot;
 
-// The process-wide table: each rank's slot by its window's address.
-std::mutex tableMu;
-std::map<const void*, std::weak_ptr<Slot>>& table() {
-  static auto* t = new std::map<const void*, std::weak_ptr<Slot>>();  // never destroyed: ranks may outlive main
-  return *t;
-}
-
 uint64_t stampOf(uint64_t seq, CopyEngineBoard::Meeting m) { return 2 * seq + static_cast<uint64_t>(m); }
 
 }  // namespace
@@ -44,15 +38,12 @@ CopyEngineBoard::CopyEngineBoard(int rank, const void* own, std::vector<std::pai
   slot_->events[0] = readyEvent;
   slot_->events[1] = doneEvent;
   slot_->destroy = destroy;
-  std::lock_guard<std::mutex> lock(tableMu);
-  table()[own_] = slot_;
+  ProcessTable<Slot>::put(own_, slot_);
 }
 
 CopyEngineBoard::~CopyEngineBoard() {
   slot_->gone.store(true, std::memory_order_release);
-  std::lock_guard<std::mutex> lock(tableMu);
-  auto it = table().find(own_);
-  if (it != table().end() && it->second.lock() == slot_) table().erase(it);
+  ProcessTable<Slot>::remove(own_, slot_);
 }
 
 void* CopyEngineBoard::readyEvent() const { return slot_->events[0]; }
@@ -71,11 +62,7 @@ Status CopyEngineBoard::meet(uint64_t seq, Meeting m, const Post& mine, double t
   const Clock::time_point start = Clock::now();
   // The first peer not yet there; checked again from there after each pause.
   for (size_t i = 0, polls = 0; i < peerKeys_.size(); ++polls) {
-    if (!peers_[i]) {
-      std::lock_guard<std::mutex> lock(tableMu);
-      auto it = table().find(peerKeys_[i].second);
-      if (it != table().end()) peers_[i] = it->second.lock();
-    }
+    if (!peers_[i]) peers_[i] = ProcessTable<Slot>::find(peerKeys_[i].second);
     const Slot* p = peers_[i].get();
     const int r = peerKeys_[i].first;
     // A peer can be one meeting ahead (it has seen this rank's post and gone on), never further: it waits for

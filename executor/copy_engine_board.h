@@ -5,7 +5,7 @@
 // nothing). So each call meets twice: every rank posts its buffers and the event recorded where its stream
 // reached the call, then, once its copies are queued, the event recorded after them.
 //
-// Each rank's post lies in a process-wide table under its device window's address (as ColocatedStreams' notes),
+// Each rank's post lies in a process-wide table under its device window's address (executor/process_table.h),
 // so no communicator object is shared between the ranks' threads. A post's fields are written before its stamp
 // (release) and read after it (acquire); a rank rewrites them only after every peer has posted the call's second
 // meeting, which each does after reading them.
