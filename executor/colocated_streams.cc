@@ -223,11 +223,7 @@ Status ColocatedStreams::waitForPeers(double timeoutSec, const std::function<Sta
           "in a hardware queue their streams share. One thread that makes several ranks' calls must make each call "
           "on every rank before the next, or group them (collieGroupStart/End)",
           rank_, secs, r, device_, owed.c_str());
-    // The peer is usually microseconds behind; a thread that sleeps at once would add a scheduler tick.
-    if (polls < 200)
-      std::this_thread::yield();
-    else
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    pauseForPeer(polls);
   }
   return Status();
 }

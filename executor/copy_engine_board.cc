@@ -87,11 +87,7 @@ Status CopyEngineBoard::meet(uint64_t seq, Meeting m, const Post& mine, double t
           "must make its call from a thread of its own or inside one group (collieGroupStart/End) holding all of "
           "them; one thread making the ranks' calls one after the other waits here",
           rank_, secs, r, m == kReady ? "enqueue its part" : "queue its copies", static_cast<unsigned long long>(seq));
-    // The peer is usually microseconds behind; a thread that sleeps at once would add a scheduler tick.
-    if (polls < 200)
-      std::this_thread::yield();
-    else
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    pauseForPeer(polls);
   }
   return Status();
 }

@@ -4,9 +4,12 @@
 // weak: a rank whose communicator is gone leaves nothing a later one could find. One table per type T.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 namespace collie {
 
@@ -42,5 +45,14 @@ class ProcessTable {
     return *t;
   }
 };
+
+/// Between the polls of a host wait for a peer thread (the `polls`-th so far): the peer is usually microseconds
+/// behind, and a thread that slept at once would add a scheduler tick; later polls sleep, to leave the core.
+inline void pauseForPeer(size_t polls) {
+  if (polls < 200)
+    std::this_thread::yield();
+  else
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+}
 
 }  // namespace collie
