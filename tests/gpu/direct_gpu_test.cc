@@ -352,41 +352,46 @@ TEST(CudaBackend, CopyEngineCallsWaitForTheirPeersStreams) {
     std::atomic<bool> open{false};
     std::atomic<int> queried{0};
     std::vector<std::string> wrong(static_cast<size_t>(n));
+    // An allocation or a free waits for the whole device, so none may come while the held stream is shut.
+    Rendezvous all(n);
     collie::test::onRanks(n, [&](int r) {
       cudaSetDevice(0);
       std::string& bad = wrong[static_cast<size_t>(r)];
-      RankDevice in(inElems * sizeof(float)), out(outElems * sizeof(float));
+      auto in = std::make_unique<RankDevice>(inElems * sizeof(float));
+      auto out = std::make_unique<RankDevice>(outElems * sizeof(float));
+      cudaStream_t stream = in->stream;
       std::vector<float> host(inElems), got(outElems);
       for (size_t i = 0; i < inElems; ++i) host[i] = value(r, i) + (r == slow ? 0.5f : 0.0f);
       // (A pageable copy to the device may land after cudaMemcpy returns: ordered on the stream instead.)
-      cudaMemcpyAsync(in.buf, host.data(), inElems * sizeof(float), cudaMemcpyHostToDevice, in.stream);
-      cudaStreamSynchronize(in.stream);
+      cudaMemcpyAsync(in->buf, host.data(), inElems * sizeof(float), cudaMemcpyHostToDevice, stream);
+      cudaStreamSynchronize(stream);
       for (size_t i = 0; i < inElems; ++i) host[i] = value(r, i);
+      all.arrive();
       if (r == slow) {
         cudaLaunchHostFunc(
-            in.stream,
+            stream,
             [](void* gate) {
               while (!static_cast<std::atomic<bool>*>(gate)->load())
                 std::this_thread::sleep_for(std::chrono::milliseconds(1));
             },
             &open);
-        cudaMemsetAsync(out.buf, 0xff, outElems * sizeof(float), in.stream);
-        cudaMemcpyAsync(in.buf, host.data(), inElems * sizeof(float), cudaMemcpyHostToDevice, in.stream);
+        cudaMemsetAsync(out->buf, 0xff, outElems * sizeof(float), stream);
+        cudaMemcpyAsync(in->buf, host.data(), inElems * sizeof(float), cudaMemcpyHostToDevice, stream);
       }
-      const collieResult_t rc = collie::test::callCollective(coll, in.buf, out.buf, count, collieFloat32, collieSum,
-                                                             slow, comms[r], in.stream);
+      const collieResult_t rc = collie::test::callCollective(coll, in->buf, out->buf, count, collieFloat32, collieSum,
+                                                             slow, comms[r], stream);
       if (rc != collieSuccess) bad = std::string("the call failed: ") + collieGetLastError(comms[r]);
       if (r != slow) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        if (rc == collieSuccess && cudaStreamQuery(in.stream) != cudaErrorNotReady)
+        if (rc == collieSuccess && cudaStreamQuery(stream) != cudaErrorNotReady)
           bad = "its stream went past the call before the held rank's copies";
         ++queried;
       } else {
         while (queried.load() < n - 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
         open = true;
       }
-      if (cudaStreamSynchronize(in.stream) != cudaSuccess) bad += " (the stream failed)";
-      cudaMemcpy(got.data(), out.buf, outElems * sizeof(float), cudaMemcpyDeviceToHost);
+      if (cudaStreamSynchronize(stream) != cudaSuccess) bad += " (the stream failed)";
+      cudaMemcpy(got.data(), out->buf, outElems * sizeof(float), cudaMemcpyDeviceToHost);
       for (size_t i = 0; i < outElems && bad.empty() && rc == collieSuccess; ++i) {
         const size_t q = i / count, at = i % count;
         const float want = coll == Coll::kAllGather  ? value(static_cast<int>(q), at)
@@ -395,6 +400,9 @@ TEST(CudaBackend, CopyEngineCallsWaitForTheirPeersStreams) {
         if (got[i] != want)
           bad = "element " + std::to_string(i) + " is " + std::to_string(got[i]) + ", not " + std::to_string(want);
       }
+      all.arrive();
+      out.reset();
+      in.reset();
     });
     for (int r = 0; r < n; ++r) EXPECT_EQ(wrong[static_cast<size_t>(r)], "") << spec << ", rank " << r;
   }
@@ -457,23 +465,30 @@ TEST(CudaBackend, DirectCallsThatDifferAreRefused) {
     collie::test::Comms comms(n);
     ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
     std::vector<std::string> wrong(static_cast<size_t>(n));
+    // An allocation or a free waits for the whole device: none while a peer's kernel waits for this rank's.
+    Rendezvous all(n);
     collie::test::onRanks(n, [&](int r) {
       cudaSetDevice(0);
       std::string& bad = wrong[static_cast<size_t>(r)];
-      RankDevice in(elems * sizeof(float)), out(elems * sizeof(float));
-      cudaMemsetAsync(out.buf, 0x7f, elems * sizeof(float), in.stream);
-      cudaStreamSynchronize(in.stream);
+      auto in = std::make_unique<RankDevice>(elems * sizeof(float));
+      auto out = std::make_unique<RankDevice>(elems * sizeof(float));
+      cudaMemsetAsync(out->buf, 0x7f, elems * sizeof(float), in->stream);
+      cudaStreamSynchronize(in->stream);
+      all.arrive();
       collieResult_t rc =
-          collieAllGather(in.buf, out.buf, r == 1 ? count + 1 : count, collieFloat32, comms[r], in.stream);
-      cudaStreamSynchronize(in.stream);
+          collieAllGather(in->buf, out->buf, r == 1 ? count + 1 : count, collieFloat32, comms[r], in->stream);
+      cudaStreamSynchronize(in->stream);
       if (rc == collieSuccess) collieCommGetAsyncError(comms[r], &rc);
       const std::string why = collieGetLastError(comms[r]);
       if (rc != collieInvalidUsage || why.find("differs from") == std::string::npos)
         bad = std::string(collieGetErrorString(rc)) + ", not collieInvalidUsage saying the calls differ: " + why;
       std::vector<uint8_t> got(elems * sizeof(float));
-      cudaMemcpy(got.data(), out.buf, got.size(), cudaMemcpyDeviceToHost);
+      cudaMemcpy(got.data(), out->buf, got.size(), cudaMemcpyDeviceToHost);
       for (size_t i = 0; i < got.size() && bad.empty(); ++i)
         if (got[i] != 0x7f) bad = "output byte " + std::to_string(i) + " was written";
+      all.arrive();
+      out.reset();
+      in.reset();
     });
     for (int r = 0; r < n; ++r) EXPECT_EQ(wrong[static_cast<size_t>(r)], "") << spec << ", rank " << r;
   }
