@@ -12,7 +12,7 @@ packages=(cmake ninja-build g++ pkg-config clang-format googletest libgtest-dev 
   clang libclang-rt-14-dev nlohmann-json3-dev libpugixml-dev ccache)
 missing=()
 for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" >/dev/null || missing+=("$p")
 done
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
