@@ -6,9 +6,10 @@
 // the shared seed and computes its own reference; outputs are poisoned, results compared bit for bit, and the bytes
 // after an output and an out-of-place input must come back untouched. Then the calls the direct path cannot take are
 // refused on every rank, and the communicator takes the next call: a staged call larger than half the staging buffer, a
-// one-shot call larger than its slots, windows no peer process can map. The algorithms come from
-// config.algo, the same on every rank by construction, so the program needs no COLLIE_ALGO. Last, the tuner with
-// COLLIE_DIRECT_TUNE=1 on a communicator of its own, on calls that fit the staging buffer and calls that do not.
+// one-shot call larger than its slots, windows no peer process can map, direct_ce (threads of one process only). The
+// algorithms come from config.algo, the same on every rank by construction, so the program needs no COLLIE_ALGO.
+// Last, the tuner with COLLIE_DIRECT_TUNE=1 on a communicator of its own, on calls that fit the staging buffer and
+// calls that do not.
 //   direct_gpu_mp --probe   exit 77 (skip), saying why, when no GPU is usable
 //   direct_gpu_mp           the cases; exit 0 when all pass on this rank
 #include <cuda_runtime.h>
