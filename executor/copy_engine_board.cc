@@ -34,10 +34,16 @@ uint64_t stampOf(uint64_t seq, CopyEngineBoard::Meeting m) { return 2 * seq + st
 
 CopyEngineBoard::CopyEngineBoard(int rank, const void* own, std::vector<std::pair<int, const void*>> peers,
                                  void* readyEvent, void* doneEvent, void (*destroy)(void*))
-    : rank_(rank), own_(own), slot_(std::make_shared<Slot>()), peerKeys_(std::move(peers)), peers_(peerKeys_.size()) {
+    : rank_(rank),
+      own_(own),
+      slot_(std::make_shared<Slot>()),
+      peerKeys_(std::move(peers)),
+      peers_(peerKeys_.size()),
+      slots_(static_cast<size_t>(rank) + 1) {
   slot_->events[0] = readyEvent;
   slot_->events[1] = doneEvent;
   slot_->destroy = destroy;
+  for (const auto& k : peerKeys_) slots_ = std::max(slots_, static_cast<size_t>(k.first) + 1);
   ProcessTable<Slot>::put(own_, slot_);
 }
 
@@ -54,9 +60,7 @@ Status CopyEngineBoard::meet(uint64_t seq, Meeting m, const Post& mine, double t
   const uint64_t want = stampOf(seq, m);
   slot_->post[m] = mine;
   slot_->stamp.store(want, std::memory_order_release);
-  size_t top = static_cast<size_t>(rank_);
-  for (const auto& k : peerKeys_) top = std::max(top, static_cast<size_t>(k.first));
-  posts->assign(top + 1, Post{});
+  posts->assign(slots_, Post{});
   (*posts)[static_cast<size_t>(rank_)] = mine;
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();

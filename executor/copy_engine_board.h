@@ -59,6 +59,7 @@ class CopyEngineBoard {
   std::shared_ptr<Slot> slot_;
   std::vector<std::pair<int, const void*>> peerKeys_;
   std::vector<std::shared_ptr<Slot>> peers_;  // found in the table on first use (a peer may register later)
+  size_t slots_;                              // ranks 0 .. the highest of this rank and its peers: meet's posts
 };
 
 }  // namespace collie

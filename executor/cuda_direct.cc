@@ -14,12 +14,14 @@ namespace collie {
 
 namespace {
 
-// The direct kernel written for a direct algorithm; false where the CUDA backend has none.
-bool kernelFor(Collective c, const std::string& algorithm, DirectKind* kind) {
+// The direct kernel written for a direct algorithm, and whether the copy engine moves it instead (*copyEngine,
+// when given: the same moves by cudaMemcpyAsync, cuda_copy_engine.cc); false where the CUDA backend has neither.
+bool kernelFor(Collective c, const std::string& algorithm, DirectKind* kind, bool* copyEngine = nullptr) {
   struct Entry {
     Collective c;
     const char* algorithm;
     DirectKind kind;
+    bool copyEngine = false;
   };
   static const Entry kKernels[] = {
       {Collective::kAllReduce, "direct_oneshot", DirectKind::kOneShotAllReduce},
@@ -28,14 +30,14 @@ bool kernelFor(Collective c, const std::string& algorithm, DirectKind* kind) {
       {Collective::kAllGather, "direct", DirectKind::kAllGather},
       {Collective::kAllToAll, "direct", DirectKind::kAllToAll},
       {Collective::kBroadcast, "direct", DirectKind::kBroadcast},
-      // Their copy-engine forms: the same moves by cudaMemcpyAsync (cuda_copy_engine.cc).
-      {Collective::kAllGather, "direct_ce", DirectKind::kAllGather},
-      {Collective::kAllToAll, "direct_ce", DirectKind::kAllToAll},
-      {Collective::kBroadcast, "direct_ce", DirectKind::kBroadcast},
+      {Collective::kAllGather, "direct_ce", DirectKind::kAllGather, true},
+      {Collective::kAllToAll, "direct_ce", DirectKind::kAllToAll, true},
+      {Collective::kBroadcast, "direct_ce", DirectKind::kBroadcast, true},
   };
   for (const Entry& e : kKernels)
     if (e.c == c && algorithm == e.algorithm) {
       *kind = e.kind;
+      if (copyEngine != nullptr) *copyEngine = e.copyEngine;
       return true;
     }
   return false;
@@ -47,7 +49,8 @@ Status CudaExecutor::runsDirect(Collective c, const std::string& algorithm, uint
                                 ReduceOp op) const {
   const char* coll = collectiveName(c);
   DirectKind kind;
-  if (!kernelFor(c, algorithm, &kind))
+  bool copyEngine = false;
+  if (!kernelFor(c, algorithm, &kind, &copyEngine))
     return Status::error(collieInvalidUsage,
                          "%s %s has no direct kernel on the cuda backend yet (allreduce direct_oneshot and "
                          "direct_twoshot, reducescatter, allgather, alltoall and broadcast direct, and allgather, "
@@ -59,7 +62,7 @@ Status CudaExecutor::runsDirect(Collective c, const std::string& algorithm, uint
                          "P2P) and 2 to %d ranks; this communicator of %u ranks has not: choose another %s algorithm "
                          "in COLLIE_ALGO",
                          coll, algorithm.c_str(), kDirectMaxRanks, layout_.nranks, coll);
-  if (algorithm == "direct_ce") {
+  if (copyEngine) {
     // Copies take their addresses on the host, where only threads of one process know each other's buffers, and
     // any count (no kernel's grid or slots bound them).
     if (ceBoard_ == nullptr)
@@ -94,14 +97,15 @@ Status CudaExecutor::runsDirect(Collective c, const std::string& algorithm, uint
   return Status();
 }
 
-Status CudaExecutor::directKindOf(const RoundPlan& plan, const ExecArgs& args, DirectKind* kind) const {
+Status CudaExecutor::directKindOf(const RoundPlan& plan, const ExecArgs& args, DirectKind* kind,
+                                  bool* copyEngine) const {
   const Program& p = *plan.last[0].program;
   // core hands a direct algorithm's call over whole: one program, one round, one channel (core/collectives.cc).
   if (plan.rounds != 1 || plan.last.size() != 1 || !plan.full.empty() || plan.last[0].offset != 0)
     return Status::error(collieInternalError, "%s %s came cut into rounds or channels", collectiveName(p.collective),
                          p.algorithm.c_str());
   COLLIE_RETURN_IF_ERROR(runsDirect(p.collective, p.algorithm, p.count, args.type, args.op));
-  kernelFor(p.collective, p.algorithm, kind);
+  kernelFor(p.collective, p.algorithm, kind, copyEngine);
   return Status();
 }
 
@@ -143,7 +147,10 @@ Status CudaExecutor::checkDirect(Collective c, const std::string& algorithm, uin
                                  collieStream_t stream) {
   std::lock_guard<std::mutex> lock(mu_);
   COLLIE_RETURN_IF_ERROR(runsDirect(c, algorithm, count, type, op));
-  if (algorithm == "direct_ce") {
+  DirectKind kind = DirectKind::kOneShotAllReduce;
+  bool copyEngine = false;
+  kernelFor(c, algorithm, &kind, &copyEngine);
+  if (copyEngine) {
     // Its copies meet the peers' parts on the host as the call is queued (cuda_copy_engine.cc), which a replay
     // would not repeat: it would copy between the captured call's buffers, unordered with the peers' work.
     bool captured = false;
@@ -157,8 +164,6 @@ Status CudaExecutor::checkDirect(Collective c, const std::string& algorithm, uin
                            collectiveName(c), collectiveName(c));
     return Status();
   }
-  DirectKind kind = DirectKind::kOneShotAllReduce;
-  kernelFor(c, algorithm, &kind);
   DirectArgs d;
   StagedCopies staged;
   // The one-shot kernel scales its own input (DirectArgs::premul); for the others runRounds scales into a buffer

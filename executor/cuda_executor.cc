@@ -493,8 +493,9 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   // refused.
   const bool direct = !plan.last.empty() && plan.last[0].program != nullptr && hasDirectSteps(*plan.last[0].program);
   DirectKind directKind = DirectKind::kOneShotAllReduce;
+  bool copyEngine = false;  // direct_ce: copies instead of the kernel (cuda_copy_engine.cc)
   if (direct)
-    COLLIE_RETURN_IF_ERROR(directKindOf(plan, args, &directKind));
+    COLLIE_RETURN_IF_ERROR(directKindOf(plan, args, &directKind, &copyEngine));
   else
     COLLIE_RETURN_IF_ERROR(refuseDirectSteps(plan, "cuda"));
   COLLIE_RETURN_IF_ERROR(asyncStatus());
@@ -555,7 +556,6 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
       (void)cudaGetLastError();
   }
   // direct_ce: checkDirect refused a capture before the call was numbered.
-  const bool copyEngine = direct && plan.last[0].program->algorithm == "direct_ce";
   if (copyEngine && capturing_) return Status::error(collieInternalError, "a direct_ce call came captured");
   // Programs whose graphs are gone count against the cache's limits again; learn which programs no launch reads
   // any more, so their blocks can be reused.

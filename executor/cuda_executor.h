@@ -124,9 +124,9 @@ class CudaExecutor : public Executor, private LaunchStorage {
   Status program(const Program& program, const Step** out) override;
   Status scratch(size_t bytes, void** out) override;
   Status uploadWindowTable();
-  // A direct algorithm's call (the file comment): which kernel runs `plan` (one program of the whole call), or why
-  // none does here.
-  Status directKindOf(const RoundPlan& plan, const ExecArgs& args, DirectKind* kind) const;
+  // A direct algorithm's call (the file comment): which kernel runs `plan` (one program of the whole call), and
+  // whether the copy engine moves it instead (direct_ce), or why none does here.
+  Status directKindOf(const RoundPlan& plan, const ExecArgs& args, DirectKind* kind, bool* copyEngine) const;
   // The direct kernel's arguments for `program` on args' buffers (the next direct call's number taken), and its grid.
   // A direct call's copies through the staging buffer (window 0), where a peer process cannot reach its buffers
   // in place: the input in before the launch, the output out after it (bytes 0: none).
