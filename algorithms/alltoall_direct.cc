@@ -13,6 +13,11 @@
 //     rank 2: out[2] = x22, put x20 into rank 0's out[2], x21 into rank 1's out[2]
 //
 // Rank r starts its puts at rank r+1, so the ranks store into different peers at any moment.
+//
+// Direct all-to-all-v: the same steps with each peer's own count and displacements, none for an empty block. Where a
+// block lands in rank q's output is q's recvDispls[r], which rank r's arguments do not hold: its puts say "where rank q
+// receives my block" (Step::peerDispl), and the executors learn the displacement from q as the call runs (the direct
+// kernel at its entry barrier, the verifier from q's program).
 #include "algorithms/registry.h"
 
 namespace collie {
@@ -28,6 +33,25 @@ Program buildAllToAllDirect(const ProgramArgs& args) {
     const int q = wrapRank(r + k, n);
     p.steps.push_back(putPeerStep(q, Range{Buffer::kInput, static_cast<uint64_t>(q) * stride},
                                   Range{Buffer::kOutput, mine}, args.count));
+  }
+  p.steps.push_back(barrierStep());
+  return p;
+}
+
+Program buildAllToAllvDirect(const ProgramArgs& args) {
+  Program p = emptyProgram(args, "direct");
+  const int n = args.nranks, r = args.rank;
+  const size_t me = static_cast<size_t>(r);
+  // An empty block has no step: its displacement may lie anywhere (the caller's arrays need not mean it).
+  if (args.sendCounts[me] != 0)
+    p.steps.push_back(makeStep(StepOp::kCopy, -1, -1, Range{Buffer::kInput, args.sendDispls[me]},
+                               Range{Buffer::kOutput, args.recvDispls[me]}, args.sendCounts[me]));
+  p.steps.push_back(barrierStep());
+  for (int k = 1; k < n; ++k) {
+    const int q = wrapRank(r + k, n);
+    const size_t uq = static_cast<size_t>(q);
+    if (args.sendCounts[uq] != 0)
+      p.steps.push_back(putPeerBlockStep(q, Range{Buffer::kInput, args.sendDispls[uq]}, args.sendCounts[uq]));
   }
   p.steps.push_back(barrierStep());
   return p;

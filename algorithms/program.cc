@@ -77,8 +77,12 @@ static void describeDirect(const Step& s, size_t i, int* epoch, char* line, size
   const char* fin = s.finalize ? " final" : "";
   switch (s.op) {
     case StepOp::kPutPeer:
-      snprintf(line, size, "  %2zu %-15s %s[%llu] -> rank %d %s[%llu] n=%llu%s\n", i, stepOpName(s.op),
-               bufferName(s.src.buffer), src, s.sendPeer, bufferName(s.dst.buffer), dst, n, fin);
+      if (s.peerDispl)
+        snprintf(line, size, "  %2zu %-15s %s[%llu] -> rank %d %s[its displ for this rank + %llu] n=%llu%s\n", i,
+                 stepOpName(s.op), bufferName(s.src.buffer), src, s.sendPeer, bufferName(s.dst.buffer), dst, n, fin);
+      else
+        snprintf(line, size, "  %2zu %-15s %s[%llu] -> rank %d %s[%llu] n=%llu%s\n", i, stepOpName(s.op),
+                 bufferName(s.src.buffer), src, s.sendPeer, bufferName(s.dst.buffer), dst, n, fin);
       break;
     case StepOp::kReducePeers:
       snprintf(line, size, "  %2zu %-15s ranks %d..%d %s[%llu] -> %s[%llu] n=%llu%s\n", i, stepOpName(s.op), s.recvPeer,
@@ -126,7 +130,7 @@ bool sameSteps(const std::vector<Step>& a, const std::vector<Step>& b) {
     if (x.op != y.op || x.sendPeer != y.sendPeer || x.recvPeer != y.recvPeer || x.src.buffer != y.src.buffer ||
         x.src.offset != y.src.offset || x.dst.buffer != y.dst.buffer || x.dst.offset != y.dst.offset ||
         x.count != y.count || x.recvCount != y.recvCount || x.finalize != y.finalize || x.joined != y.joined ||
-        x.peerCount != y.peerCount)
+        x.peerCount != y.peerCount || x.peerDispl != y.peerDispl)
       return false;
   }
   return true;
@@ -146,6 +150,12 @@ Step makeStep(StepOp op, int sendPeer, int recvPeer, Range src, Range dst, uint6
 
 Step putPeerStep(int peer, Range src, Range dst, uint64_t count, bool finalize) {
   return makeStep(StepOp::kPutPeer, peer, -1, src, dst, count, finalize);
+}
+
+Step putPeerBlockStep(int peer, Range src, uint64_t count) {
+  Step s = makeStep(StepOp::kPutPeer, peer, -1, src, Range{Buffer::kOutput, 0}, count);
+  s.peerDispl = true;
+  return s;
 }
 
 Step reducePeersStep(int first, int ranks, Range src, Range dst, uint64_t count, bool finalize) {

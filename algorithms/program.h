@@ -106,6 +106,9 @@ struct Step {
   uint64_t recvCount = 0;  // kSendRecv ops only: elements received
   bool finalize = false;   // the write to dst completes the reduction: apply avg's division there
   bool joined = false;     // runs together with the step before it: see "Joined steps" below
+  // kPutPeer only: dst.offset counts from where rank sendPeer receives this rank's block, its recvDispls[rank]
+  // (all-to-all-v), which only that rank knows: executors learn it from the peer as the call runs.
+  bool peerDispl = false;
 
   /// Elements this step receives from recvPeer.
   uint64_t received() const { return stepIsExchange(op) ? recvCount : (stepReceives(op) ? count : 0); }
@@ -255,6 +258,9 @@ Step makeStep(StepOp op, int sendPeer, int recvPeer, Range src, Range dst, uint6
 
 /// kPutPeer: `count` elements of this rank's `src` into rank `peer`'s `dst`.
 Step putPeerStep(int peer, Range src, Range dst, uint64_t count, bool finalize = false);
+/// kPutPeer of all-to-all-v: `count` elements of this rank's `src` into rank `peer`'s output where that rank
+/// receives this rank's block (Step::peerDispl).
+Step putPeerBlockStep(int peer, Range src, uint64_t count);
 /// kReducePeers: this rank's `dst` = the `src` ranges of ranks first .. first + ranks - 1, reduced in that order.
 Step reducePeersStep(int first, int ranks, Range src, Range dst, uint64_t count, bool finalize);
 /// kBarrier.

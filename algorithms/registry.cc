@@ -16,6 +16,15 @@ AlgorithmInfo direct(Collective c, const char* name, const char* description, Pr
   return a;
 }
 
+// All-to-all-v's direct form, named only: a rank's choice by size would weigh its own counts, which its peers do
+// not share, so ranks could choose differently.
+AlgorithmInfo directNamedOnly(Collective c, const char* name, const char* description,
+                              Program (*build)(const ProgramArgs&)) {
+  AlgorithmInfo a = direct(c, name, description, build);
+  a.namedOnly = true;
+  return a;
+}
+
 // A direct algorithm's copy-engine form (AlgorithmInfo::namedOnly).
 AlgorithmInfo copyEngine(Collective c, const char* description, Program (*build)(const ProgramArgs&)) {
   AlgorithmInfo a = direct(c, "direct_ce", description, build);
@@ -97,6 +106,10 @@ const std::vector<AlgorithmInfo>& algorithms() {
              buildAllToAllDirect),
       direct(Collective::kBroadcast, "direct",
              "mapped peers: every rank reads the root's input from its buffer; 2 barriers", buildBroadcastDirect),
+      directNamedOnly(Collective::kAllToAllv, "direct",
+                      "mapped peers: rank r stores its block for q where q receives it (q announces where); "
+                      "2 barriers",
+                      buildAllToAllvDirect),
       copyEngine(Collective::kAllGather,
                  "direct's moves by the copy engine: a cudaMemcpyAsync per peer, ordered by events; one process",
                  buildAllGatherDirectCe),

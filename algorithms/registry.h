@@ -60,7 +60,8 @@ struct AlgorithmInfo {
   bool mapsPeers = false;
   /// Named only (COLLIE_ALGO, `collie-bench --algo`), never weighed by the tuner: a variant whose cost the
   /// model cannot tell from another's (direct_ce moves what direct moves, by the copy engine) until a GPU run
-  /// says where it wins.
+  /// says where it wins, or one the ranks could not agree on by size (all-to-all-v direct: each rank's size is
+  /// its own counts').
   bool namedOnly = false;
 };
 
@@ -114,6 +115,7 @@ Program buildAllReduceDirectTwoShot(const ProgramArgs& args);
 Program buildReduceScatterDirect(const ProgramArgs& args);
 Program buildAllGatherDirect(const ProgramArgs& args);
 Program buildAllToAllDirect(const ProgramArgs& args);
+Program buildAllToAllvDirect(const ProgramArgs& args);
 Program buildBroadcastDirect(const ProgramArgs& args);
 /// direct_ce: the direct program of the same collective under that name (the CUDA executor moves it by
 /// cudaMemcpyAsync instead of a kernel; executor/cuda_copy_engine.cc).

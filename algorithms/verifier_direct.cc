@@ -42,6 +42,17 @@ std::string format(const char* fmt, ...) {
   return text;
 }
 
+// Where rank r's put `st` writes in its peer's memory: its dst, or for a block put (Step::peerDispl) its dst offset
+// from where the peer receives r's block, by the peer's own program (its recvDispls, as the direct kernel learns
+// them from the peer's entry announcement).
+Range putTarget(const std::vector<Program>& programs, int r, const Step& st) {
+  Range dst = st.dst;
+  if (!st.peerDispl) return dst;
+  const Program& q = programs[static_cast<size_t>(st.sendPeer)];
+  if (static_cast<size_t>(r) < q.recvDispls.size()) dst.offset += q.recvDispls[static_cast<size_t>(r)];
+  return dst;
+}
+
 }  // namespace
 
 Status Machine::directViolation(int r, const std::string& what) const {
@@ -191,10 +202,24 @@ Status Machine::checkDirectStep(int r) {
     case StepOp::kPutPeer: {
       const int q = st.sendPeer;
       if (q < 0 || q >= n_) return directViolation(r, format("puts to rank %d, which is not one of the %d", q, n_));
+      if (st.peerDispl) {
+        // A block put lands in the peer's block for this rank, which must hold all of it.
+        const Program& peer = programs_[static_cast<size_t>(q)];
+        const size_t ur = static_cast<size_t>(r);
+        if (peer.recvCounts.size() != static_cast<size_t>(n_) || peer.recvDispls.size() != static_cast<size_t>(n_))
+          return directViolation(r, format("puts its block into rank %d, whose program has no per-peer counts", q));
+        if (st.dst.buffer != Buffer::kOutput || st.dst.offset + st.count > peer.recvCounts[ur])
+          return directViolation(r, format("puts [%llu, %llu) of its block into rank %d's output, which receives %llu "
+                                           "elements from it",
+                                           static_cast<unsigned long long>(st.dst.offset),
+                                           static_cast<unsigned long long>(st.dst.offset + st.count), q,
+                                           static_cast<unsigned long long>(peer.recvCounts[ur])));
+      }
+      const Range dst = putTarget(programs_, r, st);
       COLLIE_RETURN_IF_ERROR(inside(r, st.src, "reads"));
-      COLLIE_RETURN_IF_ERROR(inside(q, st.dst, "puts into"));
-      COLLIE_RETURN_IF_ERROR(reachable(q, st.dst));
-      return q == r ? checkOwnOverlap(r, st.src, st.dst, st.count) : Status();
+      COLLIE_RETURN_IF_ERROR(inside(q, dst, "puts into"));
+      COLLIE_RETURN_IF_ERROR(reachable(q, dst));
+      return q == r ? checkOwnOverlap(r, st.src, dst, st.count) : Status();
     }
     case StepOp::kReducePeers: {
       const int lo = st.recvPeer, k = st.peerCount;
@@ -233,12 +258,14 @@ Status Machine::runDirectStep(int r) {
         COLLIE_RETURN_IF_ERROR(noteWrite(r, r, st.dst, i));
         dst = at(s, st.dst, i);
         break;
-      case StepOp::kPutPeer:
+      case StepOp::kPutPeer: {
+        const Range target = putTarget(programs_, r, st);
         COLLIE_RETURN_IF_ERROR(noteRead(r, r, st.src, i));
         v = *at(s, st.src, i);
-        COLLIE_RETURN_IF_ERROR(noteWrite(r, st.sendPeer, st.dst, i));
-        dst = at(ranks_[static_cast<size_t>(st.sendPeer)], st.dst, i);
+        COLLIE_RETURN_IF_ERROR(noteWrite(r, st.sendPeer, target, i));
+        dst = at(ranks_[static_cast<size_t>(st.sendPeer)], target, i);
         break;
+      }
       case StepOp::kReducePeers:
         // In ascending rank order, as the executors reduce, so that every rank gets the same bits.
         for (int q = st.recvPeer; q < st.recvPeer + st.peerCount; ++q) {

@@ -93,6 +93,16 @@ uint64_t callSignature(const Call& call, const collie::AlgorithmInfo& algo, uint
   return collie::callSignature(collectiveSeq, h);
 }
 
+// All-to-all-v's extents (a peer with nothing to exchange may carry any displacement).
+collie::VExtents extentsOf(const Call& call) {
+  collie::VExtents v;
+  for (size_t j = 0; j < call.sendCounts.size(); ++j)
+    if (call.sendCounts[j] != 0) v.input = std::max(v.input, call.sendDispls[j] + call.sendCounts[j]);
+  for (size_t j = 0; j < call.recvCounts.size(); ++j)
+    if (call.recvCounts[j] != 0) v.output = std::max(v.output, call.recvDispls[j] + call.recvCounts[j]);
+  return v;
+}
+
 // Runs `call` in rounds (see the file comment) and marks the communicator
 // broken when a round fails, since its counters no longer match its peers'.
 // The executor gets every round at once: the CUDA executor makes one launch of them.
@@ -150,11 +160,18 @@ Status executeCall(collieComm_t comm, const Call& call) {
   // on: every rank refuses alike what the call's count and type decide; a buffer that is outside every window and
   // too large for the staging buffer is this rank's own refusal (collieCommWindowRegister), whose peers' waits
   // then fail the call there.
-  if (algo.mapsPeers)
+  if (algo.mapsPeers) {
+    collie::VExtents v;
+    uint64_t directCount = call.count;
+    if (call.collective == Collective::kAllToAllv) {
+      v = extentsOf(call);
+      directCount = std::max(v.input, v.output);
+    }
     COLLIE_RETURN_IF_ERROR(comm->executor
-                               ->checkDirect(call.collective, algo.name, call.count, call.type, exec.op, call.input,
-                                             call.output, call.scale.active, call.stream)
+                               ->checkDirect(call.collective, algo.name, directCount, call.type, exec.op, call.input,
+                                             call.output, call.scale.active, call.stream, v)
                                .withContext(call.name));
+  }
   exec.seq = comm->seq++;
   exec.collectiveSeq = comm->collectives++;
   exec.callSignature = callSignature(call, algo, exec.collectiveSeq);
@@ -179,8 +196,18 @@ Status executeCall(collieComm_t comm, const Call& call) {
     args.recvDispls = call.recvDispls;
     exec.input = call.input;
     exec.output = call.output;
-    // Its steps never read what an earlier step wrote, so channels may split each step.
-    Status st = comm->executor->runSplit(buildProgram(algo, args), exec);
+    Status st;
+    if (algo.mapsPeers) {
+      // Whole, as the other direct calls below: one program, run as the kernel written for it.
+      const collie::Program program = buildProgram(algo, args);
+      collie::RoundPlan plan;
+      plan.rounds = 1;
+      plan.last.push_back(collie::ChannelWork{&program, 0});
+      st = comm->executor->runRounds(plan, exec);
+    } else {
+      // Its steps never read what an earlier step wrote, so channels may split each step.
+      st = comm->executor->runSplit(buildProgram(algo, args), exec);
+    }
     if (!st.ok()) comm->breakWith(st.withContext(call.name));
     return st.withContext(call.name);
   }

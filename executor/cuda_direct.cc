@@ -1,6 +1,7 @@
 // The CUDA executor's direct calls (cuda_executor.h, "Direct algorithms"): which direct kernel runs a direct
 // algorithm's program, and its arguments. The launch itself, its ordering and its failure report are runRounds'
 // and asyncStatus', as for the program kernel.
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -30,6 +31,7 @@ bool kernelFor(Collective c, const std::string& algorithm, DirectKind* kind, boo
       {Collective::kAllGather, "direct", DirectKind::kAllGather},
       {Collective::kAllToAll, "direct", DirectKind::kAllToAll},
       {Collective::kBroadcast, "direct", DirectKind::kBroadcast},
+      {Collective::kAllToAllv, "direct", DirectKind::kAllToAllv},
       {Collective::kAllGather, "direct_ce", DirectKind::kAllGather, true},
       {Collective::kAllToAll, "direct_ce", DirectKind::kAllToAll, true},
       {Collective::kBroadcast, "direct_ce", DirectKind::kBroadcast, true},
@@ -43,6 +45,18 @@ bool kernelFor(Collective c, const std::string& algorithm, DirectKind* kind, boo
   return false;
 }
 
+// A direct program's extents, all-to-all-v's (bufferCounts: its blocks' reach), and the count its kernel takes:
+// all-to-all-v's larger extent (DirectArgs::count), the program's count for the others.
+VExtents extentsOf(const Program& p) {
+  VExtents v;
+  if (p.collective == Collective::kAllToAllv) bufferCounts(p, &v.input, &v.output);
+  return v;
+}
+uint64_t directCountOf(const Program& p) {
+  const VExtents v = extentsOf(p);
+  return p.collective == Collective::kAllToAllv ? std::max(v.input, v.output) : p.count;
+}
+
 }  // namespace
 
 Status CudaExecutor::runsDirect(Collective c, const std::string& algorithm, uint64_t count, collieDataType_t type,
@@ -53,8 +67,9 @@ Status CudaExecutor::runsDirect(Collective c, const std::string& algorithm, uint
   if (!kernelFor(c, algorithm, &kind, &copyEngine))
     return Status::error(collieInvalidUsage,
                          "%s %s has no direct kernel on the cuda backend yet (allreduce direct_oneshot and "
-                         "direct_twoshot, reducescatter, allgather, alltoall and broadcast direct, and allgather, "
-                         "alltoall and broadcast direct_ce have): choose another %s algorithm in COLLIE_ALGO",
+                         "direct_twoshot, reducescatter, allgather, alltoall, alltoallv and broadcast direct, and "
+                         "allgather, alltoall and broadcast direct_ce have): choose another %s algorithm in "
+                         "COLLIE_ALGO",
                          coll, algorithm.c_str(), coll);
   if (layout_.directSlotLines == 0)
     return Status::error(collieInvalidUsage,
@@ -104,7 +119,7 @@ Status CudaExecutor::directKindOf(const RoundPlan& plan, const ExecArgs& args, D
   if (plan.rounds != 1 || plan.last.size() != 1 || !plan.full.empty() || plan.last[0].offset != 0)
     return Status::error(collieInternalError, "%s %s came cut into rounds or channels", collectiveName(p.collective),
                          p.algorithm.c_str());
-  COLLIE_RETURN_IF_ERROR(runsDirect(p.collective, p.algorithm, p.count, args.type, args.op));
+  COLLIE_RETURN_IF_ERROR(runsDirect(p.collective, p.algorithm, directCountOf(p), args.type, args.op));
   kernelFor(p.collective, p.algorithm, kind, copyEngine);
   return Status();
 }
@@ -143,8 +158,8 @@ Status CudaExecutor::unmapWindow(int number) {
 }
 
 Status CudaExecutor::checkDirect(Collective c, const std::string& algorithm, uint64_t count, collieDataType_t type,
-                                 ReduceOp op, const void* input, const void* output, bool scaled,
-                                 collieStream_t stream) {
+                                 ReduceOp op, const void* input, const void* output, bool scaled, collieStream_t stream,
+                                 VExtents v) {
   std::lock_guard<std::mutex> lock(mu_);
   COLLIE_RETURN_IF_ERROR(runsDirect(c, algorithm, count, type, op));
   DirectKind kind = DirectKind::kOneShotAllReduce;
@@ -169,7 +184,7 @@ Status CudaExecutor::checkDirect(Collective c, const std::string& algorithm, uin
   // The one-shot kernel scales its own input (DirectArgs::premul); for the others runRounds scales into a buffer
   // of its own.
   const bool ownInput = scaled && kind != DirectKind::kOneShotAllReduce;
-  return placeDirectBuffers(kind, c, count, type, input, output, ownInput, &d, &staged);
+  return placeDirectBuffers(kind, c, count, v, type, input, output, ownInput, &d, &staged);
 }
 
 bool CudaExecutor::directFits(Collective c, const std::string& algorithm, uint64_t count, collieDataType_t type,
@@ -184,13 +199,18 @@ bool CudaExecutor::directFits(Collective c, const std::string& algorithm, uint64
   // Otherwise a rank may stage its input and output, whether or not they lie in windows on its peers: the fit
   // must hold for what the largest announcer (a broadcast's root) stages.
   uint64_t inBytes = 0, outBytes = 0;
-  directFootprint(kind, count, type, true, &inBytes, &outBytes);
+  directFootprint(kind, count, VExtents{}, type, true, &inBytes, &outBytes);
   const uint64_t half = stagingHalf();
-  return inBytes <= half && outBytes <= half;
+  return kind != DirectKind::kAllToAllv && inBytes <= half && outBytes <= half;
 }
 
-void CudaExecutor::directFootprint(DirectKind kind, uint64_t count, collieDataType_t type, bool readsInput,
+void CudaExecutor::directFootprint(DirectKind kind, uint64_t count, VExtents v, collieDataType_t type, bool readsInput,
                                    uint64_t* inBytes, uint64_t* outBytes) const {
+  if (kind == DirectKind::kAllToAllv) {
+    *inBytes = v.input * typeSize(type);
+    *outBytes = v.output * typeSize(type);
+    return;
+  }
   const uint64_t n = layout_.nranks, block = count * typeSize(type);
   const bool nIn = kind == DirectKind::kReduceScatter || kind == DirectKind::kAllToAll;
   const bool nOut = kind == DirectKind::kAllGather || kind == DirectKind::kAllToAll;
@@ -210,16 +230,16 @@ uint64_t CudaExecutor::stagingHalf() const {
   return stage != nullptr ? stage->bytes / 2 & ~uint64_t{255} : 0;
 }
 
-Status CudaExecutor::placeDirectBuffers(DirectKind kind, Collective c, uint64_t count, collieDataType_t type,
-                                        const void* input, const void* output, bool ownInput, DirectArgs* d,
-                                        StagedCopies* staged) const {
+Status CudaExecutor::placeDirectBuffers(DirectKind kind, Collective c, uint64_t count, VExtents v,
+                                        collieDataType_t type, const void* input, const void* output, bool ownInput,
+                                        DirectArgs* d, StagedCopies* staged) const {
   if (directRemotePeers_ == 0 || kind == DirectKind::kOneShotAllReduce) return Status();
   d->remotePeers = directRemotePeers_;
   d->peerMaps = directMaps_;
   // A broadcast's non-root reads no input of its own: it announces its output in its place.
   const bool readsInput = kind != DirectKind::kBroadcast || input != nullptr;
   uint64_t inBytes = 0, outBytes = 0;
-  directFootprint(kind, count, type, readsInput, &inBytes, &outBytes);
+  directFootprint(kind, count, v, type, readsInput, &inBytes, &outBytes);
   const uint64_t half = stagingHalf();
   const OwnWindow* stage = stagingWindow();
   const uintptr_t stageBase = stage != nullptr ? stage->base : 0;
@@ -276,8 +296,18 @@ Status CudaExecutor::planDirect(const Program& program, DirectKind kind, const E
   d->nranks = n;
   d->counter = directCounter_;
   d->slotLines = layout_.directSlotLines;
-  d->count = program.count;
+  d->count = directCountOf(program);
   d->root = program.root;
+  if (kind == DirectKind::kAllToAllv) {
+    // Each fits 32 bits: runsDirect bounds the extents by kDirectMaxBytes.
+    for (int p = 0; p < n; ++p) {
+      const size_t up = static_cast<size_t>(p);
+      d->sendDispl[p] = static_cast<uint32_t>(program.sendCounts[up] ? program.sendDispls[up] : 0);
+      d->sendCount[p] = static_cast<uint32_t>(program.sendCounts[up]);
+      d->recvDispl[p] = static_cast<uint32_t>(program.recvCounts[up] ? program.recvDispls[up] : 0);
+      d->recvCount[p] = static_cast<uint32_t>(program.recvCounts[up]);
+    }
+  }
   // A broadcast's input is the root's only; a rank without one publishes its output in its place (never read).
   d->input = args.input != nullptr ? args.input : args.output;
   d->output = args.output;
@@ -297,8 +327,16 @@ Status CudaExecutor::planDirect(const Program& program, DirectKind kind, const E
   // Without the call's number: a replay of a captured call is a call like any other (the device numbers it).
   d->signature = args.callSignature != 0 ? launchSignature(args.callSignature) : 0;
   // A scaled input (ExecArgs::scale) is already the executor's own buffer, in no window.
-  COLLIE_RETURN_IF_ERROR(placeDirectBuffers(kind, program.collective, program.count, args.type, args.input, args.output,
-                                            false, d, staged));
+  COLLIE_RETURN_IF_ERROR(placeDirectBuffers(kind, program.collective, program.count, extentsOf(program), args.type,
+                                            args.input, args.output, false, d, staged));
+  if (kind == DirectKind::kAllToAllv && staged->outBytes > 0) {
+    for (int p = 0; p < n; ++p) {
+      const size_t up = static_cast<size_t>(p);
+      if (program.recvCounts[up] == 0) continue;
+      staged->blockAt[staged->blocks] = program.recvDispls[up] * typeSize(args.type);
+      staged->blockBytes[staged->blocks++] = program.recvCounts[up] * typeSize(args.type);
+    }
+  }
   if ((staged->inBytes > 0 || staged->outBytes > 0) && !stagedSaid_) {
     stagedSaid_ = true;
     COLLIE_INFO(
@@ -317,6 +355,10 @@ Status CudaExecutor::planDirect(const Program& program, DirectKind kind, const E
   if (kind == DirectKind::kOneShotAllReduce) {
     // One line per thread: a one-shot call of 64 KiB is 8192 lines, 16 blocks of 512 threads.
     want = (directLines(bytes) + kDirectMaxThreads - 1) / kDirectMaxThreads;
+  } else if (kind == DirectKind::kAllToAllv) {
+    // Every block that fits: the ranks' grids must match (block b meets block b of each peer), and a grid sized by
+    // this rank's own counts would differ from its peers'.
+    want = static_cast<uint64_t>(most);
   } else {
     // A block per 64 KiB each rank loads (two-shot: its chunk of every input, count elements in all; reduce-scatter:
     // block r of every input; allgather: its input, stored into every output; all-to-all: every block of its input;

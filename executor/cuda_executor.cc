@@ -617,8 +617,12 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   else if (rc == 0)
     rc = direct ? launchDirect(d, directKind, args.type, args.op, directBlocks, kDirectMaxThreads, args.stream)
                 : launchProgram(a, args.type, args.op, args.stream);
-  if (rc == 0 && staged.outBytes > 0)
+  if (rc == 0 && staged.outBytes > 0 && staged.blocks == 0)
     rc = cudaMemcpyAsync(staged.out, staged.stagedOut, staged.outBytes, cudaMemcpyDeviceToDevice, stream);
+  for (int b = 0; rc == 0 && staged.outBytes > 0 && b < staged.blocks; ++b)
+    rc = cudaMemcpyAsync(static_cast<char*>(staged.out) + staged.blockAt[b],
+                         static_cast<const char*>(staged.stagedOut) + staged.blockAt[b], staged.blockBytes[b],
+                         cudaMemcpyDeviceToDevice, stream);
   slowLog.done(SlowEnqueueLog::kLaunch);
   slowLog.secs[SlowEnqueueLog::kLaunch] -= met;
   slowLog.secs[SlowEnqueueLog::kPeers] += met;
@@ -753,6 +757,13 @@ Status CudaExecutor::asyncStatus() const {
                              "rank %d: in direct call #%llu rank %d's call differs from this rank's: the collective, "
                              "data type, operator, count, root or algorithm is not the same (COLLIE_CHECK=1 compares "
                              "them before each call and names what differs); found on the GPU, before any move",
+                             directError_->rank, call, directError_->peer);
+      if (code == collieInvalidUsage && directError_->reason == kDirectCountsDiffer)
+        return Status::error(collieInvalidUsage,
+                             "rank %d: in direct all-to-all-v call #%llu rank %d's counts differ from this rank's: "
+                             "what one sends the other must receive (sendcounts[peer] here against the peer's "
+                             "recvcounts[this rank], and the other way round; COLLIE_CHECK=1 compares them before "
+                             "each call); nothing moved between the two, the other ranks' blocks did",
                              directError_->rank, call, directError_->peer);
       if (code == collieInvalidUsage && directError_->reason == kDirectUnmappedWindow)
         return Status::error(collieInvalidUsage,

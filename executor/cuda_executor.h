@@ -94,7 +94,7 @@ class CudaExecutor : public Executor, private LaunchStorage {
   /// allocation before the call and no free after it on the caller's stream (see scaleInput).
   bool scalesInput() const override { return true; }
   Status checkDirect(Collective c, const std::string& algorithm, uint64_t count, collieDataType_t type, ReduceOp op,
-                     const void* input, const void* output, bool scaled, collieStream_t stream) override;
+                     const void* input, const void* output, bool scaled, collieStream_t stream, VExtents v) override;
   Status mapWindow(int number, const void* base, uint64_t bytes, const std::vector<PeerRange>& ranges) override;
   Status unmapWindow(int number) override;
   Status runsDirect(Collective c, const std::string& algorithm, uint64_t count, collieDataType_t type,
@@ -137,6 +137,11 @@ class CudaExecutor : public Executor, private LaunchStorage {
     void* out = nullptr;
     const void* stagedOut = nullptr;
     uint64_t outBytes = 0;
+    // All-to-all-v: the output comes back block by block (blocks > 0: [at, at + bytes) of each), since the gaps
+    // between its blocks are the caller's and keep what they held.
+    int blocks = 0;
+    uint64_t blockAt[kDirectMaxRanks] = {};
+    uint64_t blockBytes[kDirectMaxRanks] = {};
   };
   // A direct_ce call of `program` (cuda_copy_engine.cc): its moves queued as copies on args' stream, ordered
   // after and before the peers' parts by events. *waitSecs: the time spent meeting the peers on the host.
@@ -147,13 +152,14 @@ class CudaExecutor : public Executor, private LaunchStorage {
                     StagedCopies* staged);
   // With peers in other processes: which window holds d's input and output for a call of `kind`, or their copies
   // through the staging buffer (StagedCopies). `ownInput`: the input is the executor's own (a scaled copy), in
-  // no window.
-  Status placeDirectBuffers(DirectKind kind, Collective c, uint64_t count, collieDataType_t type, const void* input,
-                            const void* output, bool ownInput, DirectArgs* d, StagedCopies* staged) const;
+  // no window. `v`: all-to-all-v's extents.
+  Status placeDirectBuffers(DirectKind kind, Collective c, uint64_t count, VExtents v, collieDataType_t type,
+                            const void* input, const void* output, bool ownInput, DirectArgs* d,
+                            StagedCopies* staged) const;
   // The bytes of its input and output a rank of a direct call of `kind` announces to its peers (a broadcast's
-  // non-root, `readsInput` false, none of its input).
-  void directFootprint(DirectKind kind, uint64_t count, collieDataType_t type, bool readsInput, uint64_t* inBytes,
-                       uint64_t* outBytes) const;
+  // non-root, `readsInput` false, none of its input; all-to-all-v its extents `v`).
+  void directFootprint(DirectKind kind, uint64_t count, VExtents v, collieDataType_t type, bool readsInput,
+                       uint64_t* inBytes, uint64_t* outBytes) const;
   // The staging buffer (window 0) among ownWindows_, or null; and the bytes of each of its halves (0 without
   // one). Under mu_.
   struct OwnWindow;

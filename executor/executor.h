@@ -79,6 +79,13 @@ struct RoundPlan {
 /// peers' buffers, which an executor that moves data through slots cannot do. Names the algorithm and
 /// `backend`, the backend this executor serves ("host", "cuda"); OK when no program holds one.
 Status refuseDirectSteps(const std::vector<ChannelWork>& work, const char* backend);
+
+/// All-to-all-v's extents, in elements: how far its input's and its output's blocks reach (displacement plus count,
+/// the most over the peers), what a direct call of it touches. Zero for the other collectives, whose count says it.
+struct VExtents {
+  uint64_t input = 0;
+  uint64_t output = 0;
+};
 /// The same for every round of `plan`.
 Status refuseDirectSteps(const RoundPlan& plan, const char* backend);
 
@@ -148,13 +155,14 @@ class Executor {
   /// Before a call of direct algorithm `algorithm` is numbered: OK where runRounds would run it on these buffers,
   /// else the sentence saying why not; a refusal here leaves the communicator as it was. `scaled`: a
   /// pre-multiplied sum, whose input runRounds replaces with a scaled copy of its own (ExecArgs::scale); `stream`
-  /// the call's (CUDA backend: direct_ce refuses one being captured). This one
+  /// the call's (CUDA backend: direct_ce refuses one being captured); `v` all-to-all-v's extents, whose `count` is
+  /// then the larger of the two. This one
   /// lets every call through: executors without direct kernels refuse them all in runRounds (refuseDirectSteps,
   /// naming their backend); the CUDA executor checks here what runsDirect checks and where its peers can reach
   /// the buffers.
   virtual Status checkDirect(Collective /*c*/, const std::string& /*algorithm*/, uint64_t /*count*/,
                              collieDataType_t /*type*/, ReduceOp /*op*/, const void* /*input*/, const void* /*output*/,
-                             bool /*scaled*/, collieStream_t /*stream*/) {
+                             bool /*scaled*/, collieStream_t /*stream*/, VExtents /*v*/) {
     return Status();
   }
   /// Whether every rank of the communicator runs a call of direct algorithm `algorithm` with these arguments as

@@ -17,7 +17,7 @@ uint64_t ProgramCache::hash(const std::vector<Step>& steps) {
   for (const Step& s : steps) {
     h = mix(h, static_cast<uint64_t>(s.op) | static_cast<uint64_t>(s.src.buffer) << 8 |
                    static_cast<uint64_t>(s.dst.buffer) << 16 | static_cast<uint64_t>(s.finalize) << 24 |
-                   static_cast<uint64_t>(s.joined) << 32);
+                   static_cast<uint64_t>(s.joined) << 32 | static_cast<uint64_t>(s.peerDispl) << 40);
     h = mix(h, static_cast<uint64_t>(static_cast<uint32_t>(s.sendPeer)) << 32 | static_cast<uint32_t>(s.recvPeer));
     h = mix(h, s.src.offset);
     h = mix(h, s.dst.offset);

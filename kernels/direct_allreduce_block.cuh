@@ -57,10 +57,11 @@
 //
 // Allgather: the same barriers and move, one source (rank r's input) and n destinations (block r of every
 // output), by the element size only. All-to-all: the same barriers; rank r stores block q of its input into block r
-// of rank q's output, for q from r on (so the ranks store into different peers at any moment). Broadcast: the same
-// barriers; rank r copies its chunk of the root's input (the two-shot's chunks) into every rank's output, so each
-// byte of the root's input is read once and each output written once, the byte floor (the direct broadcast program
-// the verifier proves has every rank read the whole of the root's input instead; the results are the same).
+// of rank q's output, for q from r on (so the ranks store into different peers at any moment). All-to-all-v: the
+// same with each pair's own count, rank r's block landing where rank q announced at the entry barrier. Broadcast:
+// the same barriers; rank r copies its chunk of the root's input (the two-shot's chunks) into every rank's output,
+// so each byte of the root's input is read once and each output written once, the byte floor (the direct broadcast
+// program the verifier proves has every rank read the whole of the root's input instead; the results are the same).
 //
 // The two-shot allreduce's chunks are the direct two-shot program's (balanced over elements), so that the kernel
 // moves what the verifier proved; a chunk off a 16-byte boundary starts with a scalar head of under 16 bytes, as
@@ -232,11 +233,15 @@ __device__ inline void recordFailure(const DirectArgs& a, uint64_t call, int blo
 __device__ inline uint64_t callNumber(const DirectArgs& a) { return a.counter->seq + 1; }
 
 /// The block's end, reached by all its threads on every path: the launch's last block to end stores the call number
-/// for the next launch (every block read it before it counted itself here).
-__device__ inline void endLaunch(const DirectArgs& a, uint64_t call, int nblocks) {
+/// for the next launch (every block read it before it counted itself here). With `refused` a peer, the call is
+/// refused with `reason` there: once every block of this rank has passed its exit barrier, since a raised record
+/// ends this rank's waits (stopWaiting), and a block that left its exit wait early would let the rank's stream move
+/// on while a peer still writes its output.
+__device__ inline void endLaunch(const DirectArgs& a, uint64_t call, int nblocks, int refused = -1, int reason = 0) {
   dev::sync();
   if (dev::tid() != 0) return;
   if (dev::countOne(&a.counter->done) + 1 != static_cast<uint32_t>(nblocks)) return;
+  if (refused >= 0) recordFailure(a, call, nblocks - 1, refused, collieInvalidUsage, reason);
   a.counter->done = 0;
   a.counter->seq = call;
 }
@@ -405,9 +410,9 @@ __device__ inline uint8_t* barrierRecord(const DirectArgs& a, int owner, int sen
 
 /// Block `block`'s barrier with the same block of every peer at `epoch`: all threads call it together. It announces
 /// (release: the block's loads and stores before it are done first; with `publish`, the entry barrier's, this rank's
-/// input and output addresses go first), then waits for every peer's announcement (acquire: what the peers did
-/// before theirs is seen after it). False, with the failure of call `call` recorded, when a wait gave up; the whole
-/// block then agrees.
+/// input and output addresses, its signature and its all-to-all-v exchange with the peer go first), then waits for
+/// every peer's announcement (acquire: what the peers did before theirs is seen after it). False, with the failure of
+/// call `call` recorded, when a wait gave up; the whole block then agrees.
 __device__ inline bool rankBarrier(const DirectArgs& a, int n, int block, uint64_t call, uint64_t epoch, bool publish) {
   auto flagAt = [&](int owner, int sender) { return barrierRecord(a, owner, sender, block); };
   dev::sync();  // every thread's moves are done before any announces them
@@ -418,6 +423,8 @@ __device__ inline bool rankBarrier(const DirectArgs& a, int n, int block, uint64
       storeAs<uint64_t>(flagAt(p, a.rank) + 16, static_cast<uint64_t>(reinterpret_cast<uintptr_t>(a.output)));
       storeAs<uint64_t>(flagAt(p, a.rank) + 24, a.inWindow | static_cast<uint64_t>(a.outWindow) << 32);
       storeAs<uint64_t>(flagAt(p, a.rank) + 32, a.signature);
+      storeAs<uint64_t>(flagAt(p, a.rank) + 40, a.recvDispl[p] | static_cast<uint64_t>(a.recvCount[p]) << 32);
+      storeAs<uint64_t>(flagAt(p, a.rank) + 48, a.sendCount[p]);
     }
     if (a.gpuScope != 0)
       dev::storeReleaseGpu(flagAt(p, a.rank), epoch);
@@ -495,9 +502,11 @@ __device__ inline int peerBuffers(const DirectArgs& a, int n, int block, const u
 }
 
 /// A barrier kernel's block, on every path to the launch's end: the call's number, the entry barrier (the peers'
-/// buffers learnt), `move(ins, outs)`, the exit barrier. N: the rank count, or a bound on n.
+/// buffers learnt), `move(ins, outs)`, the exit barrier. N: the rank count, or a bound on n. A move that sets
+/// *refused to a peer has the call refused there (kDirectCountsDiffer) once the rank's blocks are all through.
 template <int N, typename Move>
-__device__ inline void barrierCall(const DirectArgs& a, int n, int block, int nblocks, Move move) {
+__device__ inline void barrierCall(const DirectArgs& a, int n, int block, int nblocks, Move move,
+                                   const int* refused = nullptr) {
   const uint64_t call = callNumber(a);
   Stamps stamps(a, block);
   if (rankBarrier(a, n, block, call, 2 * call - 1, true)) {
@@ -516,7 +525,13 @@ __device__ inline void barrierCall(const DirectArgs& a, int n, int block, int nb
       if (dev::tid() == 0) recordFailure(a, call, block, unmapped, collieInvalidUsage, kDirectUnmappedWindow);
     } else {
       move(ins, outs);
-      if (rankBarrier(a, n, block, call, 2 * call, false)) stamps.end(a);
+      if (rankBarrier(a, n, block, call, 2 * call, false)) {
+        stamps.end(a);
+        if (refused != nullptr && *refused >= 0) {
+          endLaunch(a, call, nblocks, *refused, kDirectCountsDiffer);
+          return;
+        }
+      }
     }
   }
   endLaunch(a, call, nblocks);
@@ -651,6 +666,45 @@ __device__ void allToAll(const DirectArgs& a, int block, int nblocks) {
   });
 }
 
+/// Block `block` of `nblocks` of rank a.rank's all-to-all-v, elements moved as words W of their size: rank r stores
+/// its block for rank q (a.sendDispl[q], a.sendCount[q] elements) where q announced it lands in its output, for q
+/// from r on. A peer whose announced counts differ from this rank's (what it receives from r against
+/// a.sendCount[q], what it sends r against a.recvCount[q]) gets nothing from r, and both ranks of that pair refuse
+/// the call after the exit barrier; the other pairs' blocks all arrive, as a rank outside the pair cannot know.
+template <typename W, int N>
+__device__ void allToAllv(const DirectArgs& a, int block, int nblocks) {
+  int refused = -1;
+  barrierCall<N>(
+      a, N, block, nblocks,
+      [&](const uint8_t*(&)[N], uint8_t*(&outs)[N]) {
+        // a.rank < N (checkDirectLaunch); taken modulo N, a compiler can see that it indexes within bounds.
+        const int r = static_cast<int>(static_cast<unsigned>(a.rank) % N);
+        const uint32_t g = static_cast<uint32_t>(block) * dev::nthreads() + dev::tid();
+        const uint32_t stride = static_cast<uint32_t>(nblocks) * dev::nthreads();
+        COLLIE_UNROLL
+        for (int k = 0; k < N; ++k) {
+          const int q = r + k < N ? r + k : r + k - N;
+          uint32_t at = a.recvDispl[r];  // its own block
+          if (q != r) {
+            const uint8_t* rec = barrierRecord(a, r, q, block);
+            const uint64_t theirs = loadAs<uint64_t>(rec + 40);
+            const uint32_t theirRecvCount = static_cast<uint32_t>(theirs >> 32);
+            const uint32_t theirSendCount = static_cast<uint32_t>(loadAs<uint64_t>(rec + 48));
+            if (theirRecvCount != a.sendCount[q] || theirSendCount != a.recvCount[q]) {
+              if (refused < 0) refused = q;
+              continue;
+            }
+            at = static_cast<uint32_t>(theirs);
+          }
+          const W* const from = static_cast<const W*>(a.input) + a.sendDispl[q];
+          W* const to = reinterpret_cast<W*>(outs[q]) + at;
+          moveRange<W, ReduceOp::kSum, 1, 1>([&](int) { return from; }, 1, [&](int) { return to; }, 1, a.sendCount[q],
+                                             0, g, stride);
+        }
+      },
+      &refused);
+}
+
 /// Block `block` of `nblocks` of rank a.rank's broadcast from rank a.root, elements moved as words W of their size.
 template <typename W, int N>
 __device__ void broadcast(const DirectArgs& a, int block, int nblocks) {
@@ -676,6 +730,8 @@ __device__ void moveWords(const DirectArgs& a, DirectKind kind, int block, int n
     allGather<W, N>(a, block, nblocks);
   else if (kind == DirectKind::kAllToAll)
     allToAll<W, N>(a, block, nblocks);
+  else if (kind == DirectKind::kAllToAllv)
+    allToAllv<W, N>(a, block, nblocks);
   else
     broadcast<W, N>(a, block, nblocks);
 }

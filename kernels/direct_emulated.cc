@@ -30,8 +30,23 @@ int checkDirectLaunch(const DirectArgs& a, DirectKind kind, collieDataType_t typ
     return refuse("a pre-multiplied sum is a one-shot allreduce's only");
   if (a.divisor < 0) return refuse("negative divisor");
   if (kind == DirectKind::kBroadcast && (a.root < 0 || a.root >= a.nranks)) return refuse("root outside 0..nranks-1");
-  // (A call of count 0 touches neither: NCCL's callers may pass null then.)
-  if (a.count > 0 && (a.input == nullptr || a.output == nullptr)) return refuse("input or output missing");
+  if (kind == DirectKind::kAllToAllv) {
+    // Every block inside the extent (an empty one may carry any displacement); a side that moves nothing may be
+    // null.
+    uint64_t sent = 0, received = 0;
+    for (int p = 0; p < a.nranks; ++p) {
+      if ((a.sendCount[p] > 0 && uint64_t{a.sendDispl[p]} + a.sendCount[p] > a.count) ||
+          (a.recvCount[p] > 0 && uint64_t{a.recvDispl[p]} + a.recvCount[p] > a.count))
+        return refuse("an all-to-all-v block past the count (its extent)");
+      sent += a.sendCount[p];
+      received += a.recvCount[p];
+    }
+    if ((sent > 0 && a.input == nullptr) || (received > 0 && a.output == nullptr))
+      return refuse("input or output missing");
+  } else if (a.count > 0 && (a.input == nullptr || a.output == nullptr)) {
+    // (A call of count 0 touches neither: NCCL's callers may pass null then.)
+    return refuse("input or output missing");
+  }
   for (int p = 0; p < a.nranks; ++p) {
     if (kind == DirectKind::kOneShotAllReduce && a.scratch[p] == nullptr) return refuse("a rank's scratch is missing");
     if (kind != DirectKind::kOneShotAllReduce && a.barriers[p] == nullptr)

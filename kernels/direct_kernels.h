@@ -10,6 +10,8 @@
 //   reduce-scatter       the same, rank r's chunk into its own output only
 //   allgather            the same barriers; rank r stores its input into block r of all n outputs
 //   all-to-all           the same barriers; rank r stores block q of its input into block r of rank q's output
+//   all-to-all-v         the same, with per-peer counts and displacements: rank q announces where rank r's block
+//                        lands in its output, and both announce their counts, which must agree pair by pair
 //   broadcast            the same barriers; rank r copies its chunk of the root's input into all n outputs
 //
 // Every rank reduces in rank order, acc = x0, then acc = x_j (op) acc for j = 1..n-1, each step rounded in the
@@ -21,8 +23,10 @@
 //    write, laid out [parity 2][sender n][slotLines lines of 16 bytes];
 //  * barrier flags, the others: per rank, kDirectBarrierBytes of device memory its peers can write, laid out
 //    [block kDirectMaxBlocks][sender kDirectMaxRanks] records of kDirectBarrierRecord bytes: the sender's epoch, and
-//    from its entry announcement the addresses of its input and output for the call, the windows they lie in and
-//    the call's signature (DirectArgs::signature: a receiver whose call differs refuses it before any move);
+//    from its entry announcement the addresses of its input and output for the call, the windows they lie in,
+//    the call's signature (DirectArgs::signature: a receiver whose call differs refuses it before any move) and,
+//    for all-to-all-v, what the sender exchanges with the receiver (where the receiver's block lands in the
+//    sender's output, and the two counts);
 //  * peers in other processes only: the table through which this rank reaches their windows (DirectPeerMap),
 //    written when a window is registered, and the windows of its own input and output;
 //  * the rank's own input and output for the call. Its peers' arrive with their entry announcements (the barrier
@@ -64,9 +68,10 @@ constexpr uint64_t kDirectLineBytes = 16;
 /// Data bytes one line carries.
 constexpr uint64_t kDirectLinePayload = 8;
 /// One [block][sender] record of a rank's barrier flags: the epoch (8 bytes), the sender's input and output
-/// addresses (8 bytes each, written before the entry epoch), the windows they lie in (4 bytes each), and the call's
-/// signature (8 bytes).
-constexpr uint64_t kDirectBarrierRecord = 40;
+/// addresses (8 bytes each, written before the entry epoch), the windows they lie in (4 bytes each), the call's
+/// signature (8 bytes), and all-to-all-v's exchange with the receiver (4 bytes each: the sender's recvDispl and
+/// recvCount for the receiver, its sendCount to it, and 4 unused).
+constexpr uint64_t kDirectBarrierRecord = 56;
 /// Each rank's barrier flags: [block][sender] records.
 constexpr uint64_t kDirectBarrierBytes = uint64_t{kDirectMaxBlocks} * kDirectMaxRanks * kDirectBarrierRecord;
 /// Lines of a communicator's one-shot slots (executor/protocol.h, WindowLayout::directSlotLines): one-shot calls of
@@ -109,21 +114,23 @@ enum class DirectKind : int {
   kAllGather = 3,
   kAllToAll = 4,
   kBroadcast = 5,
+  kAllToAllv = 6,
 };
-constexpr int kDirectKinds = 6;
+constexpr int kDirectKinds = 7;
 
 /// The kinds that move words and take no operator: a kernel per element size, for every type.
 inline bool directMovesWords(DirectKind kind) {
-  return kind == DirectKind::kAllGather || kind == DirectKind::kAllToAll || kind == DirectKind::kBroadcast;
+  return kind == DirectKind::kAllGather || kind == DirectKind::kAllToAll || kind == DirectKind::kBroadcast ||
+         kind == DirectKind::kAllToAllv;
 }
-/// The kind whose compiled kernel `kind` launches: the reduce-scatter runs the two-shot's kernel, all-to-all and
+/// The kind whose compiled kernel `kind` launches: the reduce-scatter runs the two-shot's kernel, all-to-all(-v) and
 /// broadcast the allgather's (direct_kernels.cu), so their occupancy and loading are the same.
 inline DirectKind directKernelKind(DirectKind kind) {
   if (kind == DirectKind::kReduceScatter) return DirectKind::kTwoShotAllReduce;
   return directMovesWords(kind) ? DirectKind::kAllGather : kind;
 }
 /// Whether a rank's buffer of `kind` holds nranks blocks of the count (reduce-scatter's input, allgather's output,
-/// both of all-to-all's): what bounds its indices and sizes its grid.
+/// both of all-to-all's): what bounds its indices and sizes its grid. (All-to-all-v's count is its extent.)
 inline bool directHoldsBlocks(DirectKind kind) {
   return kind == DirectKind::kReduceScatter || kind == DirectKind::kAllGather || kind == DirectKind::kAllToAll;
 }
@@ -147,6 +154,7 @@ enum DirectRefusal : int32_t {
   kDirectPastOneShotCalls = 1,  // a one-shot numbered past kDirectMaxOneShotCalls
   kDirectUnmappedWindow = 2,    // `peer` announced a buffer in a window this rank has not mapped
   kDirectCallsDiffer = 3,       // `peer`'s call differs from this rank's (DirectArgs::signature)
+  kDirectCountsDiffer = 4,      // all-to-all-v: what `peer` sends this rank, or receives from it, differs in count
 };
 
 /// One launch's arguments; the same struct for every kernel and rank count. Pointers are as this rank addresses
@@ -161,7 +169,8 @@ struct DirectArgs {
   DirectCounter* counter = nullptr;  // this rank's (see "The call number")
   uint32_t slotLines = 0;            // one-shot: lines of one [parity][sender] slot of scratch
   // allreduce and broadcast: the count; reduce-scatter: each rank's output count (inputs hold nranks x count);
-  // allgather: each rank's input count (outputs hold nranks x count); all-to-all: each block's (both hold nranks x)
+  // allgather: each rank's input count (outputs hold nranks x count); all-to-all: each block's (both hold nranks x);
+  // all-to-all-v: the larger of its input's and its output's extents (the bound of every index below)
   uint64_t count = 0;
   int root = 0;                             // broadcast: the rank whose input every output receives
   const void* input = nullptr;              // this rank's
@@ -194,6 +203,14 @@ struct DirectArgs {
   // before any move, since its moves, sized by its own count, would overrun buffers sized by the peer's. 0: not
   // compared (on either side).
   uint64_t signature = 0;
+  // All-to-all-v, in elements, by peer: where this rank's block for it starts in its input and its length, and
+  // where its block from it lands in its output and its length (32-bit: a launch's indices are, kDirectMaxBytes).
+  // The receiver announces its recvDispl and both counts to each sender at the entry barrier; a pair whose counts
+  // differ moves nothing between them (kDirectCountsDiffer on both ranks, after the exit barrier).
+  uint32_t sendDispl[kDirectMaxRanks] = {};
+  uint32_t sendCount[kDirectMaxRanks] = {};
+  uint32_t recvDispl[kDirectMaxRanks] = {};
+  uint32_t recvCount[kDirectMaxRanks] = {};
 };
 
 // Kernel parameters are limited to 4 KiB on every architecture we build for.

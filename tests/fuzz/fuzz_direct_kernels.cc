@@ -5,7 +5,7 @@
 //   byte 0   ranks 2..8 (mod 7)             byte 1   blocks 1..3, threads per block 1..3; its top bit also: the
 //                                           peers count as other processes (World::mapAsProcesses)
 //   then per call, 6 bytes (up to 4 calls):
-//     kernel (mod 6), type (mod 12), operator (mod 6; premulsum is one-shot only, else sum),
+//     kernel (mod 7), type (mod 12), operator (mod 6; premulsum is one-shot only, else sum),
 //     count (two bytes, little-endian, mod 1200), placement (bit 0 in place, bit 1 different offsets per rank)
 //   the bytes after the last call seed the inputs and offsets
 //
@@ -56,7 +56,8 @@ int directKernels(const uint8_t* data, size_t size) {
   std::vector<Call> calls;
   for (const Shape& s : shapes)
     calls.push_back(test::direct::makeCall(s.kind, s.type, s.op, s.count, s.inPlace, n, &rng, s.sameOffsets));
-  test::direct::World world(n, blocks, threads, 1200 * 8 * static_cast<uint64_t>(n) + 256,
+  // (An all-to-all-v's blocks may reach 1202 elements each: gaps and 16-byte rounding.)
+  test::direct::World world(n, blocks, threads, 1210 * 8 * static_cast<uint64_t>(n) + 256,
                             static_cast<uint32_t>(directLines(1200 * 8)), 10ull * 1000 * 1000 * 1000);
   // The second byte's top bit: the peers count as other processes (their buffers through the windows' table).
   if ((data[1] & 0x80) != 0) world.mapAsProcesses();

@@ -1,5 +1,5 @@
 // The direct kernels (executor/cuda_direct.cc) with ranks as processes sharing one GPU, started by collie-run:
-// allreduce direct_oneshot and direct_twoshot, and reducescatter, allgather, alltoall and broadcast direct, with
+// allreduce direct_oneshot and direct_twoshot, and reducescatter, allgather, alltoall(v) and broadcast direct, with
 // every rank's buffers in windows (collieCommWindowRegister over collieMemAlloc or cudaMalloc memory, which the
 // kernels reach in place), outside every window (copied through the communicator's staging buffer,
 // COLLIE_DIRECT_STAGING), and mixed (rank 0's in a window, the others' not). Every rank makes every rank's input from
@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,8 @@ using collie::test::Coll;
 
 // Allreduce's two-shot and every other collective's direct kernel; the one-shot is the first communicator's.
 constexpr const char* kDirectAlgos =
-    "allreduce:direct_twoshot;reducescatter:direct;allgather:direct;alltoall:direct;broadcast:direct";
+    "allreduce:direct_twoshot;reducescatter:direct;allgather:direct;alltoall:direct;broadcast:direct;"
+    "alltoallv:direct";
 constexpr int kPoison = 0xA5;
 // Bytes after each output that no call may write.
 constexpr size_t kGuard = 64;
@@ -168,6 +170,62 @@ bool runCase(Rank& me, const Case& c, const Place& at) {
   return true;
 }
 
+// An all-to-all-v on int32 with up to `count` elements from each rank to each, about a quarter of the pairs 0, each
+// rank's blocks in peer order one element apart (off 16 bytes), made alike on every rank from the shared seed; the
+// output's gaps and the bytes after it must come back untouched. False when the communicator can no longer be
+// trusted.
+bool runAllToAllv(Rank& me, const Comm& comm, size_t count, Mode mode, const Place& at, const char* placement) {
+  const size_t n = static_cast<size_t>(me.n), r = static_cast<size_t>(me.rank);
+  std::mt19937_64 rng(me.seed ^ (count * 0x9e3779b97f4a7c15ull) ^ static_cast<uint64_t>(mode));
+  std::vector<std::vector<size_t>> m(n, std::vector<size_t>(n));
+  for (auto& row : m)
+    for (size_t& x : row) x = rng() % 4 == 0 ? 0 : rng() % (count + 1);
+  auto lay = [&](const std::vector<size_t>& counts, std::vector<size_t>* displs) {
+    size_t end = 0;
+    for (size_t q = 0; q < n; ++q) {
+      displs->push_back(end);
+      if (counts[q] != 0) end += counts[q] + 1;
+    }
+    return end;
+  };
+  std::vector<size_t> sc = m[r], sd, rc, rd;
+  for (size_t q = 0; q < n; ++q) rc.push_back(m[q][r]);
+  const size_t inElems = lay(sc, &sd), outElems = lay(rc, &rd);
+  // Element e of rank `from`'s block for rank `to`.
+  auto value = [](size_t from, size_t to, size_t e) { return static_cast<int32_t>(from << 28 | to << 24 | e); };
+  std::vector<int32_t> host(inElems, -2);
+  for (size_t q = 0; q < n; ++q)
+    for (size_t e = 0; e < sc[q]; ++e) host[sd[q] + e] = value(r, q, e);
+  const size_t span = outElems * sizeof(int32_t);
+  cudaMemset(at.out, kPoison, span + kGuard);
+  cudaMemcpy(at.in, host.data(), inElems * sizeof(int32_t), cudaMemcpyHostToDevice);
+  ++me.cases;
+  char what[160];
+  snprintf(what, sizeof(what), "alltoallv direct int32 counts up to %zu %s%s", count, modeName(mode), placement);
+  const collieResult_t rcode =
+      collieAllToAllv(at.in, sc.data(), sd.data(), at.out, rc.data(), rd.data(), collieInt32, comm.comm, me.stream);
+  if (rcode != collieSuccess) {
+    me.fail(std::string(what) + ": " + collieGetErrorString(rcode) + ": " + collieGetLastError(comm.comm));
+    return true;
+  }
+  if (brokenAfter(me, comm.comm, me.stream, what)) return false;
+  std::vector<char> got(span + kGuard);
+  cudaMemcpy(got.data(), at.out, got.size(), cudaMemcpyDeviceToHost);
+  std::vector<char> want(span + kGuard, static_cast<char>(kPoison));
+  for (size_t q = 0; q < n; ++q)
+    for (size_t e = 0; e < rc[q]; ++e) {
+      const int32_t v = value(q, r, e);
+      memcpy(want.data() + (rd[q] + e) * sizeof(int32_t), &v, sizeof(v));
+    }
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i]) {
+      me.fail(std::string(what) + ": output byte " + std::to_string(i) + " is wrong" +
+              (i >= span ? " (past the end of its output)" : ""));
+      break;
+    }
+  return true;
+}
+
 // Device memory of the cases of one count: a block from collieMemAlloc (or, `plainBlock`, from cudaMalloc, whose
 // start the driver tells), a window inside it, and plain cudaMalloc buffers outside every window; each buffer
 // holds `cap` bytes and kGuard after them.
@@ -246,7 +304,7 @@ bool runCount(Rank& me, const Comm& oneShot, const Comm& twoShot, size_t count, 
           return false;
       }
     }
-  return true;
+  return runAllToAllv(me, twoShot, count, mode, at, placement);
 }
 
 // Registers the window of `mem` on both communicators (collectively, in the same order on every rank).

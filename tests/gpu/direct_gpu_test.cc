@@ -1,17 +1,19 @@
 // Direct algorithms on the CUDA backend (executor/cuda_executor.h, "Direct algorithms"), ranks as threads sharing
-// the GPU: allreduce direct_oneshot and direct_twoshot, and reducescatter, allgather, alltoall and broadcast direct
-// run as the direct kernels, and allgather, alltoall and broadcast direct_ce as copies by the copy engine, exact for
-// every type and operator, in place and out of place, across many calls; what the backend cannot run yet is
-// refused with a sentence that says so. Every test skips, saying why, when no GPU is usable.
+// the GPU: allreduce direct_oneshot and direct_twoshot, and reducescatter, allgather, alltoall(v) and broadcast
+// direct run as the direct kernels, and allgather, alltoall and broadcast direct_ce as copies by the copy engine,
+// exact for every type and operator, in place and out of place, across many calls; what the backend cannot run yet
+// is refused with a sentence that says so. Every test skips, saying why, when no GPU is usable.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
@@ -492,6 +494,116 @@ TEST(CudaBackend, DirectCallsThatDifferAreRefused) {
     });
     for (int r = 0; r < n; ++r) EXPECT_EQ(wrong[static_cast<size_t>(r)], "") << spec << ", rank " << r;
   }
+}
+
+// All-to-all-v direct (named in COLLIE_ALGO: the tuner never picks it, since each rank's size is its own counts'):
+// uneven splits with zeros, displacements shuffled with gaps (so off 16 bytes too), new splits at every call, each
+// element where its receiver's displacement puts it and the gaps untouched. Then a pair whose counts differ (rank 0
+// sends rank 1 one element more than rank 1 receives): both fail the call with collieInvalidUsage saying the
+// counts differ, and rank 2's blocks, whose pairs agree, all arrive.
+TEST(CudaBackend, DirectAllToAllvRunsAndRefusesCountsThatDiffer) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
+  ScopedEnv algo("COLLIE_ALGO", "alltoallv:direct");
+  const int n = 3;
+  constexpr int kCalls = 4;  // the last one's counts differ
+  collie::test::Comms comms(n);
+  ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
+  ASSERT_EQ(std::string(comms[0]->algorithmFor(collie::Collective::kAllToAllv, 64)->name), "direct");
+  const uint64_t seed = collie::test::testSeed();
+  std::mt19937_64 rng(seed);
+  struct Split {
+    std::vector<size_t> sc, sd, rc, rd;
+    size_t in = 0, out = 0;  // extents
+  };
+  const size_t un = static_cast<size_t>(n);
+  std::vector<std::vector<Split>> splits(kCalls, std::vector<Split>(un));
+  size_t most = 1;
+  for (int k = 0; k < kCalls; ++k) {
+    std::vector<std::vector<size_t>> m(un, std::vector<size_t>(un));
+    for (auto& row : m)
+      for (size_t& x : row) x = rng() % 4 == 0 ? 0 : rng() % 3000;
+    if (k == kCalls - 1) m[0][1] = 1 + rng() % 3000;
+    // Blocks in a shuffled order with gaps of up to 2 elements; returns the extent.
+    auto lay = [&](const std::vector<size_t>& counts, std::vector<size_t>* displs) {
+      std::vector<size_t> order(un);
+      for (size_t q = 0; q < un; ++q) order[q] = q;
+      std::shuffle(order.begin(), order.end(), rng);
+      displs->assign(un, 0);
+      size_t at = 0;
+      for (size_t q : order) {
+        at += rng() % 3;
+        (*displs)[q] = at;
+        at += counts[q];
+      }
+      return at;
+    };
+    for (size_t r = 0; r < un; ++r) {
+      Split& s = splits[static_cast<size_t>(k)][r];
+      s.sc = m[r];
+      for (size_t q = 0; q < un; ++q) s.rc.push_back(m[q][r]);
+      s.in = lay(s.sc, &s.sd);
+      s.out = lay(s.rc, &s.rd);
+      most = std::max({most, s.in, s.out});
+    }
+    if (k == kCalls - 1) splits[static_cast<size_t>(k)][1].rc[0] -= 1;
+  }
+  // Element e of rank `from`'s block for rank `to` in call k.
+  auto value = [](int from, int to, size_t e, int k) {
+    return static_cast<int32_t>(from * 100000000 + to * 10000000 + k * 1000000 + static_cast<int>(e));
+  };
+  std::vector<std::string> wrong(un);
+  // An allocation or a free waits for the whole device: none while a peer's kernel waits for this rank's.
+  Rendezvous all(n);
+  collie::test::onRanks(n, [&](int r) {
+    cudaSetDevice(0);
+    std::string& bad = wrong[static_cast<size_t>(r)];
+    auto in = std::make_unique<RankDevice>(most * sizeof(int32_t));
+    auto out = std::make_unique<RankDevice>(most * sizeof(int32_t));
+    all.arrive();
+    for (int k = 0; k < kCalls && bad.empty(); ++k) {
+      const Split& s = splits[static_cast<size_t>(k)][static_cast<size_t>(r)];
+      std::vector<int32_t> host(most, -2), got(most);
+      for (int j = 0; j < n; ++j)
+        for (size_t e = 0; e < s.sc[static_cast<size_t>(j)]; ++e)
+          host[s.sd[static_cast<size_t>(j)] + e] = value(r, j, e, k);
+      cudaMemcpyAsync(in->buf, host.data(), most * sizeof(int32_t), cudaMemcpyHostToDevice, in->stream);
+      cudaMemsetAsync(out->buf, 0xff, most * sizeof(int32_t), in->stream);
+      collieResult_t rc = collieAllToAllv(in->buf, s.sc.data(), s.sd.data(), out->buf, s.rc.data(), s.rd.data(),
+                                          collieInt32, comms[r], in->stream);
+      cudaStreamSynchronize(in->stream);
+      if (rc == collieSuccess) collieCommGetAsyncError(comms[r], &rc);
+      const std::string why = collieGetLastError(comms[r]);
+      if (k == kCalls - 1 && r < 2) {
+        if (rc != collieInvalidUsage || why.find("counts differ") == std::string::npos)
+          bad = std::string(collieGetErrorString(rc)) + ", not collieInvalidUsage saying the counts differ: " + why;
+        break;
+      }
+      if (rc != collieSuccess) {
+        bad = "call " + std::to_string(k) + ": " + why;
+        break;
+      }
+      cudaMemcpyAsync(got.data(), out->buf, most * sizeof(int32_t), cudaMemcpyDeviceToHost, in->stream);
+      cudaStreamSynchronize(in->stream);
+      std::vector<bool> inBlock(most, false);
+      for (int j = 0; j < n && bad.empty(); ++j)
+        for (size_t e = 0; e < s.rc[static_cast<size_t>(j)] && bad.empty(); ++e) {
+          const size_t at = s.rd[static_cast<size_t>(j)] + e;
+          inBlock[at] = true;
+          if (got[at] != value(j, r, e, k))
+            bad = "call " + std::to_string(k) + ": element " + std::to_string(e) + " from rank " + std::to_string(j) +
+                  " is wrong";
+        }
+      for (size_t i = 0; i < most && bad.empty(); ++i)
+        if (!inBlock[i] && got[i] != -1)
+          bad = "call " + std::to_string(k) + ": element " + std::to_string(i) + " outside every block was written";
+    }
+    all.arrive();
+    out.reset();
+    in.reset();
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(wrong[static_cast<size_t>(r)], "") << "rank " << r << " (seed " << seed << ")";
 }
 
 }  // namespace

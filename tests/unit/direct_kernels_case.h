@@ -18,6 +18,7 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -48,7 +49,8 @@ inline const char* testOpName(TestOp op) {
   return kNames[static_cast<int>(op)];
 }
 inline const char* kindName(DirectKind k) {
-  static const char* const kNames[] = {"oneshot", "twoshot", "reducescatter", "allgather", "alltoall", "broadcast"};
+  static const char* const kNames[] = {"oneshot",  "twoshot",   "reducescatter", "allgather",
+                                       "alltoall", "broadcast", "alltoallv"};
   return kNames[static_cast<int>(k)];
 }
 inline ReduceOp reduceOpOf(TestOp op) {
@@ -71,12 +73,15 @@ struct Call {
   collieDataType_t type = collieFloat32;
   TestOp op = TestOp::kSum;
   uint64_t count = 0;
-  bool inPlace = false;  // never for all-to-all, which has no in-place form
+  bool inPlace = false;  // never for all-to-all(-v), which has no in-place form
   int root = 0;          // broadcast
   uint32_t inOffset[kDirectMaxRanks] = {};
   uint32_t outOffset[kDirectMaxRanks] = {};
   std::vector<std::vector<uint8_t>> inputs;  // [rank]: inputCount elements
   std::vector<uint64_t> scalars;             // [rank]: a pre-multiplied sum's scalar, in the low bytes
+  // All-to-all-v: [rank][peer], in elements (count bounds each pair's); sendCounts[r][q] == recvCounts[q][r] unless
+  // a test makes them differ.
+  std::vector<std::vector<uint32_t>> sendCounts, sendDispls, recvCounts, recvDispls;
 
   std::string describe() const {
     std::ostringstream s;
@@ -88,12 +93,23 @@ struct Call {
   }
 };
 
-/// Elements of a rank's input and output for `call` on n ranks.
-inline uint64_t inputCount(const Call& c, int n) {
+/// How far blocks at `displs` of `counts` elements reach.
+inline uint64_t extentOf(const std::vector<uint32_t>& counts, const std::vector<uint32_t>& displs) {
+  uint64_t most = 0;
+  for (size_t q = 0; q < counts.size(); ++q)
+    if (counts[q] > 0 && uint64_t{displs[q]} + counts[q] > most) most = uint64_t{displs[q]} + counts[q];
+  return most;
+}
+/// Elements of rank r's input and output for `call` on n ranks.
+inline uint64_t inputCount(const Call& c, int n, int r) {
+  if (c.kind == DirectKind::kAllToAllv)
+    return extentOf(c.sendCounts[static_cast<size_t>(r)], c.sendDispls[static_cast<size_t>(r)]);
   const bool blocks = c.kind == DirectKind::kReduceScatter || c.kind == DirectKind::kAllToAll;
   return blocks ? c.count * static_cast<uint64_t>(n) : c.count;
 }
-inline uint64_t outputCount(const Call& c, int n) {
+inline uint64_t outputCount(const Call& c, int n, int r) {
+  if (c.kind == DirectKind::kAllToAllv)
+    return extentOf(c.recvCounts[static_cast<size_t>(r)], c.recvDispls[static_cast<size_t>(r)]);
   const bool blocks = c.kind == DirectKind::kAllGather || c.kind == DirectKind::kAllToAll;
   return blocks ? c.count * static_cast<uint64_t>(n) : c.count;
 }
@@ -228,7 +244,8 @@ class World {
   // The bytes of a rank's buffers call c may touch, and then some.
   uint64_t extent(const Call& c) const {
     const uint64_t size = typeSize(c.type);
-    const uint64_t most = inputCount(c, n_) > outputCount(c, n_) ? inputCount(c, n_) : outputCount(c, n_);
+    uint64_t most = 0;
+    for (int r = 0; r < n_; ++r) most = std::max({most, inputCount(c, n_, r), outputCount(c, n_, r)});
     const uint64_t bytes = kMargin + 16 * 8 + most * size + kMargin;
     return bytes < capacity_ ? bytes : capacity_;
   }
@@ -274,6 +291,17 @@ class World {
     a.slotLines = slotLines_;
     a.count = c.count;
     a.root = c.root;
+    if (c.kind == DirectKind::kAllToAllv) {
+      const size_t ur = static_cast<size_t>(r);
+      a.count = std::max(inputCount(c, n_, r), outputCount(c, n_, r));
+      for (int p = 0; p < n_; ++p) {
+        const size_t up = static_cast<size_t>(p);
+        a.sendCount[p] = c.sendCounts[ur][up];
+        a.sendDispl[p] = c.sendDispls[ur][up];
+        a.recvCount[p] = c.recvCounts[ur][up];
+        a.recvDispl[p] = c.recvDispls[ur][up];
+      }
+    }
     // Its own buffers only: the peers' it learns at the entry barrier.
     Rank& me = ranks_[static_cast<size_t>(r)];
     a.input = (c.inPlace ? me.out.get() : me.in.get()) + inAt(c, r);
@@ -314,6 +342,17 @@ class World {
       }
       if (c.kind == DirectKind::kAllToAll) {
         for (int q = 0; q < n_ && c.count > 0; ++q) memcpy(o + q * c.count, in(q) + r * c.count, c.count * sizeof(T));
+        return;
+      }
+      if (c.kind == DirectKind::kAllToAllv) {
+        // A block whose pair's counts differ stays as it was (the call is refused on both ranks of the pair).
+        const size_t ur = static_cast<size_t>(r);
+        for (int q = 0; q < n_; ++q) {
+          const size_t uq = static_cast<size_t>(q);
+          const uint32_t len = c.recvCounts[ur][uq];
+          if (len > 0 && len == c.sendCounts[uq][ur])
+            memcpy(o + c.recvDispls[ur][uq], in(q) + c.sendDispls[uq][ur], len * sizeof(T));
+        }
         return;
       }
       if (c.kind == DirectKind::kBroadcast) {
@@ -373,7 +412,7 @@ inline Call makeCall(DirectKind kind, collieDataType_t type, TestOp op, uint64_t
   c.type = type;
   c.op = op;
   c.count = count;
-  c.inPlace = inPlace && kind != DirectKind::kAllToAll;
+  c.inPlace = inPlace && kind != DirectKind::kAllToAll && kind != DirectKind::kAllToAllv;
   c.root = static_cast<int>((*rng)() % static_cast<uint64_t>(n));
   inPlace = c.inPlace;
   const uint32_t in0 = static_cast<uint32_t>((*rng)() % 9), out0 = static_cast<uint32_t>((*rng)() % 9);
@@ -384,10 +423,39 @@ inline Call makeCall(DirectKind kind, collieDataType_t type, TestOp op, uint64_t
     // equal: the vector path needs the inputs and outputs of a move to agree.
     if (sameOffsets && !inPlace) c.inOffset[r] = c.outOffset[r];
   }
+  if (kind == DirectKind::kAllToAllv) {
+    // Each pair's count in 0..count (a fifth of them 0), each rank's blocks in a shuffled peer order with gaps of up
+    // to 2 elements; sameOffsets keeps every block on a multiple of 16 bytes.
+    const uint64_t unit = sameOffsets ? std::max<uint64_t>(1, 16 / typeSize(type)) : 1;
+    std::vector<std::vector<uint32_t>> m(static_cast<size_t>(n), std::vector<uint32_t>(static_cast<size_t>(n)));
+    for (auto& row : m)
+      for (uint32_t& x : row) x = (*rng)() % 5 == 0 ? 0 : static_cast<uint32_t>((*rng)() % (count + 1));
+    auto lay = [&](const std::vector<uint32_t>& counts) {
+      std::vector<int> order(static_cast<size_t>(n));
+      for (int q = 0; q < n; ++q) order[static_cast<size_t>(q)] = q;
+      std::shuffle(order.begin(), order.end(), *rng);
+      std::vector<uint32_t> displs(static_cast<size_t>(n));
+      uint64_t at = 0;
+      for (int q : order) {
+        at += sameOffsets ? 0 : (*rng)() % 3;
+        displs[static_cast<size_t>(q)] = static_cast<uint32_t>(at);
+        at = (at + counts[static_cast<size_t>(q)] + unit - 1) / unit * unit;
+      }
+      return displs;
+    };
+    for (int r = 0; r < n; ++r) {
+      std::vector<uint32_t> recv(static_cast<size_t>(n));
+      for (int q = 0; q < n; ++q) recv[static_cast<size_t>(q)] = m[static_cast<size_t>(q)][static_cast<size_t>(r)];
+      c.sendCounts.push_back(m[static_cast<size_t>(r)]);
+      c.sendDispls.push_back(lay(m[static_cast<size_t>(r)]));
+      c.recvCounts.push_back(recv);
+      c.recvDispls.push_back(lay(recv));
+    }
+  }
   const size_t size = typeSize(type);
   for (int r = 0; r < n; ++r) {
-    std::vector<uint8_t> in(inputCount(c, n) * size);
-    fillRandom(type, rng, in.data(), inputCount(c, n));
+    std::vector<uint8_t> in(inputCount(c, n, r) * size);
+    fillRandom(type, rng, in.data(), inputCount(c, n, r));
     c.inputs.push_back(std::move(in));
     uint64_t s = 0;
     fillRandom(type, rng, reinterpret_cast<uint8_t*>(&s), 1);

@@ -38,9 +38,9 @@ using collie::test::direct::makeCall;
 using collie::test::direct::TestOp;
 using collie::test::direct::World;
 
-constexpr DirectKind kKinds[] = {DirectKind::kOneShotAllReduce, DirectKind::kTwoShotAllReduce,
-                                 DirectKind::kReduceScatter,    DirectKind::kAllGather,
-                                 DirectKind::kAllToAll,         DirectKind::kBroadcast};
+constexpr DirectKind kKinds[] = {
+    DirectKind::kOneShotAllReduce, DirectKind::kTwoShotAllReduce, DirectKind::kReduceScatter, DirectKind::kAllGather,
+    DirectKind::kAllToAll,         DirectKind::kBroadcast,        DirectKind::kAllToAllv};
 // Counts of elements: 0 and 1, odd ones, around the vector widths (16 / size) and the line (8 / size), not
 // divisible by any rank count, and a few thousand (many lines and vectors per thread).
 constexpr uint64_t kCounts[] = {0, 1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 33, 100, 255, 1000, 1027, 4099};
@@ -207,7 +207,7 @@ TEST(DirectKernels, PeerProcessesBuffersGoThroughTheirWindows) {
     World world = worldOf(3, 200ull * 1000 * 1000);  // 0.2 s
     world.mapAsProcesses();
     std::vector<Call> good;
-    for (bool inPlace : {false, kind != DirectKind::kAllToAll})
+    for (bool inPlace : {false, kind != DirectKind::kAllToAll && kind != DirectKind::kAllToAllv})
       good.push_back(makeCall(kind, collieFloat32, TestOp::kSum, 1000, inPlace, 3, &rng, true));
     const std::vector<std::string> first = world.run(good);
     ASSERT_TRUE(first.empty()) << joined(first);
@@ -251,6 +251,31 @@ TEST(DirectKernels, CallsThatDifferAreRefusedBeforeAnyMove) {
       EXPECT_EQ(e.call, 2u) << "rank " << r;
     }
   }
+}
+
+// All-to-all-v's counts are each rank's own: a pair whose counts differ (rank 0 sends rank 1 one element more than
+// rank 1 receives) moves nothing between them, and both refuse the call with collieInvalidUsage naming the other,
+// after the exit barrier; rank 2's blocks from and to both arrive, and no rank waits long.
+TEST(DirectKernels, AllToAllvPairsWhoseCountsDifferAreRefusedOnBothRanks) {
+  std::mt19937_64 rng(17);
+  Call c;
+  do {
+    c = makeCall(DirectKind::kAllToAllv, collieInt32, TestOp::kSum, 300, false, 3, &rng, true);
+  } while (c.sendCounts[0][1] < 2);
+  c.recvCounts[1][0] = c.sendCounts[0][1] - 1;
+  World world = worldOf(3);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<std::string> wrong = world.run({c});
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
+  EXPECT_EQ(wrong.size(), 2u) << joined(wrong);
+  for (int r : {0, 1}) {
+    const DirectError& e = world.error(r);
+    EXPECT_EQ(e.code, static_cast<uint32_t>(collieInvalidUsage)) << "rank " << r;
+    EXPECT_EQ(e.reason, collie::kDirectCountsDiffer) << "rank " << r;
+    EXPECT_EQ(e.peer, 1 - r) << "rank " << r;
+    EXPECT_EQ(e.call, 1u) << "rank " << r;
+  }
+  EXPECT_EQ(world.error(2).code, 0u);  // and its output was checked whole
 }
 
 TEST(DirectKernels, TheAbortFlagEndsAWaitAtOnce) {

@@ -33,6 +33,7 @@ std::vector<Step> makeProgram(size_t n, uint64_t tag, int junk = 0) {
     s.recvCount = 0;
     s.finalize = i + 1 == n;
     s.joined = false;
+    s.peerDispl = false;
   }
   return steps;
 }
@@ -64,12 +65,19 @@ TEST(ProgramCache, FoundByContentNotByPaddingBytes) {
   EXPECT_EQ(cache.find(makeProgram(49, 1000), 2, false), nullptr) << "another length is another program";
   // Every field of a step counts.
   const std::vector<void (*)(Step&)> changes = {
-      [](Step& s) { s.op = StepOp::kCopy; }, [](Step& s) { s.sendPeer += 1; },
-      [](Step& s) { s.recvPeer += 1; },      [](Step& s) { s.src.buffer = Buffer::kScratch; },
-      [](Step& s) { s.src.offset += 1; },    [](Step& s) { s.dst.buffer = Buffer::kScratch; },
-      [](Step& s) { s.dst.offset += 1; },    [](Step& s) { s.count += 1; },
-      [](Step& s) { s.recvCount += 1; },     [](Step& s) { s.finalize = !s.finalize; },
-      [](Step& s) { s.joined = !s.joined; }, [](Step& s) { s.peerCount += 1; },
+      [](Step& s) { s.op = StepOp::kCopy; },
+      [](Step& s) { s.sendPeer += 1; },
+      [](Step& s) { s.recvPeer += 1; },
+      [](Step& s) { s.src.buffer = Buffer::kScratch; },
+      [](Step& s) { s.src.offset += 1; },
+      [](Step& s) { s.dst.buffer = Buffer::kScratch; },
+      [](Step& s) { s.dst.offset += 1; },
+      [](Step& s) { s.count += 1; },
+      [](Step& s) { s.recvCount += 1; },
+      [](Step& s) { s.finalize = !s.finalize; },
+      [](Step& s) { s.joined = !s.joined; },
+      [](Step& s) { s.peerCount += 1; },
+      [](Step& s) { s.peerDispl = !s.peerDispl; },
   };
   for (size_t i = 0; i < changes.size(); ++i) {
     std::vector<Step> c = a;

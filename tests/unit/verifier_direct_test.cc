@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,7 +64,8 @@ struct Direct {
 };
 const Direct kDirect[] = {{Collective::kAllReduce, "direct_oneshot"}, {Collective::kAllReduce, "direct_twoshot"},
                           {Collective::kReduceScatter, "direct"},     {Collective::kAllGather, "direct"},
-                          {Collective::kAllToAll, "direct"},          {Collective::kBroadcast, "direct"}};
+                          {Collective::kAllToAll, "direct"},          {Collective::kBroadcast, "direct"},
+                          {Collective::kAllToAllv, "direct"}};
 
 TEST(DirectAlgorithms, AreRegisteredAsNeedingMappedPeersAndTunedOnlyWhereMapped) {
   for (const Direct& d : kDirect) {
@@ -133,6 +135,7 @@ TEST(DirectAlgorithms, TheTunerWeighsThemWhereAsked) {
     t.nranks = n;
     for (const Direct& d : kDirect) {
       if (d.collective == Collective::kAllReduce && std::string(d.name) == "direct_oneshot") continue;
+      if (algo(d.collective, d.name).namedOnly) continue;  // all-to-all-v: never weighed (registry.h)
       const uint64_t bytes = uint64_t{64} << 20;
       const collie::AlgorithmInfo* weighed = collie::tunedAlgorithm(d.collective, bytes, n, t, true);
       EXPECT_TRUE(weighed->mapsPeers) << collie::collectiveName(d.collective) << " on " << n << ": " << weighed->name;
@@ -177,6 +180,61 @@ TEST(DirectAlgorithms, VerifyForUnevenCountsCountZeroAndBothPlacements) {
       }
     }
   }
+}
+
+// Every rank's all-to-all-v arguments on n ranks: `count` elements to every peer, blocks packed in peer order.
+std::vector<collie::ProgramArgs> vArgs(int n, uint64_t count) {
+  std::vector<collie::ProgramArgs> args(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    collie::ProgramArgs& a = args[static_cast<size_t>(r)];
+    a.collective = Collective::kAllToAllv;
+    a.nranks = n;
+    a.rank = r;
+    a.sendCounts.assign(static_cast<size_t>(n), count);
+    a.recvCounts = a.sendCounts;
+    for (int j = 0; j < n; ++j) a.sendDispls.push_back(static_cast<uint64_t>(j) * count);
+    a.recvDispls = a.sendDispls;
+  }
+  return args;
+}
+
+// All-to-all-v's direct programs with uneven counts, zeros and shuffled displacements (randomSplits); a rank's puts
+// name no offset in the peer's output, which the verifier takes from the peer's program.
+TEST(DirectAlgorithms, AllToAllvVerifiesForRandomSplits) {
+  std::mt19937_64 rng(5);
+  for (int n : {2, 3, 5, 8})
+    for (uint64_t most : {uint64_t{0}, uint64_t{1}, uint64_t{7}, uint64_t{40}}) {
+      std::vector<collie::ProgramArgs> args = vArgs(n, most);
+      collie::randomSplits(n, most, rng, &args);
+      std::vector<Program> p;
+      for (const collie::ProgramArgs& a : args) p.push_back(collie::buildAllToAllvDirect(a));
+      const collie::Status s = collie::verifyPrograms(p);
+      EXPECT_TRUE(s.ok()) << "n " << n << " counts up to " << most << ": " << s.message();
+    }
+}
+
+// A block put whose count is more than its peer receives from it, or one that names its own offset in the peer's
+// output instead of the peer's displacement: both caught.
+TEST(DirectVerifier, CatchesAnAllToAllvBlockPutWrong) {
+  std::vector<collie::ProgramArgs> args = vArgs(3, 4);
+  args[2].recvCounts[0] = 3;  // rank 0 still sends 4
+  args[2].recvDispls = {4, 0, 8};
+  std::vector<Program> p;
+  for (const collie::ProgramArgs& a : args) p.push_back(collie::buildAllToAllvDirect(a));
+  const Step& put = p[0].steps[stepOf(p[0], StepOp::kPutPeer, 1)];
+  ASSERT_EQ(put.sendPeer, 2);
+  ASSERT_TRUE(put.peerDispl);
+  expectRefused(p,
+                "rank 0 step 3 (putPeer), epoch 1: puts [0, 4) of its block into rank 2's output, which receives "
+                "3 elements from it");
+  args[2].recvCounts[0] = 4;
+  p.clear();
+  for (const collie::ProgramArgs& a : args) p.push_back(collie::buildAllToAllvDirect(a));
+  EXPECT_TRUE(collie::verifyPrograms(p).ok());
+  p[0].steps[stepOf(p[0], StepOp::kPutPeer, 1)].peerDispl = false;  // lands at rank 2's element 0, rank 1's block
+  expectRefused(p,
+                "rank 1 step 2 (putPeer), epoch 1: race: writes element 0 of rank 2's output, which rank 0 writes "
+                "in the same epoch (its step 3)");
 }
 
 TEST(DirectVerifier, CatchesTwoRanksWritingOneElement) {
