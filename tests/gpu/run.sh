@@ -393,6 +393,12 @@ part_perf() {
         --algo "$(algos auto,direct,direct_ce auto)"
     done
   done
+  # All-to-all-v by its direct kernel (named only: the tuner never picks it) against the interpreted exchanges,
+  # on even splits and on a skewed matrix (zipf), whose largest pair bounds the kernel's time.
+  for traffic in uniform zipf:1.2; do
+    perf_step "perf_large_alltoallv_t4_${traffic%%:*}" "$bench" alltoallv -t 4 --backend cuda "${big[@]}" \
+      --traffic "$traffic" --algo "$(algos pairwise,direct pairwise)"
+  done
 }
 
 # What the defaults should be, measured rather than guessed (the tuner's shared-GPU model is fitted to large
