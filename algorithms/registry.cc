@@ -119,6 +119,9 @@ const std::vector<AlgorithmInfo>& algorithms() {
       copyEngine(Collective::kBroadcast,
                  "direct's moves by the copy engine: a cudaMemcpyAsync per peer, ordered by events; one process",
                  buildBroadcastDirectCe),
+      copyEngine(Collective::kAllToAllv,
+                 "direct's moves by the copy engine: a cudaMemcpyAsync per peer, ordered by events; one process",
+                 buildAllToAllvDirectCe),
   };
   return list;
 }
@@ -126,6 +129,7 @@ const std::vector<AlgorithmInfo>& algorithms() {
 Program buildAllGatherDirectCe(const ProgramArgs& args) { return renamedCe(buildAllGatherDirect(args)); }
 Program buildAllToAllDirectCe(const ProgramArgs& args) { return renamedCe(buildAllToAllDirect(args)); }
 Program buildBroadcastDirectCe(const ProgramArgs& args) { return renamedCe(buildBroadcastDirect(args)); }
+Program buildAllToAllvDirectCe(const ProgramArgs& args) { return renamedCe(buildAllToAllvDirect(args)); }
 
 Program emptyProgram(const ProgramArgs& args, const char* algorithm) {
   Program p;

@@ -122,6 +122,7 @@ Program buildBroadcastDirect(const ProgramArgs& args);
 Program buildAllGatherDirectCe(const ProgramArgs& args);
 Program buildAllToAllDirectCe(const ProgramArgs& args);
 Program buildBroadcastDirectCe(const ProgramArgs& args);
+Program buildAllToAllvDirectCe(const ProgramArgs& args);
 
 /// `args` for a group of `nranks` ranks among which this one is `rank`, the
 /// group's root `root`, on `count` elements: one phase of a composed

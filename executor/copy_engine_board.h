@@ -29,6 +29,13 @@ class CopyEngineBoard {
     void* output = nullptr;
     void* event = nullptr;   // a cudaEvent_t recorded on the rank's stream before the post
     uint64_t signature = 0;  // the call's (ExecArgs::callSignature): ranks whose calls differ refuse them
+    // All-to-all-v, by peer (elements): what the rank sends it, receives from it, and where that lands in the
+    // rank's output. Copied with the post, since a rank that refuses the call returns from it at once, while its
+    // peers may still be reading.
+    static constexpr int kMaxRanks = 8;
+    uint64_t sendCount[kMaxRanks] = {};
+    uint64_t recvCount[kMaxRanks] = {};
+    uint64_t recvDispl[kMaxRanks] = {};
   };
   enum Meeting : uint64_t { kReady = 1, kDone = 2 };
 

@@ -1,9 +1,9 @@
-// direct_ce (cuda_executor.h, "Direct algorithms"): the direct all-to-all, allgather and broadcast moved by the
+// direct_ce (cuda_executor.h, "Direct algorithms"): the direct all-to-all(-v), allgather and broadcast moved by the
 // copy engine, a cudaMemcpyAsync per peer on the call's stream, where every rank is a thread of this process. The
 // copies move what the direct program moves: rank r pushes block q of its input into block r of rank q's output
-// (all-to-all) and its input into block r of every output (allgather); every rank pulls the root's input into its
-// own output (broadcast), so that a broadcast's copies run on every rank's stream at once, as the kernel spreads
-// them over every rank's grid.
+// (all-to-all; all-to-all-v at q's displacement for r, from q's post) and its input into block r of every output
+// (allgather); every rank pulls the root's input into its own output (broadcast), so that a broadcast's copies run
+// on every rank's stream at once, as the kernel spreads them over every rank's grid.
 //
 // No kernel waits for peers, so the host orders the copies with events, and the ranks' enqueues meet twice
 // (executor/copy_engine_board.h):
@@ -45,6 +45,30 @@ Status CudaExecutor::openCopyEngineBoard(const DeviceWindows& windows) {
   return Status();
 }
 
+namespace {
+
+static_assert(kDirectMaxRanks <= CopyEngineBoard::Post::kMaxRanks, "a post holds every peer's all-to-all-v counts");
+
+// All-to-all-v's posts: OK where every pair's counts agree (what r sends q is what q receives from r), else the
+// first pair that does not, as every rank finds it.
+Status pairsAgree(const std::vector<CopyEngineBoard::Post>& posts, int n, uint64_t collectiveSeq) {
+  for (int r = 0; r < n; ++r)
+    for (int q = 0; q < n; ++q) {
+      const uint64_t sent = posts[static_cast<size_t>(r)].sendCount[q];
+      const uint64_t got = posts[static_cast<size_t>(q)].recvCount[r];
+      if (sent != got)
+        return Status::error(collieInvalidUsage,
+                             "alltoallv direct_ce collective #%llu: rank %d sends rank %d %llu elements, which "
+                             "receives %llu from it: the counts differ (COLLIE_CHECK=1 compares them before each "
+                             "call); refused on every rank before any copy",
+                             static_cast<unsigned long long>(collectiveSeq), r, q,
+                             static_cast<unsigned long long>(sent), static_cast<unsigned long long>(got));
+    }
+  return Status();
+}
+
+}  // namespace
+
 Status CudaExecutor::copyEngineCall(const Program& program, const ExecArgs& args, double* waitSecs) {
   using Clock = std::chrono::steady_clock;
   cudaStream_t stream = static_cast<cudaStream_t>(args.stream);
@@ -52,13 +76,21 @@ Status CudaExecutor::copyEngineCall(const Program& program, const ExecArgs& args
   const size_t es = typeSize(args.type);
   const size_t bytes = static_cast<size_t>(program.count) * es, stride = static_cast<size_t>(program.stride) * es;
   const Collective c = program.collective;
+  CopyEngineBoard::Post mine{args.input, args.output, nullptr, args.callSignature};
+  if (c == Collective::kAllToAllv)
+    for (int q = 0; q < n; ++q) {
+      const size_t uq = static_cast<size_t>(q);
+      mine.sendCount[q] = program.sendCounts[uq];
+      mine.recvCount[q] = program.recvCounts[uq];
+      mine.recvDispl[q] = program.recvDispls[uq];
+    }
   auto meet = [&](CopyEngineBoard::Meeting m, void* event, std::vector<CopyEngineBoard::Post>* posts) -> Status {
+    mine.event = event;
     COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(static_cast<cudaEvent_t>(event), stream),
                                       "cudaEventRecord for a direct_ce meeting"));
     const Clock::time_point start = Clock::now();
     Status met = ceBoard_->meet(
-        args.collectiveSeq, m, CopyEngineBoard::Post{args.input, args.output, event, args.callSignature},
-        tables_.timeoutSec, [this] { return whyStopWaiting(); }, posts);
+        args.collectiveSeq, m, mine, tables_.timeoutSec, [this] { return whyStopWaiting(); }, posts);
     *waitSecs += std::chrono::duration<double>(Clock::now() - start).count();
     return met;
   };
@@ -76,6 +108,8 @@ Status CudaExecutor::copyEngineCall(const Program& program, const ExecArgs& args
                            callMismatch(rank_, q, posts[static_cast<size_t>(q)].signature, args.callSignature,
                                         args.collectiveSeq, std::string(collectiveName(c)) + " " + program.algorithm)
                                .c_str());
+  // All-to-all-v: every rank sees every rank's counts here, so every rank refuses alike where a pair's differ.
+  if (c == Collective::kAllToAllv) COLLIE_RETURN_IF_ERROR(pairsAgree(posts, n, args.collectiveSeq));
   if (c == Collective::kBroadcast) {
     const CopyEngineBoard::Post& root = posts[static_cast<size_t>(program.root)];
     if (me != program.root) COLLIE_RETURN_IF_ERROR(waitFor(root));
@@ -86,12 +120,20 @@ Status CudaExecutor::copyEngineCall(const Program& program, const ExecArgs& args
   }
   // Its own block first, then ranks r+1, r+2, ..., as the direct kernels go, so that the ranks' copies go to
   // different peers at a time.
-  for (int k = 0; k < n && c != Collective::kBroadcast && bytes > 0; ++k) {
+  const bool v = c == Collective::kAllToAllv;
+  for (int k = 0; k < n && c != Collective::kBroadcast && (bytes > 0 || v); ++k) {
     const int q = (me + k) % n;
     const CopyEngineBoard::Post& peer = posts[static_cast<size_t>(q)];
     const uint8_t* src = static_cast<const uint8_t*>(args.input);
     uint8_t* dst = static_cast<uint8_t*>(peer.output);
-    if (c == Collective::kAllToAll) {
+    size_t len = bytes;
+    if (v) {
+      const size_t uq = static_cast<size_t>(q), um = static_cast<size_t>(me);
+      len = static_cast<size_t>(program.sendCounts[uq]) * es;
+      if (len == 0) continue;
+      src += static_cast<size_t>(program.sendDispls[uq]) * es;
+      dst += static_cast<size_t>(peer.recvDispl[um]) * es;
+    } else if (c == Collective::kAllToAll) {
       src += static_cast<size_t>(q) * stride;
       dst += static_cast<size_t>(me) * stride;
     } else if (c == Collective::kAllGather) {
@@ -99,7 +141,7 @@ Status CudaExecutor::copyEngineCall(const Program& program, const ExecArgs& args
     }
     if (q != me) COLLIE_RETURN_IF_ERROR(waitFor(peer));
     if (dst != src)
-      COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream),
+      COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMemcpyAsync(dst, src, len, cudaMemcpyDeviceToDevice, stream),
                                         "cudaMemcpyAsync of a direct_ce call"));
   }
   COLLIE_RETURN_IF_ERROR(meet(CopyEngineBoard::kDone, ceBoard_->doneEvent(), &posts));

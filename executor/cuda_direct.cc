@@ -35,6 +35,7 @@ bool kernelFor(Collective c, const std::string& algorithm, DirectKind* kind, boo
       {Collective::kAllGather, "direct_ce", DirectKind::kAllGather, true},
       {Collective::kAllToAll, "direct_ce", DirectKind::kAllToAll, true},
       {Collective::kBroadcast, "direct_ce", DirectKind::kBroadcast, true},
+      {Collective::kAllToAllv, "direct_ce", DirectKind::kAllToAllv, true},
   };
   for (const Entry& e : kKernels)
     if (e.c == c && algorithm == e.algorithm) {
@@ -68,8 +69,8 @@ Status CudaExecutor::runsDirect(Collective c, const std::string& algorithm, uint
     return Status::error(collieInvalidUsage,
                          "%s %s has no direct kernel on the cuda backend yet (allreduce direct_oneshot and "
                          "direct_twoshot, reducescatter, allgather, alltoall, alltoallv and broadcast direct, and "
-                         "allgather, alltoall and broadcast direct_ce have): choose another %s algorithm in "
-                         "COLLIE_ALGO",
+                         "allgather, alltoall, alltoallv and broadcast direct_ce have): choose another %s algorithm "
+                         "in COLLIE_ALGO",
                          coll, algorithm.c_str(), coll);
   if (layout_.directSlotLines == 0)
     return Status::error(collieInvalidUsage,

@@ -496,21 +496,16 @@ TEST(CudaBackend, DirectCallsThatDifferAreRefused) {
   }
 }
 
-// All-to-all-v direct (named in COLLIE_ALGO: the tuner never picks it, since each rank's size is its own counts'):
-// uneven splits with zeros, displacements shuffled with gaps (so off 16 bytes too), new splits at every call, each
-// element where its receiver's displacement puts it and the gaps untouched. Then a pair whose counts differ (rank 0
-// sends rank 1 one element more than rank 1 receives): both fail the call with collieInvalidUsage saying the
-// counts differ, and rank 2's blocks, whose pairs agree, all arrive.
-TEST(CudaBackend, DirectAllToAllvRunsAndRefusesCountsThatDiffer) {
-  SKIP_WITHOUT_GPU();
-  ScopedEnv device("COLLIE_DEVICE", "cuda");
-  ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
-  ScopedEnv algo("COLLIE_ALGO", "alltoallv:direct");
+// All-to-all-v by algorithm `name` (direct or direct_ce), as the test below says.
+void runDirectAllToAllv(const char* name) {
+  const bool copyEngine = std::string(name) == "direct_ce";
+  const std::string spec = std::string("alltoallv:") + name;
+  ScopedEnv algo("COLLIE_ALGO", spec.c_str());
   const int n = 3;
   constexpr int kCalls = 4;  // the last one's counts differ
   collie::test::Comms comms(n);
   ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
-  ASSERT_EQ(std::string(comms[0]->algorithmFor(collie::Collective::kAllToAllv, 64)->name), "direct");
+  ASSERT_EQ(std::string(comms[0]->algorithmFor(collie::Collective::kAllToAllv, 64)->name), name);
   const uint64_t seed = collie::test::testSeed();
   std::mt19937_64 rng(seed);
   struct Split {
@@ -575,7 +570,7 @@ TEST(CudaBackend, DirectAllToAllvRunsAndRefusesCountsThatDiffer) {
       cudaStreamSynchronize(in->stream);
       if (rc == collieSuccess) collieCommGetAsyncError(comms[r], &rc);
       const std::string why = collieGetLastError(comms[r]);
-      if (k == kCalls - 1 && r < 2) {
+      if (k == kCalls - 1 && (r < 2 || copyEngine)) {
         if (rc != collieInvalidUsage || why.find("counts differ") == std::string::npos)
           bad = std::string(collieGetErrorString(rc)) + ", not collieInvalidUsage saying the counts differ: " + why;
         break;
@@ -604,6 +599,22 @@ TEST(CudaBackend, DirectAllToAllvRunsAndRefusesCountsThatDiffer) {
     in.reset();
   });
   for (int r = 0; r < n; ++r) EXPECT_EQ(wrong[static_cast<size_t>(r)], "") << "rank " << r << " (seed " << seed << ")";
+}
+
+// All-to-all-v direct and direct_ce (named in COLLIE_ALGO: the tuner never picks them, since each rank's size is its
+// own counts'): uneven splits with zeros, displacements shuffled with gaps (so off 16 bytes too), new splits at
+// every call, each element where its receiver's displacement puts it and the gaps untouched. Then a pair whose
+// counts differ (rank 0 sends rank 1 one element more than rank 1 receives): with the kernel both ranks of the pair
+// fail the call with collieInvalidUsage saying the counts differ, and rank 2's blocks, whose pairs agree, all
+// arrive; with the copy engine every rank sees every rank's counts as the call is queued, and all three refuse it.
+TEST(CudaBackend, DirectAllToAllvRunsAndRefusesCountsThatDiffer) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv device("COLLIE_DEVICE", "cuda");
+  ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
+  for (const char* name : {"direct", "direct_ce"}) {
+    SCOPED_TRACE(name);
+    runDirectAllToAllv(name);
+  }
 }
 
 }  // namespace

@@ -393,11 +393,11 @@ part_perf() {
         --algo "$(algos auto,direct,direct_ce auto)"
     done
   done
-  # All-to-all-v by its direct kernel (named only: the tuner never picks it) against the interpreted exchanges,
-  # on even splits and on a skewed matrix (zipf), whose largest pair bounds the kernel's time.
+  # All-to-all-v by its direct kernel and by the copy engine (named only: the tuner never picks them) against the
+  # interpreted exchanges, on even splits and on a skewed matrix (zipf), whose largest pair bounds the time.
   for traffic in uniform zipf:1.2; do
     perf_step "perf_large_alltoallv_t4_${traffic%%:*}" "$bench" alltoallv -t 4 --backend cuda "${big[@]}" \
-      --traffic "$traffic" --algo "$(algos pairwise,direct pairwise)"
+      --traffic "$traffic" --algo "$(algos pairwise,direct,direct_ce pairwise)"
   done
 }
 

@@ -86,17 +86,17 @@ TEST(DirectAlgorithms, AreRegisteredAsNeedingMappedPeersAndTunedOnlyWhereMapped)
   EXPECT_EQ(chosen[Collective::kAllReduce], &algo(Collective::kAllReduce, "direct_twoshot"));
 }
 
-// direct_ce (allgather, alltoall, broadcast) is the direct program under its own name, which the CUDA executor
+// direct_ce (allgather, alltoall(v), broadcast) is the direct program under its own name, which the CUDA executor
 // moves by the copy engine: step for step the same on every rank, so the verifier's proof of one is the other's,
 // and named only: the tuner never answers with it, mapped peers or not.
 TEST(DirectAlgorithms, CopyEngineFormsAreTheDirectProgramsNamedOnly) {
   const collie::Topology* shared = collie::findTopology("h200-shared");
   ASSERT_NE(shared, nullptr);
-  for (Collective c : {Collective::kAllGather, Collective::kAllToAll, Collective::kBroadcast}) {
+  for (Collective c : {Collective::kAllGather, Collective::kAllToAll, Collective::kBroadcast, Collective::kAllToAllv}) {
     const collie::AlgorithmInfo& ce = algo(c, "direct_ce");
     EXPECT_TRUE(ce.mapsPeers);
     EXPECT_TRUE(ce.namedOnly);
-    EXPECT_FALSE(algo(c, "direct").namedOnly);
+    EXPECT_EQ(algo(c, "direct").namedOnly, c == Collective::kAllToAllv);
     for (int n : {2, 3, 8}) {
       const std::vector<Program> mine = programs(c, "direct_ce", n, 1001, n - 1);
       const std::vector<Program> theirs = programs(c, "direct", n, 1001, n - 1);
