@@ -248,22 +248,37 @@ class Rendezvous {
   int n_, count_ = 0, round_ = 0;
 };
 
-// A direct call captured into a CUDA graph and replayed, with uncaptured calls of the same algorithm between the
-// replays: every one exact, on inputs that change before each, since each launch takes its call's number on the
-// device (kernels/direct_kernels.h, "The call number"). A replay that reused its capture's number would take the
-// one-shot's lines of the replay before, or pass a barrier early. Every rank allocates and captures before any
-// launches, and frees after all have synchronised: an allocation or a free waits for the whole device, so one made
-// while a peer's kernel waits for this rank's would deadlock.
+// A direct call (allreduce one-shot and two-shot, all-to-all, all-to-all-v) captured into a CUDA graph and replayed,
+// with uncaptured calls of the same algorithm between the replays: every one exact, on inputs that change before each,
+// since each launch takes its call's number on the device (kernels/direct_kernels.h, "The call number"). A replay that
+// reused its capture's number would take the one-shot's lines of the replay before, or pass a barrier early. Every rank
+// allocates and captures before any launches, and frees after all have synchronised: an allocation or a free waits for
+// the whole device, so one made while a peer's kernel waits for this rank's would deadlock.
 TEST(CudaBackend, DirectCallsReplayFromCudaGraphs) {
   SKIP_WITHOUT_GPU();
   ScopedEnv device("COLLIE_DEVICE", "cuda");
   ScopedEnv timeout("COLLIE_TIMEOUT", timeoutSeconds().c_str());
   const int n = 3;
   const size_t count = 1001;  // per rank (all-to-all: per block)
-  for (const char* algo : {"allreduce:direct_oneshot", "allreduce:direct_twoshot", "alltoall:direct"}) {
+  // All-to-all-v: rank r sends rank q 300 + 100 r + 10 q elements, each rank's blocks in peer order one element
+  // apart; the graph holds the call's counts and displacements.
+  const size_t un = static_cast<size_t>(n);
+  std::vector<std::vector<size_t>> vsc(un, std::vector<size_t>(un)), vsd = vsc, vrc = vsc, vrd = vsc;
+  size_t vElems = 0;
+  for (size_t r = 0; r < un; ++r) {
+    size_t in = 0, out = 0;
+    for (size_t q = 0; q < un; ++q) {
+      vsc[r][q] = 300 + 100 * r + 10 * q, vsd[r][q] = in, in += vsc[r][q] + 1;
+      vrc[r][q] = 300 + 100 * q + 10 * r, vrd[r][q] = out, out += vrc[r][q] + 1;
+    }
+    vElems = std::max({vElems, in, out});
+  }
+  for (const char* algo :
+       {"allreduce:direct_oneshot", "allreduce:direct_twoshot", "alltoall:direct", "alltoallv:direct"}) {
     ScopedEnv named("COLLIE_ALGO", algo);
-    const bool alltoall = std::string(algo).rfind("alltoall", 0) == 0;
-    const size_t elems = alltoall ? count * n : count;
+    const bool v = std::string(algo).rfind("alltoallv", 0) == 0;
+    const bool alltoall = !v && std::string(algo).rfind("alltoall", 0) == 0;
+    const size_t elems = v ? vElems : alltoall ? count * n : count;
     collie::test::Comms comms(n);
     ASSERT_EQ(comms.result, collieSuccess) << collieGetLastError(nullptr);
     std::vector<std::string> wrong(static_cast<size_t>(n));
@@ -274,7 +289,11 @@ TEST(CudaBackend, DirectCallsReplayFromCudaGraphs) {
       auto in = std::make_unique<RankDevice>(elems * sizeof(float));
       auto out = std::make_unique<RankDevice>(elems * sizeof(float));
       cudaStream_t stream = in->stream;
+      const size_t ur = static_cast<size_t>(r);
       auto call = [&] {
+        if (v)
+          return collieAllToAllv(in->buf, vsc[ur].data(), vsd[ur].data(), out->buf, vrc[ur].data(), vrd[ur].data(),
+                                 collieFloat32, comms[r], stream);
         return alltoall ? collieAllToAll(in->buf, out->buf, count, collieFloat32, comms[r], stream)
                         : collieAllReduce(in->buf, out->buf, count, collieFloat32, collieSum, comms[r], stream);
       };
@@ -307,7 +326,15 @@ TEST(CudaBackend, DirectCallsReplayFromCudaGraphs) {
           bad = "call " + std::to_string(k) + " failed on the GPU: " + collieGetLastError(comms[r]);
           break;
         }
-        for (size_t i = 0; i < elems && bad.empty(); ++i) {
+        for (size_t q = 0; q < un && v && bad.empty(); ++q)
+          for (size_t e = 0; e < vrc[ur][q] && bad.empty(); ++e) {
+            const float want = value(static_cast<int>(q), k, vsd[q][ur] + e);
+            if (got[vrd[ur][q] + e] != want)
+              bad = std::string(replay ? "replay " : "call ") + std::to_string(k) + ": element " + std::to_string(e) +
+                    " from rank " + std::to_string(q) + " is " + std::to_string(got[vrd[ur][q] + e]) + ", not " +
+                    std::to_string(want);
+          }
+        for (size_t i = 0; i < elems && !v && bad.empty(); ++i) {
           float want = 0;
           if (alltoall) {
             want = value(static_cast<int>(i / count), k, static_cast<size_t>(r) * count + i % count);

@@ -82,6 +82,9 @@ struct Call {
   // All-to-all-v: [rank][peer], in elements (count bounds each pair's); sendCounts[r][q] == recvCounts[q][r] unless
   // a test makes them differ.
   std::vector<std::vector<uint32_t>> sendCounts, sendDispls, recvCounts, recvDispls;
+  // [rank]: a rank's own count, at most `count`, where a test makes the ranks' calls differ (allreduce only);
+  // empty: `count` on every rank.
+  std::vector<uint64_t> counts;
 
   std::string describe() const {
     std::ostringstream s;
@@ -289,7 +292,7 @@ class World {
     a.nranks = n_;
     a.counter = &ranks_[static_cast<size_t>(r)].counter;
     a.slotLines = slotLines_;
-    a.count = c.count;
+    a.count = c.counts.empty() ? c.count : c.counts[static_cast<size_t>(r)];
     a.root = c.root;
     if (c.kind == DirectKind::kAllToAllv) {
       const size_t ur = static_cast<size_t>(r);
@@ -363,7 +366,8 @@ class World {
       const int divisor = c.op == TestOp::kAvg ? n_ : 0;
       visitOp(reduceOpOf(c.op), [&](auto opc) {
         constexpr ReduceOp kOp = decltype(opc)::value;
-        for (uint64_t i = 0; i < c.count; ++i)
+        const uint64_t count = c.counts.empty() ? c.count : c.counts[static_cast<size_t>(r)];
+        for (uint64_t i = 0; i < count; ++i)
           o[i] = referenceOf<T, kOp>(n_, divisor, [&](int p) {
             const T x = in(p)[from + i];
             if (c.op != TestOp::kPreMulSum) return x;

@@ -253,6 +253,26 @@ TEST(DirectKernels, CallsThatDifferAreRefusedBeforeAnyMove) {
   }
 }
 
+// The one-shot's lines carry data and the call's number only, no signature: where rank 0's count is larger than
+// rank 1's, rank 0 waits for lines rank 1 never sends and fails with collieTimeout naming rank 1 within its timeout,
+// while rank 1 reduces its count of elements from each input, which rank 0 sent, and succeeds. Nothing is overrun:
+// each rank writes only its own output and its peer's slots of fixed size (docs/cuda-executor.md, "Calls that
+// differ").
+TEST(DirectKernels, AOneShotWhoseCountsDifferTimesOutOnTheLargerRank) {
+  std::mt19937_64 rng(19);
+  World world = worldOf(2, 300ull * 1000 * 1000);  // 0.3 s
+  Call c = makeCall(DirectKind::kOneShotAllReduce, collieFloat32, TestOp::kSum, 100, false, 2, &rng, true);
+  c.counts = {100, 60};
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<std::string> wrong = world.run({c});
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
+  ASSERT_EQ(wrong.size(), 1u) << joined(wrong);
+  EXPECT_NE(wrong[0].find("rank 0 of 2: failed"), std::string::npos) << wrong[0];
+  EXPECT_EQ(world.error(0).code, static_cast<uint32_t>(collieTimeout));
+  EXPECT_EQ(world.error(0).peer, 1);
+  EXPECT_EQ(world.error(1).code, 0u);  // and its output was checked whole
+}
+
 // All-to-all-v's counts are each rank's own: a pair whose counts differ (rank 0 sends rank 1 one element more than
 // rank 1 receives) moves nothing between them, and both refuse the call with collieInvalidUsage naming the other,
 // after the exit barrier; rank 2's blocks from and to both arrive, and no rank waits long.
