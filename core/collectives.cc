@@ -63,6 +63,7 @@ struct Call {
   collieStream_t stream = nullptr;  // CUDA backend: where the kernels go
   // All-to-all-v: per-peer counts and displacements, copied so the call can wait in a group.
   std::vector<uint64_t> sendCounts, sendDispls, recvCounts, recvDispls;
+  collie::VExtents extents;  // how far its blocks reach in sendbuff and recvbuff (splits)
   // Looked up once per call: by COLLIE_CHECK's comparison when it is on, else when the call runs.
   const collie::AlgorithmInfo* algo = nullptr;
   // A pre-multiplied sum whose executor scales the input as part of the launch (executeScaled).
@@ -91,16 +92,6 @@ uint64_t callSignature(const Call& call, const collie::AlgorithmInfo& algo, uint
   h = collie::fnv1a(&count, sizeof(count), h);
   h = collie::fnv1a(algo.name, strlen(algo.name), h);
   return collie::callSignature(collectiveSeq, h);
-}
-
-// All-to-all-v's extents (a peer with nothing to exchange may carry any displacement).
-collie::VExtents extentsOf(const Call& call) {
-  collie::VExtents v;
-  for (size_t j = 0; j < call.sendCounts.size(); ++j)
-    if (call.sendCounts[j] != 0) v.input = std::max(v.input, call.sendDispls[j] + call.sendCounts[j]);
-  for (size_t j = 0; j < call.recvCounts.size(); ++j)
-    if (call.recvCounts[j] != 0) v.output = std::max(v.output, call.recvDispls[j] + call.recvCounts[j]);
-  return v;
 }
 
 // Runs `call` in rounds (see the file comment) and marks the communicator
@@ -161,15 +152,11 @@ Status executeCall(collieComm_t comm, const Call& call) {
   // too large for the staging buffer is this rank's own refusal (collieCommWindowRegister), whose peers' waits
   // then fail the call there.
   if (algo.mapsPeers) {
-    collie::VExtents v;
-    uint64_t directCount = call.count;
-    if (call.collective == Collective::kAllToAllv) {
-      v = extentsOf(call);
-      directCount = std::max(v.input, v.output);
-    }
+    const bool v = call.collective == Collective::kAllToAllv;
+    const uint64_t directCount = v ? std::max(call.extents.input, call.extents.output) : call.count;
     COLLIE_RETURN_IF_ERROR(comm->executor
                                ->checkDirect(call.collective, algo.name, directCount, call.type, exec.op, call.input,
-                                             call.output, call.scale.active, call.stream, v)
+                                             call.output, call.scale.active, call.stream, call.extents)
                                .withContext(call.name));
   }
   exec.seq = comm->seq++;
@@ -525,6 +512,7 @@ collieResult_t collieAllToAllv(const void* sendbuff, const size_t* sendcounts, c
                            static_cast<unsigned long long>(call->recvCounts[me]));
     const size_t es = collie::typeSize(datatype);
     COLLIE_RETURN_IF_ERROR(checkDisjoint(sendbuff, sendExtent * es, recvbuff, recvExtent * es, name));
+    call->extents = collie::VExtents{sendExtent, recvExtent};
     for (uint64_t c : call->sendCounts) call->count += c;  // what the algorithm choice sees
     return Status();
   });

@@ -46,15 +46,14 @@ bool kernelFor(Collective c, const std::string& algorithm, DirectKind* kind, boo
   return false;
 }
 
-// A direct program's extents, all-to-all-v's (bufferCounts: its blocks' reach), and the count its kernel takes:
-// all-to-all-v's larger extent (DirectArgs::count), the program's count for the others.
+// A direct program's extents, all-to-all-v's (bufferCounts: its blocks' reach), and the count its kernel takes
+// given them: all-to-all-v's larger extent (DirectArgs::count), the program's count for the others.
 VExtents extentsOf(const Program& p) {
   VExtents v;
   if (p.collective == Collective::kAllToAllv) bufferCounts(p, &v.input, &v.output);
   return v;
 }
-uint64_t directCountOf(const Program& p) {
-  const VExtents v = extentsOf(p);
+uint64_t directCountOf(const Program& p, const VExtents& v) {
   return p.collective == Collective::kAllToAllv ? std::max(v.input, v.output) : p.count;
 }
 
@@ -120,7 +119,7 @@ Status CudaExecutor::directKindOf(const RoundPlan& plan, const ExecArgs& args, D
   if (plan.rounds != 1 || plan.last.size() != 1 || !plan.full.empty() || plan.last[0].offset != 0)
     return Status::error(collieInternalError, "%s %s came cut into rounds or channels", collectiveName(p.collective),
                          p.algorithm.c_str());
-  COLLIE_RETURN_IF_ERROR(runsDirect(p.collective, p.algorithm, directCountOf(p), args.type, args.op));
+  COLLIE_RETURN_IF_ERROR(runsDirect(p.collective, p.algorithm, directCountOf(p, extentsOf(p)), args.type, args.op));
   kernelFor(p.collective, p.algorithm, kind, copyEngine);
   return Status();
 }
@@ -297,7 +296,8 @@ Status CudaExecutor::planDirect(const Program& program, DirectKind kind, const E
   d->nranks = n;
   d->counter = directCounter_;
   d->slotLines = layout_.directSlotLines;
-  d->count = directCountOf(program);
+  const VExtents extents = extentsOf(program);
+  d->count = directCountOf(program, extents);
   d->root = program.root;
   if (kind == DirectKind::kAllToAllv) {
     // Each fits 32 bits: runsDirect bounds the extents by kDirectMaxBytes.
@@ -328,8 +328,8 @@ Status CudaExecutor::planDirect(const Program& program, DirectKind kind, const E
   // Without the call's number: a replay of a captured call is a call like any other (the device numbers it).
   d->signature = args.callSignature != 0 ? launchSignature(args.callSignature) : 0;
   // A scaled input (ExecArgs::scale) is already the executor's own buffer, in no window.
-  COLLIE_RETURN_IF_ERROR(placeDirectBuffers(kind, program.collective, program.count, extentsOf(program), args.type,
-                                            args.input, args.output, false, d, staged));
+  COLLIE_RETURN_IF_ERROR(placeDirectBuffers(kind, program.collective, program.count, extents, args.type, args.input,
+                                            args.output, false, d, staged));
   if (kind == DirectKind::kAllToAllv && staged->outBytes > 0) {
     for (int p = 0; p < n; ++p) {
       const size_t up = static_cast<size_t>(p);
