@@ -58,6 +58,24 @@ int checkDirectLaunch(const DirectArgs& a, DirectKind kind, collieDataType_t typ
   return 0;
 }
 
+int checkDirectGroupLaunch(const DirectGroupArgs& g, collieDataType_t type, ReduceOp op, int threads,
+                           const char** why) {
+  if (g.nranks < 2 || g.nranks > kDirectMaxRanks) {
+    *why = "nranks outside 2..8";
+    return static_cast<int>(collieInvalidArgument);
+  }
+  for (int r = 0; r < g.nranks; ++r) {
+    const DirectArgs& a = g.args[r];
+    if (a.rank != r || a.nranks != g.nranks) {
+      *why = "an entry whose rank or rank count is not its place's";
+      return static_cast<int>(collieInvalidArgument);
+    }
+    const int rc = checkDirectLaunch(a, DirectKind::kOneShotAllReduce, type, op, g.blocks, threads, why);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
 const char* ceilingRefusal(const CeilingArgs& a, int blocks, int threads) {
   if (a.nsrc < 1 || a.nsrc > kCeilingMaxSources) return "sources outside 1..8";
   if (a.ndst < 1 || a.ndst > a.nsrc) return "destinations outside 1..sources";
@@ -106,6 +124,22 @@ int launchDirect(const DirectArgs& args, DirectKind kind, collieDataType_t type,
     else
       launcher->run(
           [&](int b) { direct::reduceStore<T, kOp, kN, kExact>(args, kind == DirectKind::kReduceScatter, b, blocks); });
+  });
+  return 0;
+}
+
+int launchDirectGroup(const DirectGroupArgs& g, collieDataType_t type, ReduceOp op, Launcher* launcher) {
+  const char* why = nullptr;
+  if (launcher->blocks() != g.nranks * g.blocks ||
+      checkDirectGroupLaunch(g, type, op, launcher->threadsPerBlock(), &why) != 0)
+    return collieInvalidArgument;
+  visitDirect<false>(type, op, g.nranks, [&](auto tag, auto opc, auto nc, auto exact) {
+    using T = typename decltype(tag)::type;
+    launcher->run([&](int b) {
+      const int r = b / g.blocks;
+      direct::oneShotAllReduce<T, decltype(opc)::value, decltype(nc)::value, decltype(exact)::value>(
+          g.args[r], b - r * g.blocks, g.blocks);
+    });
   });
   return 0;
 }

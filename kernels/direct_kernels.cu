@@ -1,14 +1,15 @@
 // The direct kernels (kernels/direct_kernels.h): one __global__ wrapper per body of direct_allreduce_block.cuh,
 // instantiated from the one list of visitDirect (direct_kernels.h) and the allgather's per element size.
 //
-// Instantiations: 268 kernels per architecture. float, half and bfloat16 (what large calls are made of) get a
+// Instantiations: 388 kernels per architecture. float, half and bfloat16 (what large calls are made of) get a
 // kernel per rank count 2..8 for each operator and allreduce body, loops fully unrolled and U vectors per thread
 // in flight (8 loads or more); the other nine types one kernel per operator and body for up to 8 ranks, its loops
 // unrolled to 8 and guarded by the run-time count (still no arrays in local memory, but only n loads in flight).
 // The reduce-scatter is the two-shot's body with one destination; allgather, all-to-all and broadcast share a
-// kernel per element size and rank count, the kind a parameter. A kernel per rank count for all twelve types (700
-// kernels) takes three times as long to compile, about two and a half minutes per architecture on two cores, for types
-// no large call of a model uses.
+// kernel per element size and rank count, the kind a parameter. The one-shot has a second form, every rank in one
+// grid (DirectGroupArgs): 120 of the 388. A kernel per rank count for all twelve types (700 kernels before the
+// group form) takes three times as long to compile, about two and a half minutes per architecture on two cores, for
+// types no large call of a model uses.
 #include <cuda_runtime.h>
 
 #include "kernels/direct_allreduce_block.cuh"
@@ -30,6 +31,14 @@ __global__ void __launch_bounds__(kDirectMaxThreads, kDirectMinBlocksPerSm)
   direct::oneShotAllReduce<T, Op, N, Exact>(a, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));
 }
 
+// Every rank's one-shot in one grid (DirectGroupArgs): a rank's blocks are a run of the grid.
+template <typename T, ReduceOp Op, int N, bool Exact>
+__global__ void __launch_bounds__(kDirectMaxThreads, kDirectMinBlocksPerSm)
+    directOneShotGroupKernel(const __grid_constant__ DirectGroupArgs g) {
+  const int r = static_cast<int>(blockIdx.x) / g.blocks;
+  direct::oneShotAllReduce<T, Op, N, Exact>(g.args[r], static_cast<int>(blockIdx.x) - r * g.blocks, g.blocks);
+}
+
 template <typename T, ReduceOp Op, int N, bool Exact>
 __global__ void __launch_bounds__(kDirectMaxThreads, kDirectMinBlocksPerSm)
     directReduceKernel(const __grid_constant__ DirectArgs a, int scatter) {
@@ -43,9 +52,11 @@ __global__ void __launch_bounds__(kDirectMaxThreads, kDirectMinBlocksPerSm)
   direct::moveWords<W, N>(a, static_cast<DirectKind>(kind), static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));
 }
 
-/// Calls f(kernel) with the kernel of `kind` for (type, op, nranks); false where there is none.
+/// Calls f(kernel) with the kernel of `kind` for (type, op, nranks), or with `group` its group form (the
+/// one-shot's only); false where there is none.
 template <typename F>
-bool visitKernel(DirectKind kind, collieDataType_t type, ReduceOp op, int nranks, F&& f) {
+bool visitKernel(DirectKind kind, collieDataType_t type, ReduceOp op, int nranks, F&& f, bool group = false) {
+  if (group && kind != DirectKind::kOneShotAllReduce) return false;
   if (directMovesWords(kind)) {
     bool found = false;
     visitType(type, [&](auto tag) {
@@ -60,7 +71,9 @@ bool visitKernel(DirectKind kind, collieDataType_t type, ReduceOp op, int nranks
     constexpr ReduceOp kOp = decltype(opc)::value;
     constexpr int kN = decltype(nc)::value;
     constexpr bool kExact = decltype(exact)::value;
-    if (kind == DirectKind::kOneShotAllReduce)
+    if (group)
+      f(reinterpret_cast<const void*>(directOneShotGroupKernel<T, kOp, kN, kExact>));
+    else if (kind == DirectKind::kOneShotAllReduce)
       f(reinterpret_cast<const void*>(directOneShotKernel<T, kOp, kN, kExact>));
     else
       f(reinterpret_cast<const void*>(directReduceKernel<T, kOp, kN, kExact>));
@@ -79,11 +92,13 @@ int preloadDirectKernels(int nranks) {
     for (int t = 0; t < collieNumTypes; ++t)
       for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMax, ReduceOp::kMin}) {
         if (directMovesWords(kind) && op != ReduceOp::kSum) continue;  // no operator: one kernel per type
-        visitKernel(kind, static_cast<collieDataType_t>(t), op, nranks, [&](const void* kernel) {
+        auto load = [&](const void* kernel) {
           cudaFuncAttributes attr;
           const cudaError_t e = cudaFuncGetAttributes(&attr, kernel);
           if (e != cudaSuccess && rc == 0) rc = static_cast<int>(e);
-        });
+        };
+        visitKernel(kind, static_cast<collieDataType_t>(t), op, nranks, load);
+        visitKernel(kind, static_cast<collieDataType_t>(t), op, nranks, load, true);
       }
   }
   return rc;
@@ -101,6 +116,16 @@ int directResidentBlocks(DirectKind kind, collieDataType_t type, int nranks, int
         e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, threads, 0);
       }))
     return static_cast<int>(cudaErrorInvalidValue);
+  if (e != cudaSuccess) return static_cast<int>(e);
+  // The one-shot's group form too (its parameters are larger; its body is the same): either launch must fit.
+  visitKernel(
+      kind, type, ReduceOp::kSum, nranks,
+      [&](const void* kernel) {
+        int group = 0;
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&group, kernel, threads, 0);
+        perSm = group < perSm ? group : perSm;
+      },
+      true);
   if (e != cudaSuccess) return static_cast<int>(e);
   const int fit = sms * perSm / (ranksOnDevice > 0 ? ranksOnDevice : 1);
   *blocks = fit < kDirectMaxBlocks ? fit : kDirectMaxBlocks;
@@ -121,6 +146,22 @@ int launchDirect(const DirectArgs& args, DirectKind kind, collieDataType_t type,
     rc = static_cast<int>(
         cudaLaunchKernel(kernel, dim3(blocks), dim3(threads), params, 0, static_cast<cudaStream_t>(stream)));
   });
+  return rc;
+}
+
+int launchDirectGroup(const DirectGroupArgs& g, collieDataType_t type, ReduceOp op, int threads, void* stream) {
+  const char* why = nullptr;
+  if (checkDirectGroupLaunch(g, type, op, threads, &why) != 0 || threads % 32 != 0)
+    return static_cast<int>(cudaErrorInvalidValue);
+  void* params[] = {const_cast<DirectGroupArgs*>(&g)};
+  int rc = static_cast<int>(cudaErrorInvalidValue);
+  visitKernel(
+      DirectKind::kOneShotAllReduce, type, op, g.nranks,
+      [&](const void* kernel) {
+        rc = static_cast<int>(cudaLaunchKernel(kernel, dim3(g.nranks * g.blocks), dim3(threads), params, 0,
+                                               static_cast<cudaStream_t>(stream)));
+      },
+      true);
   return rc;
 }
 

@@ -217,6 +217,20 @@ struct DirectArgs {
 static_assert(sizeof(DirectArgs) <= 4096, "DirectArgs must fit the kernel parameter space");
 static_assert(std::is_trivially_copyable<DirectArgs>::value, "DirectArgs is a kernel parameter");
 
+/// One launch serving every rank of a one-shot allreduce, where every rank is a thread of this process on this GPU
+/// (COLLIE_DIRECT_ONE_LAUNCH; executor/cuda_one_launch.cc): blocks r x blocks .. (r + 1) x blocks - 1 of the grid
+/// run rank r's body with args[r], as rank r's own launch of `blocks` blocks would, so the bodies, their waits and
+/// their failure reports are the same. Only the one-shot has this form: it serves the small calls, where a launch
+/// is most of a call's time; a large call's launch is a small share of it, and a second form of every kernel would
+/// double the file's compile time.
+struct DirectGroupArgs {
+  int nranks = 0;  // args[0 .. nranks - 1], every rank of the call, args[r].rank == r
+  int blocks = 0;  // each rank's share of the grid
+  DirectArgs args[kDirectMaxRanks];
+};
+static_assert(sizeof(DirectGroupArgs) <= 4096, "DirectGroupArgs must fit the kernel parameter space");
+static_assert(std::is_trivially_copyable<DirectGroupArgs>::value, "DirectGroupArgs is a kernel parameter");
+
 /// Lines a one-shot call of `bytes` bytes per rank sends to each peer: count 0 still sends one, so that every call
 /// synchronises every pair of ranks.
 COLLIE_HD constexpr uint64_t directLines(uint64_t bytes) {
@@ -286,13 +300,19 @@ inline bool hasDirectKernel(DirectKind kind, collieDataType_t type, ReduceOp op,
 int checkDirectLaunch(const DirectArgs& a, DirectKind kind, collieDataType_t type, ReduceOp op, int blocks, int threads,
                       const char** why);
 
+/// Why a group launch is refused before it starts (collieInvalidArgument, with *why set), or 0: checkDirectLaunch's
+/// refusals of each rank's one-shot with g.blocks blocks, a rank count outside 2..kDirectMaxRanks, and an entry
+/// whose rank or rank count is not its place's.
+int checkDirectGroupLaunch(const DirectGroupArgs& g, collieDataType_t type, ReduceOp op, int threads, const char** why);
+
 /// Loads every direct kernel for `nranks` ranks on the current device (a first launch that loads one lazily could
 /// wait for a peer's kernel that waits for it: launch.h, preloadProgramKernels). Returns a cudaError_t as an int.
 int preloadDirectKernels(int nranks);
 
 /// Blocks of `threads` threads of `kind`'s kernel (for `type`) that fit on the current device at once when
-/// `ranksOnDevice` ranks share it: the most a launch may use (capped at kDirectMaxBlocks). 0 where the device
-/// cannot say. Returns a cudaError_t as an int.
+/// `ranksOnDevice` ranks share it: the most a launch may use (capped at kDirectMaxBlocks); for the one-shot, the
+/// fewer of its own kernel's and its group form's, so that either launch fits. 0 where the device cannot say.
+/// Returns a cudaError_t as an int.
 int directResidentBlocks(DirectKind kind, collieDataType_t type, int nranks, int threads, int ranksOnDevice,
                          int* blocks);
 
@@ -302,6 +322,10 @@ int directResidentBlocks(DirectKind kind, collieDataType_t type, int nranks, int
 int launchDirect(const DirectArgs& args, DirectKind kind, collieDataType_t type, ReduceOp op, int blocks, int threads,
                  void* stream);
 
+/// Launches the one-shot allreduce of every rank of g on `stream` (a cudaStream_t): g.nranks x g.blocks blocks of
+/// `threads` threads. checkDirectGroupLaunch's refusals are cudaErrorInvalidValue. Returns a cudaError_t as an int.
+int launchDirectGroup(const DirectGroupArgs& g, collieDataType_t type, ReduceOp op, int threads, void* stream);
+
 namespace emu {
 class Launcher;
 /// The CPU emulation of one rank's launch (kernels/emulator.h): the body of `kind` runs on `launcher`'s threads,
@@ -309,6 +333,8 @@ class Launcher;
 /// each from its own host thread. Returns collieInvalidArgument where checkDirectLaunch refuses (with the
 /// launcher's blocks and threads), else 0; the call's own failure is in args.error.
 int launchDirect(const DirectArgs& args, DirectKind kind, collieDataType_t type, ReduceOp op, Launcher* launcher);
+/// The same for a group launch: `launcher` plays g.nranks x g.blocks blocks.
+int launchDirectGroup(const DirectGroupArgs& g, collieDataType_t type, ReduceOp op, Launcher* launcher);
 }  // namespace emu
 
 }  // namespace collie

@@ -147,6 +147,17 @@ int launchDirect(const DirectArgs& args, DirectKind kind, collieDataType_t type,
   }));
 }
 
+int launchDirectGroup(const DirectGroupArgs& g, collieDataType_t type, ReduceOp op, int threads, void* stream) {
+  const char* why = nullptr;
+  if (checkDirectGroupLaunch(g, type, op, threads, &why) != 0) return static_cast<int>(cudaErrorInvalidValue);
+  auto copy = std::make_shared<DirectGroupArgs>(g);
+  return static_cast<int>(fakecuda::enqueue(static_cast<cudaStream_t>(stream), [copy, type, op]() {
+    return emu::launchDirectGroup(*copy, type, op, launcherFor(copy->nranks * copy->blocks)) == 0
+               ? cudaSuccess
+               : cudaErrorLaunchFailure;
+  }));
+}
+
 int ceilingBlocks(int, int, int sharers, int* blocks) {
   *blocks = sharers >= 1 && sharers < 8 ? 8 / sharers : 1;  // as directResidentBlocks above
   return static_cast<int>(cudaSuccess);

@@ -43,6 +43,7 @@ int directResidentBlocks(DirectKind, collieDataType_t, int, int, int, int* block
   return kNoImage;
 }
 int launchDirect(const DirectArgs&, DirectKind, collieDataType_t, ReduceOp, int, int, void*) { return kNoImage; }
+int launchDirectGroup(const DirectGroupArgs&, collieDataType_t, ReduceOp, int, void*) { return kNoImage; }
 
 int ceilingBlocks(int, int, int, int* blocks) {
   *blocks = 0;

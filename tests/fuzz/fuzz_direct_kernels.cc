@@ -6,11 +6,13 @@
 //                                           peers count as other processes (World::mapAsProcesses)
 //   then per call, 6 bytes (up to 4 calls):
 //     kernel (mod 7), type (mod 12), operator (mod 6; premulsum is one-shot only, else sum),
-//     count (two bytes, little-endian, mod 1200), placement (bit 0 in place, bit 1 different offsets per rank)
+//     count (two bytes, little-endian, mod 1200), placement (bit 0 in place, bit 1 different offsets per rank; bit 2:
+//     a one-shot runs in one launch serving every rank, World::runGrouped)
 //   the bytes after the last call seed the inputs and offsets
 //
 // Checks: every byte of every rank's buffers after each call is the reference's output where the output lies, and
 // what was there before elsewhere; no call fails or is refused.
+#include <cstddef>
 #include <cstring>
 #include <random>
 #include <string>
@@ -34,7 +36,7 @@ int directKernels(const uint8_t* data, size_t size) {
     collieDataType_t type;
     TestOp op;
     uint64_t count;
-    bool inPlace, sameOffsets;
+    bool inPlace, sameOffsets, grouped;
   };
   std::vector<Shape> shapes;
   while (shapes.size() < 4 && at + 6 <= size) {
@@ -48,6 +50,7 @@ int directKernels(const uint8_t* data, size_t size) {
     s.count = (static_cast<uint64_t>(b[3]) | static_cast<uint64_t>(b[4]) << 8) % 1200;
     s.inPlace = (b[5] & 1) != 0;
     s.sameOffsets = (b[5] & 2) == 0;
+    s.grouped = (b[5] & 4) != 0 && s.kind == DirectKind::kOneShotAllReduce;
     shapes.push_back(s);
     at += 6;
   }
@@ -61,7 +64,17 @@ int directKernels(const uint8_t* data, size_t size) {
                             static_cast<uint32_t>(directLines(1200 * 8)), 10ull * 1000 * 1000 * 1000);
   // The second byte's top bit: the peers count as other processes (their buffers through the windows' table).
   if ((data[1] & 0x80) != 0) world.mapAsProcesses();
-  const std::vector<std::string> wrong = world.run(calls);
+  // Consecutive calls of one form run together: launches per rank with no join between calls, grouped ones each
+  // in one launch.
+  std::vector<std::string> wrong;
+  for (size_t i = 0; i < calls.size() && wrong.empty();) {
+    size_t j = i + 1;
+    while (j < calls.size() && shapes[j].grouped == shapes[i].grouped) ++j;
+    const std::vector<Call> part(calls.begin() + static_cast<std::ptrdiff_t>(i),
+                                 calls.begin() + static_cast<std::ptrdiff_t>(j));
+    wrong = shapes[i].grouped ? world.runGrouped(part) : world.run(part);
+    i = j;
+  }
   std::string all;
   for (const std::string& w : wrong) all += w + "\n";
   COLLIE_FUZZ_CHECK(wrong.empty(), all);

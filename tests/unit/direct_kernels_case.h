@@ -148,7 +148,7 @@ class World {
   /// n ranks, each launch on `blocks` blocks of `threads` emulated threads; buffers of `capacityBytes` per rank
   /// and one-shot slots of `slotLines` lines.
   World(int n, int blocks, int threads, uint64_t capacityBytes, uint32_t slotLines, uint64_t timeoutNs)
-      : n_(n), capacity_(capacityBytes + 2 * kMargin), slotLines_(slotLines), timeoutNs_(timeoutNs) {
+      : n_(n), blocks_(blocks), capacity_(capacityBytes + 2 * kMargin), slotLines_(slotLines), timeoutNs_(timeoutNs) {
     for (int r = 0; r < n; ++r) {
       Rank& k = ranks_.emplace_back();
       k.in = alloc(capacity_);
@@ -159,6 +159,7 @@ class World {
       memset(k.barriers.get(), 0, kDirectBarrierBytes);
       k.launcher = std::make_unique<emu::Launcher>(blocks, threads);
     }
+    groupLauncher_ = std::make_unique<emu::Launcher>(n * blocks, threads);
   }
   int nranks() const { return n_; }
   /// Rank r's call counter (DirectArgs::counter): its calls so far, as its launches left it.
@@ -215,6 +216,33 @@ class World {
     return wrong;
   }
 
+  /// Runs one-shot `calls` as run() does, each in one launch serving every rank (emu::launchDirectGroup, from this
+  /// thread: n x blocks blocks, rank r's the r-th run of them), with every rank's call numbered on from its counter.
+  std::vector<std::string> runGrouped(const std::vector<Call>& calls) {
+    const uint32_t first = seq_ + 1;
+    seq_ += static_cast<uint32_t>(calls.size());
+    std::vector<std::string> wrong;
+    for (size_t k = 0; k < calls.size() && wrong.size() < 4; ++k) {
+      const Call& c = calls[k];
+      std::vector<Prepared> prepared;
+      DirectGroupArgs g;
+      g.nranks = n_;
+      g.blocks = blocks_;
+      for (int r = 0; r < n_; ++r) {
+        prepared.push_back(prepare(c, r, k));
+        g.args[r] = argsOf(c, r);
+      }
+      const bool refused = emu::launchDirectGroup(g, c.type, reduceOpOf(c.op), groupLauncher_.get()) != 0;
+      for (int r = 0; r < n_; ++r) {
+        const std::string bad = refused ? "launch refused" : check(c, r, prepared[static_cast<size_t>(r)]);
+        if (!bad.empty())
+          wrong.push_back("grouped call " + std::to_string(first + k) + " (" + c.describe() + "), rank " +
+                          std::to_string(r) + " of " + std::to_string(n_) + ": " + bad);
+      }
+    }
+    return wrong;
+  }
+
  private:
   static constexpr uint64_t kMargin = 64;
   struct Free {
@@ -258,23 +286,43 @@ class World {
     return b;
   }
 
-  // Rank r's part of call k: its buffers prepared (poison, then its input), its launch, and what it finds wrong in
-  // them afterwards ("" when nothing).
-  std::string runOne(const Call& c, int r, size_t k) {
+  // A rank's buffers as prepared for a call: what they held before it.
+  struct Prepared {
+    std::vector<uint8_t> in, out;
+  };
+  // Rank r's buffers for call k: poison, then its input.
+  Prepared prepare(const Call& c, int r, size_t k) {
     Rank& me = ranks_[static_cast<size_t>(r)];
     const std::vector<uint8_t>& input = c.inputs[static_cast<size_t>(r)];
-    std::vector<uint8_t> out = poisoned(c, k, r), in;
+    Prepared p;
+    p.out = poisoned(c, k, r);
     // (An empty input's data() may be null, which memcpy must not be given even for 0 bytes.)
     if (c.inPlace) {
-      if (!input.empty()) memcpy(out.data() + inAt(c, r), input.data(), input.size());
+      if (!input.empty()) memcpy(p.out.data() + inAt(c, r), input.data(), input.size());
     } else {
-      in = poisoned(c, k, r);
-      if (!input.empty()) memcpy(in.data() + inAt(c, r), input.data(), input.size());
-      memcpy(me.in.get(), in.data(), in.size());
+      p.in = poisoned(c, k, r);
+      if (!input.empty()) memcpy(p.in.data() + inAt(c, r), input.data(), input.size());
+      memcpy(me.in.get(), p.in.data(), p.in.size());
     }
-    memcpy(me.out.get(), out.data(), out.size());
+    memcpy(me.out.get(), p.out.data(), p.out.size());
+    return p;
+  }
+
+  // Rank r's part of call k: its buffers prepared, its launch, and what it finds wrong in them afterwards ("" when
+  // nothing).
+  std::string runOne(const Call& c, int r, size_t k) {
+    Prepared p = prepare(c, r, k);
     const DirectArgs a = argsOf(c, r);
-    if (emu::launchDirect(a, c.kind, c.type, reduceOpOf(c.op), me.launcher.get()) != 0) return "launch refused";
+    if (emu::launchDirect(a, c.kind, c.type, reduceOpOf(c.op), ranks_[static_cast<size_t>(r)].launcher.get()) != 0)
+      return "launch refused";
+    return check(c, r, p);
+  }
+
+  // What rank r finds wrong in its buffers after call c, prepared as `p` ("" when nothing).
+  std::string check(const Call& c, int r, Prepared& p) {
+    Rank& me = ranks_[static_cast<size_t>(r)];
+    std::vector<uint8_t>& out = p.out;
+    const std::vector<uint8_t>& in = p.in;
     if (me.error.code != 0)
       return "failed with code " + std::to_string(me.error.code) + " waiting for rank " +
              std::to_string(me.error.peer) + " in call " + std::to_string(me.error.call);
@@ -397,6 +445,7 @@ class World {
   }
 
   int n_;
+  int blocks_;
   uint64_t capacity_;
   uint32_t slotLines_;
   uint64_t timeoutNs_;
@@ -406,6 +455,7 @@ class World {
   std::vector<DirectPeerMap> maps_;   // mapAsProcesses: [rank][window][peer]; empty: ranks are threads
   std::vector<uint64_t> signatures_;  // signCalls: [rank]; empty: none
   std::vector<Rank> ranks_;
+  std::unique_ptr<emu::Launcher> groupLauncher_;  // runGrouped's: n x blocks blocks
 };
 
 /// A call with random inputs (and scalars) from `rng`.

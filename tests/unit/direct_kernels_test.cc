@@ -3,7 +3,7 @@
 // reduced in rank order with the shared operators, byte for byte; consecutive calls of mixed kernels (the
 // one-shot's parities and every barrier's epochs advance, and a rank prepares its next call while its peers may
 // still be in the last); waits that give up in time with rank, peer and call, or at once on the abort flag; a
-// packet line taken only once both its halves have come.
+// packet line taken only once both its halves have come; the one-shot's group form (every rank in one launch).
 //
 // At each rank count every kernel runs with every type and operator; the placement (in place or not) and the
 // offsets (equal on every rank: vectors after a scalar head; different: element by element) rotate with them and
@@ -107,6 +107,73 @@ TEST(DirectKernels, OneShotCallsOfChangingSizesTakeNoStaleLine) {
     const std::vector<std::string> wrong = world.run(calls);
     EXPECT_TRUE(wrong.empty()) << "seed " << seed << ", " << n << " ranks\n" << joined(wrong);
   }
+}
+
+// One launch serving every rank (DirectGroupArgs, COLLIE_DIRECT_ONE_LAUNCH): the one-shot's grid holds every rank's
+// blocks, each run with its rank's own arguments, at 2..8 ranks with every type and operator, in and out of place,
+// offsets equal and not; then grouped calls and a launch per rank alternate, so the call numbers and the scratch's
+// parities carry from one form to the other. The seed is printed.
+TEST(DirectKernels, OneLaunchServesEveryRankOfAOneShot) {
+  const uint64_t seed = collie::test::testSeed();
+  const std::vector<collieDataType_t>& types = collie::test::allTypes();
+  for (int n = 2; n <= collie::kDirectMaxRanks; ++n) {
+    std::mt19937_64 rng(seed ^ (0x2545f4914f6cdd1dull * static_cast<uint64_t>(n)));
+    std::vector<Call> calls;
+    for (size_t ti = 0; ti < types.size(); ++ti)
+      for (int oi = 0; oi < kTestOps; ++oi) {
+        const size_t key = ti + static_cast<size_t>(oi + n);
+        calls.push_back(makeCall(DirectKind::kOneShotAllReduce, types[ti], static_cast<TestOp>(oi),
+                                 kCounts[rng() % std::size(kCounts)], key % 2 == 0, n, &rng, key % 3 != 0));
+      }
+    World world = worldOf(n);
+    std::vector<std::string> wrong = world.runGrouped(calls);
+    EXPECT_TRUE(wrong.empty()) << "seed " << seed << ", " << n << " ranks\n" << joined(wrong);
+    for (int round = 0; round < 2 && wrong.empty(); ++round) {
+      const std::vector<Call> few(calls.begin(), calls.begin() + 3);
+      wrong = world.run(few);
+      const std::vector<std::string> grouped = world.runGrouped(few);
+      wrong.insert(wrong.end(), grouped.begin(), grouped.end());
+      EXPECT_TRUE(wrong.empty()) << "seed " << seed << ", " << n << " ranks, round " << round << "\n" << joined(wrong);
+    }
+    for (int r = 0; r < n; ++r) EXPECT_EQ(world.counter(r).seq, calls.size() + 12) << n << " ranks, rank " << r;
+  }
+}
+
+// A group launch is refused before it starts where one rank's launch would be, or where an entry is not its place's.
+TEST(DirectKernels, GroupLaunchesOutsideTheirLimitsAreRefused) {
+  collie::DirectGroupArgs g;
+  DirectError error;
+  collie::DirectCounter counter;
+  uint8_t buf[64] = {};
+  g.nranks = 2;
+  g.blocks = 1;
+  for (int r = 0; r < 2; ++r) {
+    DirectArgs& a = g.args[r];
+    a.rank = r;
+    a.nranks = 2;
+    a.error = &error;
+    a.counter = &counter;
+    a.count = 4;
+    a.slotLines = 2;
+    a.input = buf;
+    a.output = buf;
+    a.scratch[0] = a.scratch[1] = buf;
+  }
+  const char* why = nullptr;
+  EXPECT_EQ(collie::checkDirectGroupLaunch(g, collieFloat32, collie::ReduceOp::kSum, 64, &why), 0);
+  collie::DirectGroupArgs x = g;
+  x.args[1].rank = 0;
+  EXPECT_NE(collie::checkDirectGroupLaunch(x, collieFloat32, collie::ReduceOp::kSum, 64, &why), 0);
+  EXPECT_STREQ(why, "an entry whose rank or rank count is not its place's");
+  x = g;
+  x.nranks = 1;
+  EXPECT_NE(collie::checkDirectGroupLaunch(x, collieFloat32, collie::ReduceOp::kSum, 64, &why), 0);
+  x = g;
+  x.args[1].count = 5;  // 20 bytes: 3 lines in slots of 2
+  EXPECT_NE(collie::checkDirectGroupLaunch(x, collieFloat32, collie::ReduceOp::kSum, 64, &why), 0);
+  x = g;
+  x.blocks = collie::kDirectMaxBlocks + 1;
+  EXPECT_NE(collie::checkDirectGroupLaunch(x, collieFloat32, collie::ReduceOp::kSum, 64, &why), 0);
 }
 
 // COLLIE_KERNEL_TIMING=1: each launch adds itself, its time and its time until every peer had come, once per rank
