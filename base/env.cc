@@ -91,6 +91,10 @@ const std::vector<VarInfo>& knownVars() {
        "CUDA backend, ranks that are processes of one machine: bytes of each rank's staging buffer, through which "
        "the direct kernels copy a buffer outside every window (collieCommWindowRegister): half for the input, half "
        "for the output; 0: none"},
+      {"COLLIE_DIRECT_ONE_LAUNCH", kUser, "0",
+       "CUDA backend, every rank a thread of this process on one GPU: 1 makes one launch serve every rank of a "
+       "direct_oneshot allreduce (rank 0 launches for all, its peers' streams ordered by events), so every rank "
+       "must call from a thread of its own or inside one group; 0: a launch per rank. The same on every rank"},
       {"COLLIE_SPIN_POLLS", kUser, "200; 30 when the ranks of a machine outnumber its CPUs",
        "host backend: polls a waiting rank makes before it yields its core"},
       // ---- user: GPUs

@@ -23,7 +23,7 @@ struct PeerInfo {
                            // between processes with different CUDA_VISIBLE_DEVICES, the UUID does not
   uint64_t directStaging;  // COLLIE_DIRECT_STAGING: ranks that stage different amounts would refuse different calls
   int32_t directTune;      // COLLIE_DIRECT_TUNE: ranks that disagree would choose different algorithms
-  int32_t unused;
+  int32_t oneLaunch;       // COLLIE_DIRECT_ONE_LAUNCH: ranks that disagree would wait for each other until the timeout
 };
 
 /// Ranks a and b run on one host (hostId, which COLLIE_HOSTID may fake).

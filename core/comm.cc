@@ -250,6 +250,13 @@ Status resolveConfig(const collieConfig_t* config, InitOptions* out) {
   if (badStaging || staging < 0)
     return Status::error(collieInvalidArgument, "COLLIE_DIRECT_STAGING must be a byte count >= 0");
   o.directStaging = static_cast<uint64_t>(staging);
+  bool badOneLaunch = false;
+  const int64_t oneLaunch = env::getInt("COLLIE_DIRECT_ONE_LAUNCH", 0, &badOneLaunch);
+  if (badOneLaunch || oneLaunch < 0 || oneLaunch > 1)
+    return Status::error(collieInvalidArgument,
+                         "COLLIE_DIRECT_ONE_LAUNCH must be 0 or 1 (one launch serves every rank of a one-shot "
+                         "allreduce on one GPU)");
+  o.directOneLaunch = oneLaunch == 1;
   if (std::optional<std::string> algo = env::get("COLLIE_ALGO")) {
     COLLIE_RETURN_IF_ERROR(parseAlgorithmOverrides(*algo, &o.algoOverrides));
     o.algoSpec = *algo;

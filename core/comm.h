@@ -92,6 +92,7 @@ struct collieComm {
   bool tuneDirect = false;
   bool directTuneOption = false;  // COLLIE_DIRECT_TUNE as init found it, and COLLIE_DIRECT_STAGING: for splits
   uint64_t directStaging = 0;
+  bool directOneLaunch = false;  // COLLIE_DIRECT_ONE_LAUNCH as init found it: for splits
   // The tuner's answers for this communicator, by (collective, bytes, direct ones weighed): a repeated
   // call neither rebuilds the tuner's key nor takes its process-wide lock.
   std::map<std::tuple<collie::Collective, uint64_t, bool>, const collie::AlgorithmInfo*> tuned;
@@ -139,6 +140,7 @@ struct InitOptions {
   bool checkCalls = false;                                   // COLLIE_CHECK (core/call_check.h)
   bool directTune = false;                                   // COLLIE_DIRECT_TUNE (collieComm::tuneDirect)
   uint64_t directStaging = 8 << 20;                          // COLLIE_DIRECT_STAGING: bytes of the staging buffer
+  bool directOneLaunch = false;                              // COLLIE_DIRECT_ONE_LAUNCH (executor/cuda_one_launch.cc)
 };
 
 /// Merges a caller's config (may be NULL) with COLLIE_DEVICE / COLLIE_TIMEOUT /

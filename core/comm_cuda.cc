@@ -262,6 +262,7 @@ Status setupCudaBackend(collieComm* comm, const InitOptions& options, const std:
     COLLIE_RETURN_IF_ERROR(createUcxWindows(comm->bootstrap.get(), otherHost, comm->proxy->inboxHost(),
                                             layout.totalBytes(), &comm->remote));
   }
+  exec->setOneLaunch(options.directOneLaunch);
   COLLIE_RETURN_IF_ERROR(exec->initWindow());
   if (spans) {
     // Windows on other hosts cannot be read: every rank's header travels over the bootstrap (GPUs of different

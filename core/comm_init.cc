@@ -144,6 +144,7 @@ Status describeRank(const collieComm& comm, const InitOptions& options, InitPlan
   me.checkCalls = options.checkCalls ? 1 : 0;
   me.directTune = options.directTune ? 1 : 0;
   me.directStaging = options.directStaging;
+  me.oneLaunch = options.directOneLaunch ? 1 : 0;
   me.pidNamespace = pidNamespace();
   describeCpus(&me);
 
@@ -199,6 +200,11 @@ Status checkPeersAgree(const collieComm& comm, const InitOptions& options, InitP
                            "COLLIE_DIRECT_TUNE=%d COLLIE_DIRECT_STAGING=%llu: set them alike on all ranks",
                            r, p.directTune, static_cast<unsigned long long>(p.directStaging), rank, me.directTune,
                            static_cast<unsigned long long>(me.directStaging));
+    if (p.oneLaunch != me.oneLaunch)
+      return Status::error(collieInvalidUsage,
+                           "rank %d runs with COLLIE_DIRECT_ONE_LAUNCH=%d, rank %d with COLLIE_DIRECT_ONE_LAUNCH=%d: "
+                           "set it alike on all ranks",
+                           r, p.oneLaunch, rank, me.oneLaunch);
     if (p.backend != me.backend)
       return Status::error(collieInvalidUsage,
                            "rank %d runs the %s backend, rank %d the %s one: set COLLIE_DEVICE (or config.backend) "
@@ -236,6 +242,7 @@ void setTopology(const InitOptions& options, const InitPlan& plan, collieComm* c
   comm->checkCalls = options.checkCalls;
   comm->directTuneOption = options.directTune;
   comm->directStaging = options.directStaging;
+  comm->directOneLaunch = options.directOneLaunch;
   comm->topology = *findTopology("host");
   comm->topology.nranks = comm->nranks;
   comm->topology.ranksPerNode = nodeRanks(comm->peers);

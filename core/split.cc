@@ -48,6 +48,7 @@ InitOptions inheritedOptions(collieComm_t comm) {
   o.checkCalls = comm->checkCalls;
   o.directTune = comm->directTuneOption;
   o.directStaging = comm->directStaging;
+  o.directOneLaunch = comm->directOneLaunch;
   for (const auto& a : comm->algoOverrides)
     o.algoSpec += std::string(collectiveName(a.first)) + ":" + a.second->name + ";";
   return o;

@@ -6,7 +6,7 @@
 // on every rank's stream at once, as the kernel spreads them over every rank's grid.
 //
 // No kernel waits for peers, so the host orders the copies with events, and the ranks' enqueues meet twice
-// (executor/copy_engine_board.h):
+// (executor/peer_board.h):
 //   1. each records its ready event where its stream reached the call, and posts it with its buffers; once every
 //      rank has, its stream waits for the ready events of the peers whose buffers it touches (an output is free,
 //      an input written);
@@ -23,13 +23,13 @@
 #include <vector>
 
 #include "base/cuda_check.h"
-#include "executor/copy_engine_board.h"
 #include "executor/cuda_executor.h"
+#include "executor/peer_board.h"
 #include "transport/cuda_ipc/device_windows.h"
 
 namespace collie {
 
-Status CudaExecutor::openCopyEngineBoard(const DeviceWindows& windows) {
+Status CudaExecutor::openPeerBoard(const DeviceWindows& windows) {
   std::vector<std::pair<int, const void*>> others;
   for (int r = 0; r < static_cast<int>(layout_.nranks); ++r)
     if (r != rank_) others.emplace_back(r, windows.window(r));
@@ -40,18 +40,18 @@ Status CudaExecutor::openCopyEngineBoard(const DeviceWindows& windows) {
     if (ready != nullptr) (void)cudaEventDestroy(ready);
     return made;
   }
-  ceBoard_ = std::make_unique<CopyEngineBoard>(rank_, windows.window(rank_), std::move(others), ready, done,
-                                               [](void* ev) { (void)cudaEventDestroy(static_cast<cudaEvent_t>(ev)); });
+  board_ = std::make_unique<PeerBoard>(rank_, windows.window(rank_), std::move(others), ready, done,
+                                       [](void* ev) { (void)cudaEventDestroy(static_cast<cudaEvent_t>(ev)); });
   return Status();
 }
 
 namespace {
 
-static_assert(kDirectMaxRanks <= CopyEngineBoard::Post::kMaxRanks, "a post holds every peer's all-to-all-v counts");
+static_assert(kDirectMaxRanks <= PeerBoard::Post::kMaxRanks, "a post holds every peer's all-to-all-v counts");
 
 // All-to-all-v's posts: OK where every pair's counts agree (what r sends q is what q receives from r), else the
 // first pair that does not, as every rank finds it.
-Status pairsAgree(const std::vector<CopyEngineBoard::Post>& posts, int n, uint64_t collectiveSeq) {
+Status pairsAgree(const std::vector<PeerBoard::Post>& posts, int n, uint64_t collectiveSeq) {
   for (int r = 0; r < n; ++r)
     for (int q = 0; q < n; ++q) {
       const uint64_t sent = posts[static_cast<size_t>(r)].sendCount[q];
@@ -76,7 +76,10 @@ Status CudaExecutor::copyEngineCall(const Program& program, const ExecArgs& args
   const size_t es = typeSize(args.type);
   const size_t bytes = static_cast<size_t>(program.count) * es, stride = static_cast<size_t>(program.stride) * es;
   const Collective c = program.collective;
-  CopyEngineBoard::Post mine{args.input, args.output, nullptr, args.callSignature};
+  PeerBoard::Post mine;
+  mine.input = args.input;
+  mine.output = args.output;
+  mine.signature = args.callSignature;
   if (c == Collective::kAllToAllv)
     for (int q = 0; q < n; ++q) {
       const size_t uq = static_cast<size_t>(q);
@@ -84,22 +87,22 @@ Status CudaExecutor::copyEngineCall(const Program& program, const ExecArgs& args
       mine.recvCount[q] = program.recvCounts[uq];
       mine.recvDispl[q] = program.recvDispls[uq];
     }
-  auto meet = [&](CopyEngineBoard::Meeting m, void* event, std::vector<CopyEngineBoard::Post>* posts) -> Status {
+  auto meet = [&](PeerBoard::Meeting m, void* event, std::vector<PeerBoard::Post>* posts) -> Status {
     mine.event = event;
     COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(static_cast<cudaEvent_t>(event), stream),
                                       "cudaEventRecord for a direct_ce meeting"));
     const Clock::time_point start = Clock::now();
-    Status met = ceBoard_->meet(
-        args.collectiveSeq, m, mine, tables_.timeoutSec, [this] { return whyStopWaiting(); }, posts);
+    Status met = board_->meet(
+        args.collectiveSeq, m, mine, tables_.timeoutSec, [this] { return whyStopWaiting(); }, "direct_ce", posts);
     *waitSecs += std::chrono::duration<double>(Clock::now() - start).count();
     return met;
   };
-  auto waitFor = [&](const CopyEngineBoard::Post& p) {
+  auto waitFor = [&](const PeerBoard::Post& p) {
     return cudaStatus(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(p.event), 0),
                       "cudaStreamWaitEvent on a peer's direct_ce event");
   };
-  std::vector<CopyEngineBoard::Post> posts;
-  COLLIE_RETURN_IF_ERROR(meet(CopyEngineBoard::kReady, ceBoard_->readyEvent(), &posts));
+  std::vector<PeerBoard::Post>& posts = posts_;  // reused from call to call (under mu_)
+  COLLIE_RETURN_IF_ERROR(meet(PeerBoard::kReady, board_->readyEvent(), &posts));
   // Copies sized by this rank's call into a peer's buffers sized by another would overrun them. Every rank compares
   // every peer, so where two calls differ every rank refuses, before any copy.
   for (int q = 0; q < n; ++q)
@@ -111,7 +114,7 @@ Status CudaExecutor::copyEngineCall(const Program& program, const ExecArgs& args
   // All-to-all-v: every rank sees every rank's counts here, so every rank refuses alike where a pair's differ.
   if (c == Collective::kAllToAllv) COLLIE_RETURN_IF_ERROR(pairsAgree(posts, n, args.collectiveSeq));
   if (c == Collective::kBroadcast) {
-    const CopyEngineBoard::Post& root = posts[static_cast<size_t>(program.root)];
+    const PeerBoard::Post& root = posts[static_cast<size_t>(program.root)];
     if (me != program.root) COLLIE_RETURN_IF_ERROR(waitFor(root));
     if (bytes > 0 && args.output != root.input)
       COLLIE_RETURN_IF_ERROR(
@@ -123,7 +126,7 @@ Status CudaExecutor::copyEngineCall(const Program& program, const ExecArgs& args
   const bool v = c == Collective::kAllToAllv;
   for (int k = 0; k < n && c != Collective::kBroadcast && (bytes > 0 || v); ++k) {
     const int q = (me + k) % n;
-    const CopyEngineBoard::Post& peer = posts[static_cast<size_t>(q)];
+    const PeerBoard::Post& peer = posts[static_cast<size_t>(q)];
     const uint8_t* src = static_cast<const uint8_t*>(args.input);
     uint8_t* dst = static_cast<uint8_t*>(peer.output);
     size_t len = bytes;
@@ -144,7 +147,7 @@ Status CudaExecutor::copyEngineCall(const Program& program, const ExecArgs& args
       COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMemcpyAsync(dst, src, len, cudaMemcpyDeviceToDevice, stream),
                                         "cudaMemcpyAsync of a direct_ce call"));
   }
-  COLLIE_RETURN_IF_ERROR(meet(CopyEngineBoard::kDone, ceBoard_->doneEvent(), &posts));
+  COLLIE_RETURN_IF_ERROR(meet(PeerBoard::kDone, board_->doneEvent(), &posts));
   for (int q = 0; q < n; ++q)
     if (q != me) COLLIE_RETURN_IF_ERROR(waitFor(posts[static_cast<size_t>(q)]));
   return Status();

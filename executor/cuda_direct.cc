@@ -80,7 +80,7 @@ Status CudaExecutor::runsDirect(Collective c, const std::string& algorithm, uint
   if (copyEngine) {
     // Copies take their addresses on the host, where only threads of one process know each other's buffers, and
     // any count (no kernel's grid or slots bound them).
-    if (ceBoard_ == nullptr)
+    if (board_ == nullptr)
       return Status::error(collieInvalidUsage,
                            "%s direct_ce needs every rank a thread of this process (its copies take their peers' "
                            "buffers on the host); ranks in other processes reach them only from a kernel: choose "

@@ -11,7 +11,6 @@
 #include "base/env.h"
 #include "base/log.h"
 #include "executor/colocated_streams.h"
-#include "executor/copy_engine_board.h"  // ceBoard_'s destructor
 #include "executor/direct_sends.h"
 #include "executor/launch_plan.h"
 #include "executor/remote_proxy.h"
@@ -129,7 +128,7 @@ Status CudaExecutor::create(int rank, int device, const WindowLayout& layout, co
       COLLIE_RETURN_IF_ERROR(e->pool_->zero(maps, bytes, "zeroing the table of peers' windows"));
       e->extraBytes_ += bytes;
     } else {
-      COLLIE_RETURN_IF_ERROR(e->openCopyEngineBoard(windows));
+      COLLIE_RETURN_IF_ERROR(e->openPeerBoard(windows));
     }
     if (switches.timing) {
       const size_t bytes = kDirectTimingWords * sizeof(uint64_t);
@@ -611,9 +610,11 @@ Status CudaExecutor::runRounds(const RoundPlan& plan, ExecArgs args) {
   if (staged.inBytes > 0)
     rc = cudaMemcpyAsync(staged.stagedIn, staged.in, staged.inBytes, cudaMemcpyDeviceToDevice, stream);
   Status moved;
-  double met = 0;  // direct_ce: seconds meeting the peers, counted as waiting for them
+  double met = 0;  // direct_ce and one launch for every rank: seconds meeting the peers, counted as waiting
   if (copyEngine)
     moved = copyEngineCall(*plan.last[0].program, args, &met);
+  else if (rc == 0 && direct && directKind == DirectKind::kOneShotAllReduce && oneLaunch_)
+    moved = oneLaunchCall(d, directBlocks, args, captured, &met);
   else if (rc == 0)
     rc = direct ? launchDirect(d, directKind, args.type, args.op, directBlocks, kDirectMaxThreads, args.stream)
                 : launchProgram(a, args.type, args.op, args.stream);

@@ -29,6 +29,7 @@
 
 #include "executor/executor.h"
 #include "executor/launch_plan.h"
+#include "executor/peer_board.h"
 #include "executor/peer_watch.h"
 #include "executor/program_cache.h"
 #include "executor/protocol.h"
@@ -40,7 +41,6 @@ namespace collie {
 struct GraphsGone;  // cuda_executor.cc
 
 class ColocatedStreams;
-class CopyEngineBoard;
 class DevicePool;
 class DeviceWindows;
 class RemoteProxy;
@@ -113,6 +113,11 @@ class CudaExecutor : public Executor, private LaunchStorage {
   size_t programBlocks() const;
   /// Kernels launched so far (captured ones counted once, at capture).
   uint64_t launches() const;
+  /// COLLIE_DIRECT_ONE_LAUNCH=1: one launch serves every rank of a direct_oneshot call (cuda_one_launch.cc) where
+  /// every rank is a thread of this process on this GPU; elsewhere it changes nothing. Set before the first call.
+  void setOneLaunch(bool on);
+  /// This rank's direct_oneshot calls that one launch served with its peers' (cuda_one_launch.cc).
+  uint64_t oneLaunchCalls() const;
   /// Collectives and groups of sends and receives whose enqueue waited for a co-located peer to queue its part
   /// of the work before (colocated_streams.h).
   uint64_t peerWaits() const;
@@ -146,8 +151,12 @@ class CudaExecutor : public Executor, private LaunchStorage {
   // A direct_ce call of `program` (cuda_copy_engine.cc): its moves queued as copies on args' stream, ordered
   // after and before the peers' parts by events. *waitSecs: the time spent meeting the peers on the host.
   Status copyEngineCall(const Program& program, const ExecArgs& args, double* waitSecs);
-  // Where every rank is a thread of this process: ceBoard_, with this rank's events.
-  Status openCopyEngineBoard(const DeviceWindows& windows);
+  // A direct_oneshot call with arguments d and `blocks` blocks, where one launch serves every rank
+  // (cuda_one_launch.cc): rank 0 launches every rank's grid on its stream, after its peers' streams reached the
+  // call and before they go on, both by events. *waitSecs: the time spent meeting the peers on the host.
+  Status oneLaunchCall(const DirectArgs& d, int blocks, const ExecArgs& args, bool captured, double* waitSecs);
+  // Where every rank is a thread of this process: board_, with this rank's events.
+  Status openPeerBoard(const DeviceWindows& windows);
   Status planDirect(const Program& program, DirectKind kind, const ExecArgs& args, DirectArgs* d, int* blocks,
                     StagedCopies* staged);
   // With peers in other processes: which window holds d's input and output for a call of `kind`, or their copies
@@ -205,9 +214,12 @@ class CudaExecutor : public Executor, private LaunchStorage {
   int device_ = -1;
   WindowLayout layout_;
   std::unique_ptr<ColocatedStreams> colocated_;  // with peers that are threads of this process on this GPU
-  // direct_ce: where the ranks meet, with this rank's events, when every rank is a thread of this process (else
-  // null).
-  std::unique_ptr<CopyEngineBoard> ceBoard_;
+  // direct_ce and one launch serving every rank: where the ranks meet, with this rank's events, when every rank is
+  // a thread of this process (else null).
+  std::unique_ptr<PeerBoard> board_;
+  bool oneLaunch_ = false;                // setOneLaunch
+  uint64_t oneLaunchCalls_ = 0;           // under mu_
+  std::vector<PeerBoard::Post> posts_;    // a meeting's posts, reused from call to call (under mu_)
   std::vector<uint8_t*> windows_;         // as this rank addresses them (null: a peer on another host)
   std::vector<uint8_t*> inboxes_;         // where each peer's slices for us land: our window, or the proxy's inbox
   uint8_t** deviceWindows_ = nullptr;     // windows_ then inboxes_, in device memory

@@ -1,5 +1,5 @@
 // A process-wide table through which the ranks of one communicator that are threads of this process find each
-// other's shared state (ColocatedStreams' notes, CopyEngineBoard's posts) without sharing a communicator object.
+// other's shared state (ColocatedStreams' notes, PeerBoard's posts) without sharing a communicator object.
 // A rank's key is its device window's address, unique in the process while its communicator lives. Entries are
 // weak: a rank whose communicator is gone leaves nothing a later one could find. One table per type T.
 #pragma once

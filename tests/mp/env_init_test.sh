@@ -66,6 +66,9 @@ refused_at_init "COLLIE_DIRECT_TUNE on one rank only" "COLLIE_DIRECT_TUNE=.*set 
   COLLIE_DIRECT_TUNE=0 COLLIE_DIRECT_TUNE=1
 refused_at_init "different COLLIE_DIRECT_STAGING" "COLLIE_DIRECT_STAGING=[0-9]*, rank [01] with .*set them alike" \
   COLLIE_DIRECT_STAGING=1048576 COLLIE_DIRECT_STAGING=2097152
+# COLLIE_DIRECT_ONE_LAUNCH on one rank only: on a GPU that rank would wait on the host for peers that launch alone.
+refused_at_init "COLLIE_DIRECT_ONE_LAUNCH on one rank only" "COLLIE_DIRECT_ONE_LAUNCH=.*set it alike on all ranks" \
+  COLLIE_DIRECT_ONE_LAUNCH=0 COLLIE_DIRECT_ONE_LAUNCH=1
 # LL flags repeating at different periods (COLLIE_TEST_LL_FLAG_PERIOD, here on the emulated kernels): each rank would
 # take the other's lines for stale or new at the wrong time. The window headers differ.
 refused_at_init "different COLLIE_TEST_LL_FLAG_PERIOD" "flag period \(256\|512\).*COLLIE_TEST_LL_FLAG_PERIOD" \

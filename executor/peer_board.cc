@@ -1,4 +1,4 @@
-#include "executor/copy_engine_board.h"
+#include "executor/peer_board.h"
 
 #include <algorithm>
 #include <atomic>
@@ -9,7 +9,7 @@
 
 namespace collie {
 
-struct CopyEngineBoard::Slot {
+struct PeerBoard::Slot {
   // 2 x seq + meeting of the last post; 0: none yet. The post's fields are written before it.
   std::atomic<uint64_t> stamp{0};
   std::atomic<bool> gone{false};
@@ -26,14 +26,14 @@ struct CopyEngineBoard::Slot {
 
 namespace {
 
-using Slot = CopyEngineBoard::Slot;
+using Slot = PeerBoard::Slot;
 
-uint64_t stampOf(uint64_t seq, CopyEngineBoard::Meeting m) { return 2 * seq + static_cast<uint64_t>(m); }
+uint64_t stampOf(uint64_t seq, PeerBoard::Meeting m) { return 2 * seq + static_cast<uint64_t>(m); }
 
 }  // namespace
 
-CopyEngineBoard::CopyEngineBoard(int rank, const void* own, std::vector<std::pair<int, const void*>> peers,
-                                 void* readyEvent, void* doneEvent, void (*destroy)(void*))
+PeerBoard::PeerBoard(int rank, const void* own, std::vector<std::pair<int, const void*>> peers, void* readyEvent,
+                     void* doneEvent, void (*destroy)(void*))
     : rank_(rank),
       own_(own),
       slot_(std::make_shared<Slot>()),
@@ -47,16 +47,16 @@ CopyEngineBoard::CopyEngineBoard(int rank, const void* own, std::vector<std::pai
   ProcessTable<Slot>::put(own_, slot_);
 }
 
-CopyEngineBoard::~CopyEngineBoard() {
+PeerBoard::~PeerBoard() {
   slot_->gone.store(true, std::memory_order_release);
   ProcessTable<Slot>::remove(own_, slot_);
 }
 
-void* CopyEngineBoard::readyEvent() const { return slot_->events[0]; }
-void* CopyEngineBoard::doneEvent() const { return slot_->events[1]; }
+void* PeerBoard::readyEvent() const { return slot_->events[0]; }
+void* PeerBoard::doneEvent() const { return slot_->events[1]; }
 
-Status CopyEngineBoard::meet(uint64_t seq, Meeting m, const Post& mine, double timeoutSec,
-                             const std::function<Status()>& stop, std::vector<Post>* posts) {
+Status PeerBoard::meet(uint64_t seq, Meeting m, const Post& mine, double timeoutSec,
+                       const std::function<Status()>& stop, const char* what, std::vector<Post>* posts) {
   const uint64_t want = stampOf(seq, m);
   slot_->post[m] = mine;
   slot_->stamp.store(want, std::memory_order_release);
@@ -79,18 +79,19 @@ Status CopyEngineBoard::meet(uint64_t seq, Meeting m, const Post& mine, double t
     if (p != nullptr && p->gone.load(std::memory_order_acquire))
       return Status::error(collieRemoteError,
                            "rank %d: rank %d, a thread of this process, destroyed its communicator before its part "
-                           "of direct_ce collective #%llu",
-                           rank_, r, static_cast<unsigned long long>(seq));
+                           "of %s collective #%llu",
+                           rank_, r, what, static_cast<unsigned long long>(seq));
     COLLIE_RETURN_IF_ERROR(stop());
     const double secs = std::chrono::duration<double>(Clock::now() - start).count();
     if (secs > timeoutSec)
       return Status::error(
           collieTimeout,
-          "rank %d waited %.1f s for rank %d, a thread of this process, to %s of direct_ce collective #%llu: the copy "
-          "engine's copies take their peers' addresses on the host, so the ranks' calls meet there, and every rank "
-          "must make its call from a thread of its own or inside one group (collieGroupStart/End) holding all of "
-          "them; one thread making the ranks' calls one after the other waits here",
-          rank_, secs, r, m == kReady ? "enqueue its part" : "queue its copies", static_cast<unsigned long long>(seq));
+          "rank %d waited %.1f s for rank %d, a thread of this process, to %s of %s collective #%llu: its enqueue "
+          "takes its peers' parts on the host, so the ranks' calls meet there, and every rank must make its call "
+          "from a thread of its own or inside one group (collieGroupStart/End) holding all of them; one thread "
+          "making the ranks' calls one after the other waits here",
+          rank_, secs, r, m == kReady ? "enqueue its part" : "queue its work", what,
+          static_cast<unsigned long long>(seq));
     pauseForPeer(polls);
   }
   return Status();

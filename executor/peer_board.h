@@ -1,9 +1,10 @@
-// Where the ranks of one communicator that are threads of one process meet for a direct_ce call
-// (executor/cuda_copy_engine.cc). A copy by the copy engine (cudaMemcpyAsync) takes its addresses from the host
-// when it is queued, so before a rank queues its copies into its peers' outputs it must know those outputs, and
-// its stream must wait for events its peers have already recorded (waiting on an event not yet recorded waits for
-// nothing). So each call meets twice: every rank posts its buffers and the event recorded where its stream
-// reached the call, then, once its copies are queued, the event recorded after them.
+// Where the ranks of one communicator that are threads of one process meet on the host, for the calls whose
+// enqueue needs its peers' parts (executor/cuda_copy_engine.cc, direct_ce; executor/cuda_one_launch.cc, one launch
+// serving every rank). A copy by the copy engine (cudaMemcpyAsync) takes its addresses from the host when it is
+// queued, and a launch serving every rank takes every rank's arguments, so before a rank queues the call's work it
+// must know its peers' parts, and its stream must wait for events its peers have already recorded (waiting on an
+// event not yet recorded waits for nothing). So each call meets twice: every rank posts its part and the event
+// recorded where its stream reached the call, then, once its work is queued, the event recorded after it.
 //
 // Each rank's post lies in a process-wide table under its device window's address (executor/process_table.h),
 // so no communicator object is shared between the ranks' threads. A post's fields are written before its stamp
@@ -18,10 +19,11 @@
 #include <vector>
 
 #include "base/status.h"
+#include "kernels/direct_kernels.h"
 
 namespace collie {
 
-class CopyEngineBoard {
+class PeerBoard {
  public:
   /// What a rank posts at a meeting.
   struct Post {
@@ -36,6 +38,11 @@ class CopyEngineBoard {
     uint64_t sendCount[kMaxRanks] = {};
     uint64_t recvCount[kMaxRanks] = {};
     uint64_t recvDispl[kMaxRanks] = {};
+    // One launch serving every rank (cuda_one_launch.cc): the rank's one-shot arguments and blocks, and whether
+    // its stream is being captured into a CUDA graph.
+    DirectArgs direct;
+    int blocks = 0;
+    bool captured = false;
   };
   enum Meeting : uint64_t { kReady = 1, kDone = 2 };
 
@@ -43,22 +50,23 @@ class CopyEngineBoard {
   /// communicator lives); `peers` are every other rank with its key, all threads of this process. The board owns
   /// `events`, this rank's two (cudaEvent_t): its peers' streams may wait for them until the peers' boards are
   /// gone too, so `destroy` frees them only when the last board that could reach them goes.
-  CopyEngineBoard(int rank, const void* own, std::vector<std::pair<int, const void*>> peers, void* readyEvent,
-                  void* doneEvent, void (*destroy)(void*));
+  PeerBoard(int rank, const void* own, std::vector<std::pair<int, const void*>> peers, void* readyEvent,
+            void* doneEvent, void (*destroy)(void*));
   void* readyEvent() const;
   void* doneEvent() const;
-  ~CopyEngineBoard();
-  CopyEngineBoard(const CopyEngineBoard&) = delete;
-  CopyEngineBoard& operator=(const CopyEngineBoard&) = delete;
+  ~PeerBoard();
+  PeerBoard(const PeerBoard&) = delete;
+  PeerBoard& operator=(const PeerBoard&) = delete;
 
   /// Posts `mine` for meeting `m` of collective #`seq` and waits until every peer has posted the same, or a later
   /// one (a peer whose calls are out of step with this rank's, whose signature then differs): then (*posts)[r] is
   /// rank r's post (this rank's own included). `stop` is asked between polls; a status it returns
-  /// other than OK ends the wait with it. After `timeoutSec`: collieTimeout naming the late peer.
+  /// other than OK ends the wait with it. After `timeoutSec`: collieTimeout naming the late peer and `what` (the
+  /// call's algorithm, for the sentence).
   Status meet(uint64_t seq, Meeting m, const Post& mine, double timeoutSec, const std::function<Status()>& stop,
-              std::vector<Post>* posts);
+              const char* what, std::vector<Post>* posts);
 
-  struct Slot;  // one rank's post (copy_engine_board.cc)
+  struct Slot;  // one rank's post (peer_board.cc)
 
  private:
   int rank_;
