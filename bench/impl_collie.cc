@@ -73,6 +73,16 @@ std::vector<std::string> split(const std::string& s, const char* seps) {
 
 // --algo's name for the tuner's choice with the direct algorithms weighed too (COLLIE_DIRECT_TUNE=1).
 constexpr const char* kTunerDirect = "auto_direct";
+// --algo's suffix for an algorithm run with one launch serving every rank (COLLIE_DIRECT_ONE_LAUNCH=1), so that
+// both forms of a direct_oneshot are timed side by side in one run.
+constexpr const char* kOneLaunch = "+one_launch";
+
+// `name` without kOneLaunch; *oneLaunch whether it had it.
+std::string withoutOneLaunch(const std::string& name, bool* oneLaunch) {
+  const size_t n = strlen(kOneLaunch);
+  *oneLaunch = name.size() > n && name.compare(name.size() - n, n, kOneLaunch) == 0;
+  return *oneLaunch ? name.substr(0, name.size() - n) : name;
+}
 
 // The user's COLLIE_ALGO with this collective's entries replaced by `algo`
 // ("auto" and "auto_direct": removed, so the tuner chooses). Other collectives keep their choice.
@@ -119,6 +129,7 @@ struct SavedEnv {
 };
 SavedEnv gAlgoEnv("COLLIE_ALGO");
 SavedEnv gTuneEnv("COLLIE_DIRECT_TUNE");
+SavedEnv gOneLaunchEnv("COLLIE_DIRECT_ONE_LAUNCH");
 
 // One stream per rank (worker thread, rank of the thread), shared by every Collie implementation of the run.
 // Each stream takes one of the GPU's hardware queues (CUDA_DEVICE_MAX_CONNECTIONS), and ranks whose streams share
@@ -375,7 +386,18 @@ std::vector<std::string> collieAlgorithms(const Options& o, std::string* err) {
       if (a.collective == c && !a.mapsPeers) out.push_back(a.name);  // direct ones run where --algo names them
     return out;
   }
-  for (const std::string& name : split(o.algo, ",")) {
+  for (const std::string& given : split(o.algo, ",")) {
+    bool oneLaunch = false;
+    const std::string name = withoutOneLaunch(given, &oneLaunch);
+    if (oneLaunch) {
+      // COLLIE_DIRECT_ONE_LAUNCH changes only the direct one-shot's launch (executor/cuda_one_launch.cc).
+      if (c != Collective::kAllReduce || name != "direct_oneshot") {
+        *err = "--algo: " + given + ": " + kOneLaunch + " applies to allreduce direct_oneshot only";
+        return {};
+      }
+      out.push_back(given);
+      continue;
+    }
     if (name == "auto" || name == kTunerDirect || findAlgorithm(c, name.c_str()) != nullptr) {
       out.push_back(name);
       continue;
@@ -415,8 +437,11 @@ std::unique_ptr<Impl> makeCollieImpl(Team& team, int worker, const Options& o, c
   memset(&msg, 0, sizeof(msg));
   team.barrier(worker);  // nobody is inside an init that reads COLLIE_ALGO
   if (worker == 0 && !algo.empty()) {
-    gAlgoEnv.set(algoSpec(getenv("COLLIE_ALGO"), toCollective(o.coll), algo));
+    bool oneLaunch = false;
+    const std::string named = withoutOneLaunch(algo, &oneLaunch);
+    gAlgoEnv.set(algoSpec(getenv("COLLIE_ALGO"), toCollective(o.coll), named));
     if (algo == kTunerDirect) gTuneEnv.set("1");
+    if (oneLaunch) gOneLaunchEnv.set("1");
   }
   std::string rootError;
   if (team.isRoot(worker)) {
@@ -449,6 +474,7 @@ std::unique_ptr<Impl> makeCollieImpl(Team& team, int worker, const Options& o, c
   if (worker == 0 && !algo.empty()) {
     gAlgoEnv.restore();
     gTuneEnv.restore();
+    gOneLaunchEnv.restore();
   }
 
   std::string mine;

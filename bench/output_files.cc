@@ -193,7 +193,8 @@ namespace {
 // The settings every JSON line repeats, so that each stands alone.
 std::string jsonLineLead(const Report& r) {
   std::string lead = "{\"tool\": \"collie-bench\"";
-  for (const char* key : {"collective", "nranks", "threads_per_process", "backend", "graph_iters", "reps"})
+  for (const char* key :
+       {"collective", "nranks", "threads_per_process", "ranks_per_thread", "backend", "graph_iters", "reps"})
     for (const Setting& s : r.settings)
       if (s.key == key) lead += ", " + jsonString(s.key) + ": " + (s.number ? s.value : jsonString(s.value));
   return lead;

@@ -158,7 +158,7 @@ tar -tzf "$rehearsal/gpu-logs.tar.gz" | grep 'gpu-logs/tune_algos_small_t4.json'
 # The perf part (the direct kernels' figures) at small sizes, and its table: every section the run feeds is there.
 OUT=$rehearsal GPU_BUILD=$build PERF_LARGE="64K 256K" PERF_SMALL_MAX=1K bounded tests/gpu/run.sh --only \
   'perf_ceilings,perf_launch_floor,perf_small_t2,perf_large_allreduce_t2,perf_large_allgather_t4,perf_timing_*,'\
-'perf_nccl_t2,perf_large_alltoallv_t4_uniform' perf
+'perf_nccl_t2,perf_large_alltoallv_t4_uniform,perf_small_g2_one_launch' perf
 python3 tests/gpu/perf_table.py "$rehearsal/perf.jsonl" >"$rehearsal/perf.md"
 for section in Machine Ceilings 'Launch floor' 'Large calls' 'Small allreduce' 'Inside the direct' Notes; do
   grep -q "^## $section" "$rehearsal/perf.md" || { echo "perf_table.py: no $section section" >&2; exit 1; }
@@ -172,6 +172,9 @@ grep -q '"implementation": *"collie:direct_ce"' "$rehearsal/perf.jsonl" ||
 # And all-to-all-v's direct kernel beside the interpreted exchanges.
 grep -q '"collective": "alltoallv", .*"implementation": *"collie:direct"' "$rehearsal/perf.jsonl" ||
   { echo "perf: no figure of alltoallv collie:direct" >&2; exit 1; }
+# And the one-shot with one launch serving every rank, driven by one thread through groups.
+grep -q '"ranks_per_thread": 2, .*"implementation": *"collie:direct_oneshot+one_launch"' "$rehearsal/perf.jsonl" ||
+  { echo "perf: no figure of collie:direct_oneshot+one_launch" >&2; exit 1; }
 # A deadline already reached: every step is reported as not run, and the call fails.
 if OUT=$rehearsal GPU_BUILD=$build tests/gpu/run.sh --deadline 5 --only gpu_nccl test; then
   echo "tests/gpu/run.sh passed with its only step not run" >&2

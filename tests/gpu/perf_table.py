@@ -49,6 +49,9 @@ def main(path):
             elif "note" in x or "version" in x:
                 notes.append(x)
             elif "figure" in x:
+                # One thread driving several ranks through groups (collie-bench -g): rows of their own.
+                if x.get("ranks_per_thread", 1) > 1:
+                    x["implementation"] += f" (a thread, {x['ranks_per_thread']} ranks)"
                 figures.append(x)
     out = []
     if machine:
@@ -167,9 +170,15 @@ def main(path):
         out.append("")
     picks = []
     tuners = ("collie:tuner", "collie:tuner+direct")  # the second: COLLIE_DIRECT_TUNE=1 (--algo auto_direct)
+
+    def base(impl):  # without the group's suffix: a tuner driven by one thread is a tuner too
+        return impl.split(" (a thread,")[0]
+
     for k, impls in sorted(rows.items()):
-        others = [x for i, x in impls.items() if i.startswith("collie:") and i not in tuners and ran(x)]
-        for name in tuners:
+        for name in sorted(i for i in impls if base(i) in tuners):
+            suffix = name[len(base(name)):]
+            others = [x for i, x in impls.items() if i.startswith("collie:") and base(i) not in tuners
+                      and i[len(base(i)):] == suffix and ran(x)]
             tuner = impls.get(name)
             if tuner is None or not ran(tuner) or not others:
                 continue

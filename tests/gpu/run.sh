@@ -385,6 +385,13 @@ part_perf() {
     perf_step "perf_small_t${t}_graphs" "$bench" allreduce -t "$t" --backend cuda "${few[@]}" -G 20 \
       --algo "$(algos auto,oneshot,direct_oneshot auto,oneshot)"
   done
+  # Part 4's one launch serving every rank (COLLIE_DIRECT_ONE_LAUNCH, off by default until these figures): one
+  # thread driving every rank through groups, as collieCommInitAll programs do, a launch per rank beside one launch
+  # for all, with the tuner's pick.
+  for t in 2 4 8; do
+    perf_step "perf_small_g${t}_one_launch" "$bench" allreduce -t 1 -g "$t" --backend cuda "${few[@]}" \
+      --algo "$(algos auto,direct_oneshot,direct_oneshot+one_launch auto)"
+  done
   for t in 2 8; do
     perf_step "perf_large_reducescatter_t$t" "$bench" reducescatter -t "$t" --backend cuda "${big[@]}" \
       --algo "$(algos auto,direct auto)"
