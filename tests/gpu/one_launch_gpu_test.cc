@@ -126,6 +126,8 @@ std::string runGroup(const collie::test::Comms& comms, std::vector<std::unique_p
   return "";
 }
 
+// Calls of several shapes at 3 and 8 ranks, each a group driven from this thread, then a captured one; then, on
+// communicators of their own, calls that differ and a call outside a group.
 TEST(CudaBackend, OneLaunchServesEveryRankOfAGroup) {
   SKIP_WITHOUT_GPU();
   ScopedEnv device("COLLIE_DEVICE", "cuda");

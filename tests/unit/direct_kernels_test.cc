@@ -60,6 +60,23 @@ World worldOf(int n, uint64_t timeoutNs = kLongNs) {
                static_cast<uint32_t>(collie::directLines(kMaxCount * 8)), timeoutNs);
 }
 
+// Arguments that every launch check accepts: 4 floats on 2 ranks, every buffer at `buf` (64 bytes).
+DirectArgs acceptedArgs(DirectError* error, collie::DirectCounter* counter, uint8_t* buf) {
+  DirectArgs a;
+  a.nranks = 2;
+  a.error = error;
+  a.counter = counter;
+  a.count = 4;
+  a.slotLines = 2;
+  a.input = buf;
+  a.output = buf;
+  for (int p = 0; p < 2; ++p) {
+    a.scratch[p] = buf;
+    a.barriers[p] = buf;
+  }
+  return a;
+}
+
 class DirectKernelsAtRanks : public testing::TestWithParam<int> {};
 
 TEST_P(DirectKernelsAtRanks, EveryKernelMatchesTheReferenceBitForBit) {
@@ -148,16 +165,8 @@ TEST(DirectKernels, GroupLaunchesOutsideTheirLimitsAreRefused) {
   g.nranks = 2;
   g.blocks = 1;
   for (int r = 0; r < 2; ++r) {
-    DirectArgs& a = g.args[r];
-    a.rank = r;
-    a.nranks = 2;
-    a.error = &error;
-    a.counter = &counter;
-    a.count = 4;
-    a.slotLines = 2;
-    a.input = buf;
-    a.output = buf;
-    a.scratch[0] = a.scratch[1] = buf;
+    g.args[r] = acceptedArgs(&error, &counter, buf);
+    g.args[r].rank = r;
   }
   const char* why = nullptr;
   EXPECT_EQ(collie::checkDirectGroupLaunch(g, collieFloat32, collie::ReduceOp::kSum, 64, &why), 0);
@@ -416,18 +425,7 @@ TEST(DirectKernels, LaunchesOutsideTheirLimitsAreRefused) {
   DirectError error;
   collie::DirectCounter counter;
   uint8_t buf[64] = {};
-  DirectArgs a;
-  a.nranks = 2;
-  a.error = &error;
-  a.counter = &counter;
-  a.count = 4;
-  a.slotLines = 2;
-  a.input = buf;
-  a.output = buf;
-  for (int p = 0; p < 2; ++p) {
-    a.scratch[p] = buf;
-    a.barriers[p] = buf;
-  }
+  const DirectArgs a = acceptedArgs(&error, &counter, buf);
   const char* why = nullptr;
   const auto check = [&](const DirectArgs& x, DirectKind kind, collie::ReduceOp op, int blocks) {
     why = nullptr;
