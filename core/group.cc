@@ -1,12 +1,12 @@
 #include "core/group.h"
 
 #include <exception>
-#include <thread>
 #include <utility>
 
 #include "core/api_checks.h"
 #include "core/comm.h"
 #include "core/errors.h"
+#include "core/group_workers.h"
 
 namespace collie {
 namespace group {
@@ -66,23 +66,29 @@ void enqueueInit(std::function<Status()> init) { tState.inits.push_back(std::mov
 
 namespace {
 
+// Runs every job at once, each on a worker of its own (core/group_workers.h), into results[i]; an exception is
+// job i's internal error.
+Status runJobs(const std::vector<std::function<Status()>>& jobs, std::vector<Status>* results) {
+  results->assign(jobs.size(), Status());
+  std::vector<std::function<void()>> tasks;
+  for (size_t i = 0; i < jobs.size(); ++i)
+    tasks.emplace_back([&jobs, results, i] {
+      try {
+        (*results)[i] = jobs[i]();
+      } catch (const std::exception& e) {
+        (*results)[i] = Status::error(collieInternalError, "internal error: %s", e.what());
+      }
+    });
+  return runTogether(tasks);
+}
+
 // The group's communicator inits, concurrently: each waits for the others.
 // Every init runs even when one fails, so no peer waits for one that never starts.
 Status runInits(std::vector<std::function<Status()>> inits) {
   if (inits.empty()) return Status();
   if (inits.size() == 1) return inits[0]();
-  std::vector<Status> results(inits.size());
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < inits.size(); ++i) {
-    threads.emplace_back([&, i] {
-      try {
-        results[i] = inits[i]();
-      } catch (const std::exception& e) {
-        results[i] = Status::error(collieInternalError, "internal error: %s", e.what());
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
+  std::vector<Status> results;
+  COLLIE_RETURN_IF_ERROR(runJobs(inits, &results));
   for (const Status& st : results)
     if (!st.ok()) return st;
   return Status();
@@ -146,18 +152,10 @@ Status end() {
   if (comms.empty()) return Status();
   // Several communicators: each is a rank that must progress while the others
   // wait on it, so each gets a thread.
-  std::vector<Status> results(comms.size());
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < comms.size(); ++i) {
-    threads.emplace_back([&, i] {
-      try {
-        results[i] = runQueue(comms[i], perComm[i]);
-      } catch (const std::exception& e) {
-        results[i] = Status::error(collieInternalError, "internal error: %s", e.what());
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
+  std::vector<std::function<Status()>> queues;
+  for (size_t i = 0; i < comms.size(); ++i) queues.emplace_back([&, i] { return runQueue(comms[i], perComm[i]); });
+  std::vector<Status> results;
+  COLLIE_RETURN_IF_ERROR(runJobs(queues, &results));
   // Each failing communicator keeps its own last error; the first one is returned.
   for (size_t i = comms.size(); i-- > 0;)
     if (!results[i].ok() && commIsLive(comms[i])) report(results[i], comms[i]);

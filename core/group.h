@@ -4,10 +4,10 @@
 //
 // At GroupEnd each communicator's queue runs in the order it was issued, with
 // consecutive sends and receives batched into one pairwise schedule
-// (core/p2p.cc). Queues of different communicators run on their own threads,
-// so one thread may drive every rank of a clique inside one group, as
-// collieCommInitAll users and NCCL's grouped calls expect; nothing blocks
-// before GroupEnd.
+// (core/p2p.cc). Queues of different communicators run on threads of their
+// own (kept from group to group: core/group_workers.h), so one thread may
+// drive every rank of a clique inside one group, as collieCommInitAll users
+// and NCCL's grouped calls expect; nothing blocks before GroupEnd.
 #pragma once
 
 #include <functional>
