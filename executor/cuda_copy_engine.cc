@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -42,6 +43,36 @@ Status CudaExecutor::openPeerBoard(const DeviceWindows& windows) {
   }
   board_ = std::make_unique<PeerBoard>(rank_, windows.window(rank_), std::move(others), ready, done,
                                        [](void* ev) { (void)cudaEventDestroy(static_cast<cudaEvent_t>(ev)); });
+  return Status();
+}
+
+Status CudaExecutor::meetPeers(PeerBoard::Meeting m, void* event, const ExecArgs& args, const char* what,
+                               PeerBoard::Post* mine, double* waitSecs) {
+  mine->event = event;
+  if (event != nullptr)
+    COLLIE_RETURN_IF_ERROR(
+        cudaStatus(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(args.stream)),
+                   (std::string("cudaEventRecord for a meeting of ") + what + "'s ranks").c_str()));
+  const auto start = std::chrono::steady_clock::now();
+  Status met = board_->meet(
+      args.collectiveSeq, m, *mine, tables_.timeoutSec, [this] { return whyStopWaiting(); }, what, &posts_);
+  *waitSecs += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return met;
+}
+
+Status CudaExecutor::waitForPeer(const PeerBoard::Post& peer, const ExecArgs& args, const char* what) {
+  return cudaStatus(
+      cudaStreamWaitEvent(static_cast<cudaStream_t>(args.stream), static_cast<cudaEvent_t>(peer.event), 0),
+      (std::string("cudaStreamWaitEvent on a peer's event of ") + what).c_str());
+}
+
+Status CudaExecutor::postsAgree(const ExecArgs& args, const char* what) const {
+  for (int q = 0; q < static_cast<int>(layout_.nranks); ++q) {
+    const uint64_t theirs = posts_[static_cast<size_t>(q)].signature;
+    if (theirs != args.callSignature)
+      return Status::error(collieInvalidUsage, "%s",
+                           callMismatch(rank_, q, theirs, args.callSignature, args.collectiveSeq, what).c_str());
+  }
   return Status();
 }
 
@@ -70,7 +101,6 @@ Status pairsAgree(const std::vector<PeerBoard::Post>& posts, int n, uint64_t col
 }  // namespace
 
 Status CudaExecutor::copyEngineCall(const Program& program, const ExecArgs& args, double* waitSecs) {
-  using Clock = std::chrono::steady_clock;
   cudaStream_t stream = static_cast<cudaStream_t>(args.stream);
   const int n = static_cast<int>(layout_.nranks), me = rank_;
   const size_t es = typeSize(args.type);
@@ -87,30 +117,12 @@ Status CudaExecutor::copyEngineCall(const Program& program, const ExecArgs& args
       mine.recvCount[q] = program.recvCounts[uq];
       mine.recvDispl[q] = program.recvDispls[uq];
     }
-  auto meet = [&](PeerBoard::Meeting m, void* event, std::vector<PeerBoard::Post>* posts) -> Status {
-    mine.event = event;
-    COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(static_cast<cudaEvent_t>(event), stream),
-                                      "cudaEventRecord for a direct_ce meeting"));
-    const Clock::time_point start = Clock::now();
-    Status met = board_->meet(
-        args.collectiveSeq, m, mine, tables_.timeoutSec, [this] { return whyStopWaiting(); }, "direct_ce", posts);
-    *waitSecs += std::chrono::duration<double>(Clock::now() - start).count();
-    return met;
-  };
-  auto waitFor = [&](const PeerBoard::Post& p) {
-    return cudaStatus(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(p.event), 0),
-                      "cudaStreamWaitEvent on a peer's direct_ce event");
-  };
-  std::vector<PeerBoard::Post>& posts = posts_;  // reused from call to call (under mu_)
-  COLLIE_RETURN_IF_ERROR(meet(PeerBoard::kReady, board_->readyEvent(), &posts));
-  // Copies sized by this rank's call into a peer's buffers sized by another would overrun them. Every rank compares
-  // every peer, so where two calls differ every rank refuses, before any copy.
-  for (int q = 0; q < n; ++q)
-    if (posts[static_cast<size_t>(q)].signature != args.callSignature)
-      return Status::error(collieInvalidUsage, "%s",
-                           callMismatch(rank_, q, posts[static_cast<size_t>(q)].signature, args.callSignature,
-                                        args.collectiveSeq, std::string(collectiveName(c)) + " " + program.algorithm)
-                               .c_str());
+  const std::string name = std::string(collectiveName(c)) + " " + program.algorithm;
+  auto waitFor = [&](const PeerBoard::Post& p) { return waitForPeer(p, args, "direct_ce"); };
+  const std::vector<PeerBoard::Post>& posts = posts_;  // every rank's, after each meeting
+  COLLIE_RETURN_IF_ERROR(meetPeers(PeerBoard::kReady, board_->readyEvent(), args, "direct_ce", &mine, waitSecs));
+  // Every rank compares every peer, so where two calls differ every rank refuses, before any copy.
+  COLLIE_RETURN_IF_ERROR(postsAgree(args, name.c_str()));
   // All-to-all-v: every rank sees every rank's counts here, so every rank refuses alike where a pair's differ.
   if (c == Collective::kAllToAllv) COLLIE_RETURN_IF_ERROR(pairsAgree(posts, n, args.collectiveSeq));
   if (c == Collective::kBroadcast) {
@@ -147,7 +159,7 @@ Status CudaExecutor::copyEngineCall(const Program& program, const ExecArgs& args
       COLLIE_RETURN_IF_ERROR(cudaStatus(cudaMemcpyAsync(dst, src, len, cudaMemcpyDeviceToDevice, stream),
                                         "cudaMemcpyAsync of a direct_ce call"));
   }
-  COLLIE_RETURN_IF_ERROR(meet(PeerBoard::kDone, board_->doneEvent(), &posts));
+  COLLIE_RETURN_IF_ERROR(meetPeers(PeerBoard::kDone, board_->doneEvent(), args, "direct_ce", &mine, waitSecs));
   for (int q = 0; q < n; ++q)
     if (q != me) COLLIE_RETURN_IF_ERROR(waitFor(posts[static_cast<size_t>(q)]));
   return Status();

@@ -157,6 +157,16 @@ class CudaExecutor : public Executor, private LaunchStorage {
   Status oneLaunchCall(const DirectArgs& d, int blocks, const ExecArgs& args, bool captured, double* waitSecs);
   // Where every rank is a thread of this process: board_, with this rank's events.
   Status openPeerBoard(const DeviceWindows& windows);
+  // A meeting of the ranks' enqueues on board_ for args' call (`what`: its algorithm, for the sentences): records
+  // `event` on args' stream (none: null) and posts *mine with it; posts_ then holds every rank's post. *waitSecs
+  // gains the time the meeting took.
+  Status meetPeers(PeerBoard::Meeting m, void* event, const ExecArgs& args, const char* what, PeerBoard::Post* mine,
+                   double* waitSecs);
+  // args' stream waits for the event of peer's post.
+  Status waitForPeer(const PeerBoard::Post& peer, const ExecArgs& args, const char* what);
+  // OK where every post of the first meeting carries args' call signature, else the first that differs, as
+  // every rank finds it: copies or a grid sized by this rank's call would overrun buffers sized by another's.
+  Status postsAgree(const ExecArgs& args, const char* what) const;
   Status planDirect(const Program& program, DirectKind kind, const ExecArgs& args, DirectArgs* d, int* blocks,
                     StagedCopies* staged);
   // With peers in other processes: which window holds d's input and output for a call of `kind`, or their copies

@@ -17,9 +17,6 @@
 // direct_ce's are.
 #include <cuda_runtime.h>
 
-#include <chrono>
-#include <string>
-
 #include "base/cuda_check.h"
 #include "executor/cuda_executor.h"
 #include "executor/peer_board.h"
@@ -35,42 +32,21 @@ uint64_t CudaExecutor::oneLaunchCalls() const {
 
 Status CudaExecutor::oneLaunchCall(const DirectArgs& d, int blocks, const ExecArgs& args, bool captured,
                                    double* waitSecs) {
-  using Clock = std::chrono::steady_clock;
   constexpr const char* kWhat = "allreduce direct_oneshot (COLLIE_DIRECT_ONE_LAUNCH=1)";
-  cudaStream_t stream = static_cast<cudaStream_t>(args.stream);
   const int n = static_cast<int>(layout_.nranks), me = rank_;
   PeerBoard::Post mine;
   mine.signature = args.callSignature;
   mine.direct = d;
   mine.blocks = blocks;
   mine.captured = captured;
-  auto meet = [&](PeerBoard::Meeting m, void* event) -> Status {
-    mine.event = event;
-    if (event != nullptr)
-      COLLIE_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(static_cast<cudaEvent_t>(event), stream),
-                                        "cudaEventRecord for a meeting of one launch serving every rank"));
-    const Clock::time_point start = Clock::now();
-    Status met = board_->meet(
-        args.collectiveSeq, m, mine, tables_.timeoutSec, [this] { return whyStopWaiting(); }, kWhat, &posts_);
-    *waitSecs += std::chrono::duration<double>(Clock::now() - start).count();
-    return met;
-  };
-  auto waitFor = [&](const PeerBoard::Post& p) {
-    return cudaStatus(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(p.event), 0),
-                      "cudaStreamWaitEvent on a peer's event of one launch serving every rank");
-  };
   const bool leader = me == 0;
-  COLLIE_RETURN_IF_ERROR(meet(PeerBoard::kReady, leader || captured ? nullptr : board_->readyEvent()));
+  COLLIE_RETURN_IF_ERROR(
+      meetPeers(PeerBoard::kReady, leader || captured ? nullptr : board_->readyEvent(), args, kWhat, &mine, waitSecs));
   // One grid sized by one rank's call would run a peer's body over buffers sized by another: every rank compares
   // every peer, so where two calls differ every rank refuses, before any launch.
+  COLLIE_RETURN_IF_ERROR(postsAgree(args, kWhat));
   bool anyCaptured = false;
-  for (int q = 0; q < n; ++q) {
-    const PeerBoard::Post& p = posts_[static_cast<size_t>(q)];
-    if (p.signature != args.callSignature)
-      return Status::error(collieInvalidUsage, "%s",
-                           callMismatch(rank_, q, p.signature, args.callSignature, args.collectiveSeq, kWhat).c_str());
-    anyCaptured = anyCaptured || p.captured;
-  }
+  for (int q = 0; q < n; ++q) anyCaptured = anyCaptured || posts_[static_cast<size_t>(q)].captured;
   Status launched;
   void* done = nullptr;
   if (anyCaptured) {
@@ -83,7 +59,7 @@ Status CudaExecutor::oneLaunchCall(const DirectArgs& d, int blocks, const ExecAr
     g.blocks = blocks;
     for (int q = 0; q < n && launched.ok(); ++q) {
       g.args[q] = posts_[static_cast<size_t>(q)].direct;
-      if (q != me) launched = waitFor(posts_[static_cast<size_t>(q)]);
+      if (q != me) launched = waitForPeer(posts_[static_cast<size_t>(q)], args, kWhat);
     }
     if (launched.ok())
       launched =
@@ -92,7 +68,7 @@ Status CudaExecutor::oneLaunchCall(const DirectArgs& d, int blocks, const ExecAr
     if (launched.ok()) done = board_->doneEvent();
   }
   // The second meeting whatever happened above: a rank rewrites its post only after every peer has met it again.
-  const Status met = meet(PeerBoard::kDone, done);
+  const Status met = meetPeers(PeerBoard::kDone, done, args, kWhat, &mine, waitSecs);
   COLLIE_RETURN_IF_ERROR(launched);
   COLLIE_RETURN_IF_ERROR(met);
   if (anyCaptured) return Status();
@@ -103,7 +79,7 @@ Status CudaExecutor::oneLaunchCall(const DirectArgs& d, int blocks, const ExecAr
                            "rank %d: rank 0 could not launch the kernel serving every rank of %s collective #%llu "
                            "(rank 0's error says why)",
                            rank_, kWhat, static_cast<unsigned long long>(args.collectiveSeq));
-    COLLIE_RETURN_IF_ERROR(waitFor(root));
+    COLLIE_RETURN_IF_ERROR(waitForPeer(root, args, kWhat));
   }
   ++oneLaunchCalls_;
   return Status();
